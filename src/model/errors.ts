@@ -1,0 +1,83 @@
+/**
+ * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (DESIGN.md section 6) and a
+ * message that says where, what, and what to do. One top-level handler in the CLI prints them.
+ */
+import type { SourcePos } from "./state.js";
+
+export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3 } as const;
+
+export class EdgeplanError extends Error {
+  readonly exitCode: number = EXIT.error;
+  override name = "EdgeplanError";
+}
+
+/** A problem in a manifest, pinned to its file, line and column. */
+export interface Diagnostic {
+  severity: "error" | "warning";
+  pos: SourcePos;
+  message: string;
+}
+
+/** Formats a diagnostic as `file:line:col: message`. */
+export function formatDiagnostic(d: Diagnostic): string {
+  const prefix = d.severity === "warning" ? "warning: " : "";
+  return `${d.pos.file}:${d.pos.line}:${d.pos.col}: ${prefix}${d.message}`;
+}
+
+export class ManifestError extends EdgeplanError {
+  override name = "ManifestError";
+  constructor(readonly diagnostics: Diagnostic[]) {
+    super(diagnostics.filter((d) => d.severity === "error").map(formatDiagnostic).join("\n"));
+  }
+}
+
+/** An answer of the API that was not a success, after retries. */
+export class ApiError extends EdgeplanError {
+  override name = "ApiError";
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly status: number,
+    readonly errorCode: string | undefined,
+    readonly msg: string,
+    readonly operationId: string | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${method} ${path}: ${status}${errorCode ? ` ${errorCode}` : ""}: ${msg}` +
+        (status === 401 || status === 403
+          ? "; the API key was refused: check EDGEPLAN_API_KEY (or --api-key-file) and that the key belongs to this account"
+          : "") +
+        (operationId ? ` (operation ${operationId})` : ""),
+      options,
+    );
+  }
+}
+
+/** A plan that may not be applied as it is (a risk not acknowledged, no approval). */
+export class UnsafePlanError extends EdgeplanError {
+  override name = "UnsafePlanError";
+}
+
+/** A saved plan whose objects changed since it was made. */
+export class StalePlanError extends EdgeplanError {
+  override name = "StalePlanError";
+  constructor(readonly addresses: string[], message: string) {
+    super(message);
+  }
+}
+
+/** A bug in edgeplan: never the user's fault. */
+export class InternalError extends EdgeplanError {
+  override name = "InternalError";
+}
+
+/** Ends the CLI with a given code after output was already written. */
+export class ExitError extends EdgeplanError {
+  override name = "ExitError";
+  override readonly exitCode: number;
+  constructor(code: number, message = "") {
+    super(message);
+    this.exitCode = code;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The two sides every plan compares: `desired` (what the manifests say, normalised) and `live` (what the API
+ * holds, as read). Both are plain data; the manifest loader builds the first, the API client the second.
+ */
+import type { CircuitBreakerModule, CircuitBreakerSettings, SamlModule, SamlSettings } from "./wire.js";
+
+/** Where a manifest value was written: 1-based line and column, as the `yaml` package reports them. */
+export interface SourcePos {
+  file: string;
+  line: number;
+  col: number;
+}
+
+/** Names of WeightedBackend manifests: DNS-label style, so they never contain `_` and never look like an id. */
+export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+export const NAME_MAX = 63;
+
+/** The metadata key edgeplan owns. */
+export const MARKER_KEY = "edgeplan";
+
+/** The owner marker kept under `metadata.edgeplan` of every weighted backend edgeplan manages. */
+export interface OwnerMarker {
+  stack: string;
+  name: string;
+  protect?: true;
+}
+
+export interface DesiredWeightedBackend {
+  kind: "WeightedBackend";
+  name: string;
+  description: string;
+  /** The user's metadata mapping, without the owner marker. */
+  metadata: Record<string, unknown>;
+  /**
+   * Children and weights. A key containing `_` is a backend id; any other key is the `name` of another
+   * WeightedBackend of the same manifests (a reference, resolved to an id at plan/apply time).
+   */
+  backends: Record<string, number>;
+  /** Adopt this existing object instead of finding it by owner marker. */
+  id?: string;
+  protect: boolean;
+  source: SourcePos;
+  /** Positions of individual fields and children (`backends.<key>`), for errors traced back to a line. */
+  fieldSources?: Record<string, SourcePos>;
+}
+
+/** What a manifest says of one module of a route. */
+export type ModuleIntent<T> =
+  | { state: "unmanaged" }
+  | { state: "absent"; source: SourcePos }
+  | { state: "present"; settings: T; source: SourcePos };
+
+export interface DesiredEdgeRoute {
+  kind: "EdgeRoute";
+  edge: string;
+  route: string;
+  saml: ModuleIntent<SamlSettings> & { idpMetadataFile?: string };
+  circuit_breaker: ModuleIntent<CircuitBreakerSettings>;
+  source: SourcePos;
+}
+
+export interface DesiredState {
+  weightedBackends: DesiredWeightedBackend[];
+  edgeRoutes: DesiredEdgeRoute[];
+}
+
+export interface LiveWeightedBackend {
+  id: string;
+  created_at: string;
+  description: string;
+  /** Metadata exactly as the API holds it (a string, usually JSON). */
+  metadata: string;
+  backends: Record<string, number>;
+  /** sha256 (hex) of the canonical JSON of the object as read: a saved plan is stale when this changes. */
+  fingerprint: string;
+}
+
+export interface LiveRoute {
+  edge: string;
+  route: string;
+  saml: SamlModule | null;
+  circuit_breaker: CircuitBreakerModule | null;
+  /** Fingerprints of each module as read (of `null` when the module is unset). */
+  fingerprints: { saml: string; circuit_breaker: string };
+}
+
+export interface LiveState {
+  weightedBackends: LiveWeightedBackend[];
+  /** Only the routes the manifests name are read. */
+  routes: LiveRoute[];
+}

@@ -1,0 +1,195 @@
+/**
+ * The wire contract of the traffic-routing API (../shared/API.md), as zod schemas shared by the server that
+ * answers it and the client that reads it. Pure: no I/O.
+ */
+import { z } from "zod";
+
+/** Id prefixes of every resource the API knows. */
+export const ID_PREFIX = {
+  weightedBackend: "bkdwd",
+  httpResponseBackend: "bkdhr",
+  tunnelGroupBackend: "bkdtg",
+  failoverBackend: "bkdfo",
+  staticAddressBackend: "bkdsc",
+  edge: "edghts",
+  route: "edghtsrt",
+  operation: "op",
+} as const;
+
+/** Prefixes that may appear as keys of a weighted backend's `backends` map. */
+export const BACKEND_PREFIXES = ["bkdwd", "bkdhr", "bkdtg", "bkdfo", "bkdsc"] as const;
+
+/** Fixture backend types and their id prefixes. */
+export const FIXTURE_BACKEND_TYPES = {
+  http_response: "bkdhr",
+  tunnel_group: "bkdtg",
+  failover: "bkdfo",
+  static_address: "bkdsc",
+} as const;
+export type FixtureBackendType = keyof typeof FIXTURE_BACKEND_TYPES;
+
+/** `<prefix>_` + 27 base62 characters (a KSUID). */
+export const ID_BODY = /^[0-9A-Za-z]{27}$/;
+export function idPattern(prefix: string): RegExp {
+  return new RegExp(`^${prefix}_[0-9A-Za-z]{27}$`);
+}
+/** True when `s` is a well-formed id with one of the given prefixes. */
+export function isId(s: string, prefixes: readonly string[]): boolean {
+  const i = s.indexOf("_");
+  if (i < 0) return false;
+  const prefix = s.slice(0, i);
+  return prefixes.includes(prefix) && ID_BODY.test(s.slice(i + 1));
+}
+/** True when `s` is any well-formed backend id (weighted or fixture). */
+export const isBackendId = (s: string): boolean => isId(s, BACKEND_PREFIXES);
+
+export const LIMITS = {
+  weightMax: 10_000,
+  childrenPerWeightedBackend: 100,
+  weightedBackendsPerAccount: 10_000,
+  descriptionBytes: 255,
+  metadataBytes: 4096,
+  idpMetadataBytes: 128 * 1024,
+  bodyBytes: 1024 * 1024,
+  uint32Max: 4_294_967_295,
+  numBucketsMax: 128,
+  pageLimitMax: 100,
+} as const;
+
+export const NAMEID_FORMATS = [
+  "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent",
+  "urn:oasis:names:tc:SAML:2.0:nameid-format:transient",
+  "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress",
+  "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified",
+] as const;
+export const DEFAULT_NAMEID_FORMAT = NAMEID_FORMATS[0];
+
+/** Values a PUT of the SAML module stores for fields it leaves out (API.md section 3). */
+export const SAML_DEFAULTS = {
+  enabled: true,
+  options_passthrough: false,
+  cookie_prefix: "",
+  inactivity_timeout: 0,
+  maximum_duration: 0,
+  force_authn: false,
+  allow_idp_initiated: true,
+  authorized_groups: [] as string[],
+  nameid_format: DEFAULT_NAMEID_FORMAT as string,
+};
+
+/** Values a PUT of the circuit breaker module stores for fields it leaves out (API.md section 4). */
+export const CIRCUIT_BREAKER_DEFAULTS = {
+  enabled: true,
+  volume_threshold: 0,
+};
+
+const uint32 = z.number().int().min(0).max(LIMITS.uint32Max);
+
+export const WeightedBackendSchema = z.object({
+  id: z.string(),
+  uri: z.string(),
+  created_at: z.string(),
+  description: z.string(),
+  metadata: z.string(),
+  backends: z.record(z.string(), z.number().int()),
+});
+export type WeightedBackend = z.infer<typeof WeightedBackendSchema>;
+
+export const WeightedBackendListSchema = z.object({
+  backends: z.array(WeightedBackendSchema),
+  uri: z.string(),
+  next_page_uri: z.string().nullable(),
+});
+export type WeightedBackendList = z.infer<typeof WeightedBackendListSchema>;
+
+/** The fields a client sets on the SAML module (all of them, defaults filled). */
+export const SamlSettingsSchema = z.object({
+  enabled: z.boolean(),
+  options_passthrough: z.boolean(),
+  cookie_prefix: z.string(),
+  inactivity_timeout: uint32,
+  maximum_duration: uint32,
+  idp_metadata: z.string(),
+  force_authn: z.boolean(),
+  allow_idp_initiated: z.boolean(),
+  authorized_groups: z.array(z.string()),
+  nameid_format: z.string(),
+});
+export type SamlSettings = z.infer<typeof SamlSettingsSchema>;
+
+/** The SAML module as the server answers it: settings plus generated, read-only fields. */
+export const SamlModuleSchema = SamlSettingsSchema.extend({
+  entity_id: z.string(),
+  assertion_consumer_service_url: z.string(),
+  single_logout_url: z.string(),
+  request_signing_certificate_pem: z.string(),
+  metadata_url: z.string(),
+  idp_metadata_url: z.string(),
+});
+export type SamlModule = z.infer<typeof SamlModuleSchema>;
+export const SAML_GENERATED_FIELDS = [
+  "entity_id",
+  "assertion_consumer_service_url",
+  "single_logout_url",
+  "request_signing_certificate_pem",
+  "metadata_url",
+  "idp_metadata_url",
+] as const;
+
+export const CircuitBreakerSettingsSchema = z.object({
+  enabled: z.boolean(),
+  tripped_duration: uint32,
+  rolling_window: uint32,
+  num_buckets: uint32,
+  volume_threshold: uint32,
+  error_threshold_percentage: z.number(),
+});
+export type CircuitBreakerSettings = z.infer<typeof CircuitBreakerSettingsSchema>;
+/** The circuit breaker module has no generated fields: what the server answers is its settings. */
+export const CircuitBreakerModuleSchema = CircuitBreakerSettingsSchema;
+export type CircuitBreakerModule = CircuitBreakerSettings;
+
+export const HttpsRouteSchema = z.object({
+  id: z.string(),
+  edge_id: z.string(),
+  uri: z.string(),
+  created_at: z.string(),
+  match: z.string(),
+  match_type: z.string(),
+  saml: SamlModuleSchema.nullable(),
+  circuit_breaker: CircuitBreakerModuleSchema.nullable(),
+});
+export type HttpsRoute = z.infer<typeof HttpsRouteSchema>;
+
+export const HttpsEdgeSchema = z.object({
+  id: z.string(),
+  uri: z.string(),
+  created_at: z.string(),
+  description: z.string(),
+  metadata: z.string(),
+  hostports: z.array(z.string()),
+  routes: z.array(HttpsRouteSchema),
+});
+export type HttpsEdge = z.infer<typeof HttpsEdgeSchema>;
+
+export const HttpsEdgeListSchema = z.object({
+  https_edges: z.array(HttpsEdgeSchema),
+  uri: z.string(),
+  next_page_uri: z.string().nullable(),
+});
+export type HttpsEdgeList = z.infer<typeof HttpsEdgeListSchema>;
+
+export const ErrorBodySchema = z.object({
+  error_code: z.string().optional(),
+  status_code: z.number().int(),
+  msg: z.string(),
+  details: z.record(z.string(), z.string()).optional(),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
+/** Header names used on the wire (lower case, as node presents them). */
+export const HEADERS = {
+  version: "ngrok-version",
+  operationId: "ngrok-operation-id",
+} as const;
+export const API_VERSION = "2";
