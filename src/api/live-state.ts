@@ -1,0 +1,48 @@
+/**
+ * Turns wire objects as read from the API into the `live` side of a plan, with the fingerprint of each object.
+ * A fingerprint is the sha256 of the object's canonical JSON: a saved plan is stale when one of its objects no
+ * longer has the fingerprint it was planned against.
+ */
+import { createHash } from "node:crypto";
+import { canonicalJson } from "../model/canonical.js";
+import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
+import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../model/wire.js";
+
+/** sha256 (hex) of the canonical JSON of `value`; `null` (an unset module) has a fingerprint too. */
+export function fingerprintOf(value: unknown): string {
+  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+}
+
+/** The fields of a weighted backend that a fingerprint covers (its `uri` depends on the server's base URL). */
+export function liveWeightedBackend(wb: WeightedBackend): LiveWeightedBackend {
+  const { id, created_at, description, metadata, backends } = wb;
+  return { id, created_at, description, metadata, backends, fingerprint: fingerprintOf({ id, created_at, description, metadata, backends }) };
+}
+
+export function liveRoute(
+  edge: string,
+  route: string,
+  saml: SamlModule | null,
+  circuit_breaker: CircuitBreakerModule | null,
+): LiveRoute {
+  return {
+    edge,
+    route,
+    saml,
+    circuit_breaker,
+    fingerprints: { saml: fingerprintOf(saml), circuit_breaker: fingerprintOf(circuit_breaker) },
+  };
+}
+
+/** Builds the live state from wire objects, sorted by id so that the same reads give the same state. */
+export function buildLiveState(
+  weightedBackends: WeightedBackend[],
+  routes: Array<{ edge: string; route: string; saml: SamlModule | null; circuit_breaker: CircuitBreakerModule | null }>,
+): LiveState {
+  return {
+    weightedBackends: weightedBackends.map(liveWeightedBackend).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+    routes: routes
+      .map((r) => liveRoute(r.edge, r.route, r.saml, r.circuit_breaker))
+      .sort((a, b) => (`${a.edge}/${a.route}` < `${b.edge}/${b.route}` ? -1 : 1)),
+  };
+}
