@@ -3,7 +3,7 @@
  * A fingerprint is the sha256 of the object's canonical JSON: a saved plan is stale when one of its objects no
  * longer has the fingerprint it was planned against.
  */
-import { createHash } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { canonicalJson } from "../model/canonical.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../model/wire.js";
@@ -25,13 +25,25 @@ export function liveRoute(
   saml: SamlModule | null,
   circuit_breaker: CircuitBreakerModule | null,
 ): LiveRoute {
-  return {
+  const live: LiveRoute = {
     edge,
     route,
     saml,
     circuit_breaker,
     fingerprints: { saml: fingerprintOf(saml), circuit_breaker: fingerprintOf(circuit_breaker) },
   };
+  const sha = saml ? certificateSha256(saml.request_signing_certificate_pem) : undefined;
+  if (sha) live.samlCertificateSha256 = sha;
+  return live;
+}
+
+/** The certificate's SHA-256 fingerprint, or undefined when the PEM does not parse. */
+function certificateSha256(pem: string): string | undefined {
+  try {
+    return new X509Certificate(pem).fingerprint256;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Builds the live state from wire objects, sorted by id so that the same reads give the same state. */

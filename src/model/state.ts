@@ -82,6 +82,8 @@ export interface LiveRoute {
   circuit_breaker: CircuitBreakerModule | null;
   /** Fingerprints of each module as read (of `null` when the module is unset). */
   fingerprints: { saml: string; circuit_breaker: string };
+  /** SHA-256 fingerprint (colon-separated hex, as IdPs show it) of the SAML request-signing certificate. */
+  samlCertificateSha256?: string;
 }
 
 export interface LiveState {
