@@ -1,0 +1,58 @@
+/**
+ * What a command may touch of its process: output streams, environment, working directory, and whether a person
+ * sits at the terminal. The CLI passes the real process; tests and the GitHub Action pass their own.
+ */
+import { createInterface } from "node:readline/promises";
+
+export interface CommandIO {
+  /** The command's product (a plan, a manifest listing): stdout, so `> file` captures exactly it. */
+  stdout(text: string): void;
+  /** Progress, warnings and errors. */
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+  cwd: string;
+  stdoutIsTTY: boolean;
+  stdinIsTTY: boolean;
+  /** Asks a question on the terminal and returns the answer (only called when stdinIsTTY). */
+  prompt(question: string): Promise<string>;
+}
+
+/** The CommandIO of the running process. */
+export function processIO(): CommandIO {
+  return {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    env: process.env,
+    cwd: process.cwd(),
+    stdoutIsTTY: Boolean(process.stdout.isTTY),
+    stdinIsTTY: Boolean(process.stdin.isTTY),
+    prompt: async (question) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await rl.question(question);
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}
+
+/** A CommandIO that records everything, for tests and for callers that post the output elsewhere. */
+export function captureIO(env: Record<string, string | undefined> = {}, cwd = "."): CommandIO & { out: string; err: string } {
+  const io = {
+    out: "",
+    err: "",
+    stdout(text: string) {
+      io.out += text;
+    },
+    stderr(text: string) {
+      io.err += text;
+    },
+    env,
+    cwd,
+    stdoutIsTTY: false,
+    stdinIsTTY: false,
+    prompt: async () => "",
+  };
+  return io;
+}
