@@ -1,0 +1,463 @@
+/**
+ * The API client: one undici Pool (keep-alive, `concurrency` connections), a semaphore bounding the requests in
+ * flight, a sliding-window limiter under the server's request budget, retries with full-jitter backoff, and every
+ * answer validated with the wire schemas of src/model/wire.ts. The API key is sent in one header and nowhere else:
+ * every message built here passes through `redact`.
+ */
+import { Pool } from "undici";
+import type { z } from "zod";
+import { ApiError } from "../model/errors.js";
+import {
+  API_VERSION,
+  CircuitBreakerModuleSchema,
+  ErrorBodySchema,
+  HEADERS,
+  HttpsEdgeSchema,
+  SamlModuleSchema,
+  WeightedBackendListSchema,
+  WeightedBackendSchema,
+  type CircuitBreakerModule,
+  type CircuitBreakerSettings,
+  type HttpsEdge,
+  type SamlModule,
+  type SamlSettings,
+  type WeightedBackend,
+} from "../model/wire.js";
+import { OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
+import { checkBaseUrl, type ClientOptions } from "./options.js";
+import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
+import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
+
+export type ModuleKind = "saml" | "circuit_breaker";
+export const MODULE_KINDS: readonly ModuleKind[] = ["saml", "circuit_breaker"];
+
+/** The module object the server answers, per kind. */
+export interface ModuleOf {
+  saml: SamlModule;
+  circuit_breaker: CircuitBreakerModule;
+}
+/** The client-settable fields a PUT sends, per kind. */
+export interface SettingsOf {
+  saml: SamlSettings;
+  circuit_breaker: CircuitBreakerSettings;
+}
+
+/** The body of a create (POST) or of an update (PATCH, always the full body: an absent `backends` empties the map). */
+export interface WeightedBackendBody {
+  description: string;
+  metadata: string;
+  backends: Record<string, number>;
+}
+
+export interface ClientStats {
+  /** Attempts sent, retries included. */
+  requests: number;
+  /** Attempts that were retries of an earlier one. */
+  retries: number;
+  /** Attempts per answer status (`"200"`, `"429"`, ...); attempts that got no answer count under `"network"`. */
+  byStatus: Record<string, number>;
+  status429: number;
+}
+
+export interface ApiClient {
+  /** The base URL, normalised (no trailing slash). */
+  readonly baseUrl: string;
+  /** Every weighted backend of the account, newest first, read page by page (limit 100) following next_page_uri. */
+  listWeightedBackends(): Promise<WeightedBackend[]>;
+  /** One weighted backend, or null when the API answers 404 for it. */
+  getWeightedBackend(id: string): Promise<WeightedBackend | null>;
+  /** POST; an OutcomeUnknownError when the create may have happened but no answer says so (never resent). */
+  createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend>;
+  /** PATCH with the full body. */
+  updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend>;
+  /** DELETE; a 404 on a retry after a lost answer counts as done, a 404 on the first attempt is an ApiError. */
+  deleteWeightedBackend(id: string): Promise<void>;
+  /**
+   * The edge with its routes and their modules inline, or "unsupported" when the server does not offer the read
+   * (404 without an error code, or 405). An unknown edge is an ApiError (404 ERR_NGROK_404) saying so.
+   */
+  getEdge(edgeId: string): Promise<HttpsEdge | "unsupported">;
+  /** The module, or null when it is not set (404 ERR_NGROK_7400). An unknown route or edge: RouteNotFoundError. */
+  getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null>;
+  /** PUT: replaces the whole module (fields left out take their defaults). */
+  putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]>;
+  /** DELETE; a 7400 on a retry after a lost answer counts as done, on the first attempt it is an ApiError. */
+  deleteModule(edge: string, route: string, kind: ModuleKind): Promise<void>;
+  /** Counts since the client was made (a copy). */
+  stats(): ClientStats;
+  /** Closes the pool once the requests in flight have finished. */
+  close(): Promise<void>;
+}
+
+/** An HTTP answer after the retry loop: the last attempt's. */
+interface Answer {
+  method: string;
+  path: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  operationId: string | undefined;
+  attempts: number;
+  /** True when an earlier attempt may have been carried out (no answer, or a 5xx), so this one may see its effect. */
+  afterUnknown: boolean;
+}
+
+const MAX_PAGES = 1000;
+const LIST_PATH = "/backends/weighted";
+
+/**
+ * Makes a client. Throws an EdgeplanError when the base URL is refused (plain http to a host that is not loopback
+ * without `insecureHttp`). One client holds one pool: call `close()` when done.
+ */
+export function createClient(options: ClientOptions): ApiClient {
+  return new HttpApiClient(options);
+}
+
+class HttpApiClient implements ApiClient {
+  readonly baseUrl: string;
+  private readonly origin: string;
+  private readonly prefix: string;
+  private readonly pool: Pool;
+  private readonly semaphore: Semaphore;
+  private readonly limiter: SlidingWindowLimiter | null;
+  private readonly headers: Record<string, string>;
+  private readonly counts: ClientStats = { requests: 0, retries: 0, byStatus: {}, status429: 0 };
+  private readonly clock;
+
+  constructor(private readonly options: ClientOptions) {
+    this.baseUrl = checkBaseUrl(options.baseUrl, options.insecureHttp);
+    const url = new URL(this.baseUrl);
+    this.origin = url.origin;
+    this.prefix = url.pathname === "/" ? "" : url.pathname;
+    this.clock = options.clock ?? systemClock;
+    this.pool = new Pool(this.origin, {
+      connections: options.concurrency,
+      // TLS is verified (undici's default, kept explicit); a connect never waits longer than one attempt may.
+      connect: { rejectUnauthorized: true, timeout: Math.min(options.timeoutMs, 10_000) },
+    });
+    this.semaphore = new Semaphore(options.concurrency);
+    this.limiter = options.rateLimit ? new SlidingWindowLimiter(options.rateLimit, this.clock) : null;
+    this.headers = {
+      authorization: `Bearer ${options.apiKey}`,
+      [options.versionHeader.toLowerCase()]: API_VERSION,
+      accept: "application/json",
+      "user-agent": "edgeplan",
+    };
+  }
+
+  stats(): ClientStats {
+    return { ...this.counts, byStatus: { ...this.counts.byStatus } };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  // ---- weighted backends ------------------------------------------------------------------------------------------
+
+  async listWeightedBackends(): Promise<WeightedBackend[]> {
+    const out: WeightedBackend[] = [];
+    const ids = new Set<string>();
+    const visited = new Set<string>();
+    let path = `${LIST_PATH}?limit=100`;
+    for (let page = 0; ; page++) {
+      if (page >= MAX_PAGES) {
+        throw this.contractError("GET", path, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
+      }
+      visited.add(path);
+      const answer = await this.exchange("GET", path);
+      if (answer.status !== 200) throw this.apiError(answer);
+      const list = this.parse(WeightedBackendListSchema, answer);
+      for (const wb of list.backends) {
+        if (!ids.has(wb.id)) {
+          ids.add(wb.id);
+          out.push(wb);
+        }
+      }
+      if (list.next_page_uri === null) return out;
+      const next = this.pagePath(list.next_page_uri, answer);
+      if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
+      path = next;
+    }
+  }
+
+  async getWeightedBackend(id: string): Promise<WeightedBackend | null> {
+    const answer = await this.exchange("GET", `${LIST_PATH}/${seg(id)}`);
+    if (answer.status === 404 && this.errorBody(answer)?.error_code !== undefined) return null;
+    if (answer.status !== 200) throw this.apiError(answer);
+    return this.parse(WeightedBackendSchema, answer);
+  }
+
+  async createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend> {
+    const answer = await this.exchange("POST", LIST_PATH, body);
+    if (answer.status !== 201 && answer.status !== 200) throw this.apiError(answer);
+    return this.parse(WeightedBackendSchema, answer);
+  }
+
+  async updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend> {
+    const answer = await this.exchange("PATCH", `${LIST_PATH}/${seg(id)}`, body);
+    if (answer.status !== 200) throw this.apiError(answer);
+    return this.parse(WeightedBackendSchema, answer);
+  }
+
+  async deleteWeightedBackend(id: string): Promise<void> {
+    const answer = await this.exchange("DELETE", `${LIST_PATH}/${seg(id)}`);
+    if (answer.status === 204 || answer.status === 200) return;
+    // The first attempt may have deleted it before its answer was lost: "already gone" is then our own success.
+    if (answer.status === 404 && answer.afterUnknown && this.errorBody(answer)?.error_code !== undefined) return;
+    throw this.apiError(answer);
+  }
+
+  // ---- edges and modules ------------------------------------------------------------------------------------------
+
+  async getEdge(edgeId: string): Promise<HttpsEdge | "unsupported"> {
+    const answer = await this.exchange("GET", `/edges/https/${seg(edgeId)}`);
+    if (answer.status === 200) return this.parse(HttpsEdgeSchema, answer);
+    const body = this.errorBody(answer);
+    if ((answer.status === 404 && body?.error_code === undefined) || answer.status === 405) return "unsupported";
+    if (answer.status === 404) throw this.apiError(answer, `edge ${edgeId} does not exist`);
+    throw this.apiError(answer);
+  }
+
+  async getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null> {
+    const answer = await this.exchange("GET", modulePath(edge, route, kind));
+    if (answer.status === 200) return this.parse(moduleSchema(kind), answer) as ModuleOf[K];
+    const code = this.errorBody(answer)?.error_code;
+    if (answer.status === 404 && code === "ERR_NGROK_7400") return null;
+    throw this.moduleError(answer, edge, route);
+  }
+
+  async putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]> {
+    const answer = await this.exchange("PUT", modulePath(edge, route, kind), settings);
+    if (answer.status === 200) return this.parse(moduleSchema(kind), answer) as ModuleOf[K];
+    throw this.moduleError(answer, edge, route);
+  }
+
+  async deleteModule(edge: string, route: string, kind: ModuleKind): Promise<void> {
+    const answer = await this.exchange("DELETE", modulePath(edge, route, kind));
+    if (answer.status === 204 || answer.status === 200) return;
+    const code = this.errorBody(answer)?.error_code;
+    if (answer.status === 404 && code === "ERR_NGROK_7400" && answer.afterUnknown) return;
+    throw this.moduleError(answer, edge, route);
+  }
+
+  // ---- the exchange: semaphore, limiter, one attempt, retries -----------------------------------------------------
+
+  /**
+   * Sends one request with retries and returns the last answer whatever its status (callers decide what a 404
+   * means). Throws OutcomeUnknownError for a POST that may have been carried out, and ApiError (status 0) when no
+   * answer came after every retry, or at once when retrying cannot help (a TLS failure, an unknown host).
+   */
+  private async exchange(method: string, path: string, body?: unknown): Promise<Answer> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers = payload === undefined ? this.headers : { ...this.headers, "content-type": "application/json" };
+    const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
+    let afterUnknown = false;
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > 1) this.counts.retries++;
+      await this.semaphore.acquire();
+      let result: { status: number; headers: Answer["headers"]; text: string } | undefined;
+      let failure: unknown;
+      let ms = 0;
+      try {
+        const slot = this.limiter ? await this.limiter.acquire() : null;
+        const started = this.clock.now();
+        try {
+          const res = await this.pool.request({
+            method: method as "GET",
+            path: this.prefix + path,
+            headers,
+            body: payload ?? null,
+            signal: AbortSignal.timeout(this.options.timeoutMs),
+          });
+          result = { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+        } catch (err) {
+          failure = err;
+        } finally {
+          ms = this.clock.now() - started;
+          slot?.done();
+        }
+      } finally {
+        this.semaphore.release();
+      }
+      this.counts.requests++;
+
+      if (result) {
+        const statusKey = String(result.status);
+        this.counts.byStatus[statusKey] = (this.counts.byStatus[statusKey] ?? 0) + 1;
+        if (result.status === 429) this.counts.status429++;
+        const answer: Answer = {
+          method,
+          path,
+          ...result,
+          operationId: headerOf(result.headers, HEADERS.operationId),
+          attempts: attempt,
+          afterUnknown,
+        };
+        if (answer.operationId === undefined) answer.operationId = this.errorBody(answer)?.details?.operation_id;
+        if (answer.operationId !== undefined) answer.operationId = this.safe(answer.operationId);
+        this.logLine(method, path, statusKey, ms, attempt, answer.operationId);
+
+        const decision = decideStatus(method, result.status);
+        if (decision === "done" || decision === "fail") return answer;
+        if (decision === "outcome-unknown") {
+          const err = this.errorBody(answer);
+          const what = `the server answered ${result.status}${err?.error_code ? ` ${err.error_code}` : ""}${err?.msg ? `: ${err.msg}` : ""}`;
+          throw new OutcomeUnknownError(method, path, result.status, this.safeCode(err?.error_code), this.safe(what), answer.operationId);
+        }
+        // decision === "retry"
+        const retryAfter = parseRetryAfter(headerOf(result.headers, "retry-after"), Date.now());
+        if (attempt > this.options.retries || (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS)) return answer;
+        if (result.status !== 429) afterUnknown = true;
+        await this.clock.sleep(retryDelay(attempt - 1, retryAfter, backoff, this.options.random));
+        continue;
+      }
+
+      this.counts.byStatus.network = (this.counts.byStatus.network ?? 0) + 1;
+      const net = classifyNetworkError(failure);
+      const text = this.safe(net.text);
+      this.logLine(method, path, `error ${net.code}`, ms, attempt, undefined);
+      const cause = sanitizedCause(failure, net.code, this.options.apiKey);
+      if (net.kind === "fatal") {
+        throw new ApiError(method, path, 0, undefined, `no answer from ${this.origin}: ${text} (${net.code}); check --api-url`, undefined, { cause });
+      }
+      if (net.kind === "unknown" && method === "POST") {
+        throw new OutcomeUnknownError(method, path, 0, undefined, `${text} (${net.code})`, undefined, { cause });
+      }
+      if (attempt > this.options.retries) {
+        throw new ApiError(
+          method,
+          path,
+          0,
+          undefined,
+          `no answer from ${this.origin} after ${attempt} attempt${attempt === 1 ? "" : "s"}: ${text} (${net.code}); check --api-url and that the server is up`,
+          undefined,
+          { cause },
+        );
+      }
+      if (net.kind === "unknown") afterUnknown = true;
+      await this.clock.sleep(retryDelay(attempt - 1, undefined, backoff, this.options.random));
+    }
+  }
+
+  private logLine(method: string, path: string, status: string, ms: number, attempt: number, operationId: string | undefined): void {
+    if (!this.options.log) return;
+    const line = `${method} ${path} ${status} ${Math.round(ms)}ms attempt ${attempt}${operationId ? ` ${operationId}` : ""}`;
+    this.options.log(this.safe(line));
+  }
+
+  /** Every text from outside (a server's answer, a library's message) passes here before it joins a message. */
+  private safe(text: string): string {
+    return redact(text, this.options.apiKey);
+  }
+
+  private safeCode(code: string | undefined): string | undefined {
+    return code === undefined ? undefined : this.safe(code);
+  }
+
+  // ---- answers ----------------------------------------------------------------------------------------------------
+
+  /** The error body of an answer, when it has the API's error shape. */
+  private errorBody(answer: Answer): z.infer<typeof ErrorBodySchema> | undefined {
+    if (answer.status < 300) return undefined;
+    const parsed = ErrorBodySchema.safeParse(safeJson(answer.text));
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  /** An ApiError for an answer that is not a success; `msg` replaces the server's message when given. */
+  private apiError(answer: Answer, msg?: string): ApiError {
+    const body = this.errorBody(answer);
+    let text = msg ?? body?.msg ?? (answer.text.trim().slice(0, 200) || "(no message)");
+    if (answer.attempts > 1) text += ` (gave up after ${answer.attempts} attempts)`;
+    return new ApiError(answer.method, answer.path, answer.status, this.safeCode(body?.error_code), this.safe(text), answer.operationId);
+  }
+
+  /** The error of a failed module request: RouteNotFoundError for an unknown route or edge. */
+  private moduleError(answer: Answer, edge: string, route: string): ApiError {
+    const body = this.errorBody(answer);
+    // Any coded 404 but "module not set" names the route or edge (ERR_NGROK_404; ERR_NGROK_222 for a malformed id).
+    if (answer.status === 404 && body?.error_code !== undefined && body.error_code !== "ERR_NGROK_7400") {
+      // The server names the missing resource in details.resource (API.md); without it, a message that names the
+      // edge but not the route is about the edge.
+      const resource = body.details?.resource;
+      const edgeMissing = resource !== undefined ? resource === edge : body.msg.includes(edge) && !body.msg.includes(route);
+      return new RouteNotFoundError(answer.method, answer.path, [{ edge, route, edgeExists: !edgeMissing }], answer.operationId);
+    }
+    return this.apiError(answer);
+  }
+
+  private parse<S extends z.ZodType>(schema: S, answer: Answer): z.infer<S> {
+    const json = safeJson(answer.text);
+    if (json === undefined) {
+      throw this.contractError(answer.method, answer.path, answer.status, answer.operationId, "the answer is not JSON");
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const issues = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`)
+        .join("; ");
+      throw this.contractError(answer.method, answer.path, answer.status, answer.operationId, `the answer does not match the API contract (${issues})`);
+    }
+    return parsed.data;
+  }
+
+  private contractError(method: string, path: string, status: number, operationId: string | undefined, what: string): ApiError {
+    return new ApiError(method, path, status, undefined, this.safe(`${what}; check that --api-url points at the API`), operationId);
+  }
+
+  /** The request path of a `next_page_uri`, which must stay on our origin and on the list's path. */
+  private pagePath(next: string, answer: Answer): string {
+    let url: URL;
+    try {
+      url = new URL(next);
+    } catch {
+      throw this.contractError("GET", answer.path, answer.status, answer.operationId, `next_page_uri is not a URL`);
+    }
+    if (url.origin !== this.origin || url.pathname !== this.prefix + LIST_PATH) {
+      // Following it would send the API key to another place: refuse.
+      throw this.contractError(
+        "GET",
+        answer.path,
+        answer.status,
+        answer.operationId,
+        `next_page_uri leaves the list (${url.origin}${url.pathname}, expected ${this.origin}${this.prefix}${LIST_PATH}); not followed`,
+      );
+    }
+    return `${LIST_PATH}${url.search}`;
+  }
+}
+
+function moduleSchema(kind: ModuleKind): z.ZodType {
+  return kind === "saml" ? SamlModuleSchema : CircuitBreakerModuleSchema;
+}
+
+function modulePath(edge: string, route: string, kind: ModuleKind): string {
+  return `/edges/https/${seg(edge)}/routes/${seg(route)}/${kind}`;
+}
+
+/** One path segment: ids come from manifests, so they are encoded rather than trusted. */
+function seg(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function headerOf(headers: Answer["headers"], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A stand-in for a library error: its code and redacted message only, so that no header can travel with it. */
+function sanitizedCause(err: unknown, code: string, key: string): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = new Error(redact(`${code}: ${message}`, key));
+  (cause as Error & { code?: string }).code = code;
+  return cause;
+}

@@ -1,0 +1,72 @@
+/**
+ * Errors of the API client beyond the shared `ApiError`: a create whose outcome is unknown, and routes or edges that
+ * do not exist. Also the redaction every client-made message goes through, so that the API key never leaves it.
+ */
+import { ApiError } from "../model/errors.js";
+
+/**
+ * A POST that may or may not have been carried out: the connection dropped or timed out after the request was sent,
+ * or the server answered 5xx. It is never resent blindly (a second create would duplicate the object); the caller
+ * lists for the owner marker first and adopts what it finds. `status` is 0 when no answer arrived.
+ */
+export class OutcomeUnknownError extends ApiError {
+  override name = "OutcomeUnknownError";
+  constructor(
+    method: string,
+    path: string,
+    status: number,
+    errorCode: string | undefined,
+    /** What happened, e.g. "the connection closed before the answer (UND_ERR_SOCKET)" or "503 ERR_NGROK_...: msg". */
+    readonly reason: string,
+    operationId: string | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(method, path, status, errorCode, reason, operationId, options);
+    this.message =
+      `${method} ${path}: the outcome is unknown: ${reason}` +
+      (operationId ? ` (operation ${operationId})` : "") +
+      "; the request was not resent, because it may have been carried out: list the objects (by owner marker) before creating again";
+  }
+}
+
+/** One route of the manifests that the API does not know. `edgeExists` is false when the whole edge is unknown. */
+export interface MissingRoute {
+  edge: string;
+  route: string;
+  edgeExists: boolean;
+}
+
+/**
+ * A route or edge that does not exist (404 `ERR_NGROK_404`, or a route absent from its edge's `routes`). `missing`
+ * lists every such route a read found, so one run names them all; the caller adds the manifest positions.
+ */
+export class RouteNotFoundError extends ApiError {
+  override name = "RouteNotFoundError";
+  constructor(
+    method: string,
+    path: string,
+    readonly missing: MissingRoute[],
+    operationId: string | undefined,
+  ) {
+    const text = missing.map(describeMissing).join("; ");
+    super(method, path, 404, "ERR_NGROK_404", text, operationId);
+    this.message = `${text}; routes and edges are not created by edgeplan: check the ids in the manifests`;
+  }
+}
+
+function describeMissing(m: MissingRoute): string {
+  return m.edgeExists
+    ? `route ${m.route} does not exist on edge ${m.edge}`
+    : `edge ${m.edge} does not exist (named with route ${m.route})`;
+}
+
+/**
+ * Replaces every occurrence of `secret` in `text` with `[redacted]`. Messages of
+ * libraries and servers are passed through it before they become part of an error, as a guard: the key must never
+ * be printed, even when a server or a library echoes a header.
+ */
+export function redact(text: string, secret: string): string {
+  // A key of a character or two would turn every message into noise; such a key is no secret anyway.
+  if (secret.length < 4) return text;
+  return text.split(secret).join("[redacted]");
+}

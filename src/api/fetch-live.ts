@@ -1,0 +1,183 @@
+/**
+ * Reads the live side of a plan with the fewest requests: the weighted backend list (page by page) in parallel with
+ * the reads of the routes the manifests manage. A route's modules come from one `GET /edges/https/<edge>` per edge
+ * when the server offers that read, else from the per-module GETs of only the managed modules.
+ */
+import { ApiError } from "../model/errors.js";
+import type { DesiredState, LiveState } from "../model/state.js";
+import type { CircuitBreakerModule, HttpsEdge, SamlModule, WeightedBackend } from "../model/wire.js";
+import type { ApiClient, ModuleKind } from "./client.js";
+import { RouteNotFoundError, type MissingRoute } from "./errors.js";
+import { buildLiveState } from "./live-state.js";
+
+/** The modules of one route to read. */
+export interface RouteRead {
+  edge: string;
+  route: string;
+  modules: ModuleKind[];
+}
+
+/** Objects to read again: weighted backends by id, and modules of routes. */
+export interface TouchedObjects {
+  weightedBackendIds: string[];
+  modules: Array<{ edge: string; route: string; module: ModuleKind }>;
+}
+
+interface RouteModules {
+  edge: string;
+  route: string;
+  saml: SamlModule | null;
+  circuit_breaker: CircuitBreakerModule | null;
+}
+
+/** Whether a client's server answered the edge read; learnt once per client, so later reads skip the probe. */
+const edgeReadSupport = new WeakMap<ApiClient, boolean>();
+
+/**
+ * Reads the live state the plan of `desired` needs: every weighted backend of the account (the plan looks for owner
+ * markers and orphans among them), and the managed modules of the routes the manifests name. A module the manifests
+ * leave unmanaged is reported as null whatever the server holds (it is not read in per-module mode, and it must not
+ * depend on which read the server offers); a route with no managed module is not read at all and is absent from
+ * `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them.
+ */
+export async function fetchLive(client: ApiClient, desired: DesiredState): Promise<LiveState> {
+  const reads: RouteRead[] = [];
+  for (const r of desired.edgeRoutes) {
+    const modules: ModuleKind[] = [];
+    if (r.saml.state !== "unmanaged") modules.push("saml");
+    if (r.circuit_breaker.state !== "unmanaged") modules.push("circuit_breaker");
+    if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
+  }
+  const [weightedBackends, routes] = await Promise.all([client.listWeightedBackends(), readRoutes(client, reads)]);
+  return buildLiveState(weightedBackends, routes);
+}
+
+/**
+ * Reads again only the given objects (a saved plan's staleness check, the convergence check after apply): each
+ * weighted backend by id (one that no longer exists is absent from the result) and the modules by route, with one
+ * edge read per edge when the server offers it. Modules not asked for are reported as null.
+ */
+export async function fetchTouched(client: ApiClient, touched: TouchedObjects): Promise<LiveState> {
+  const byRoute = new Map<string, RouteRead>();
+  for (const m of touched.modules) {
+    const key = `${m.edge}/${m.route}`;
+    const read = byRoute.get(key) ?? { edge: m.edge, route: m.route, modules: [] };
+    if (!read.modules.includes(m.module)) read.modules.push(m.module);
+    byRoute.set(key, read);
+  }
+  const ids = [...new Set(touched.weightedBackendIds)];
+  const [weightedBackends, routes] = await Promise.all([
+    Promise.all(ids.map((id) => client.getWeightedBackend(id))),
+    readRoutes(client, [...byRoute.values()]),
+  ]);
+  return buildLiveState(
+    weightedBackends.filter((wb): wb is WeightedBackend => wb !== null),
+    routes,
+  );
+}
+
+/**
+ * Reads the modules of the given routes. With edge reads: the first edge is read alone (it tells whether the server
+ * offers the read, unless this client already knows), then the other edges in parallel; without: the managed
+ * modules one GET each, in parallel. The client's semaphore bounds what is in flight.
+ */
+export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise<RouteModules[]> {
+  if (reads.length === 0) return [];
+  const byEdge = new Map<string, RouteRead[]>();
+  for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
+  const edges = [...byEdge.keys()].sort();
+
+  const results: RouteModules[] = [];
+  const missing: Array<{ m: MissingRoute; err: RouteNotFoundError | undefined }> = [];
+  let pending = edges;
+
+  if (edgeReadSupport.get(client) !== false) {
+    const readEdge = async (edgeId: string): Promise<boolean> => {
+      let edge: HttpsEdge | "unsupported";
+      try {
+        edge = await client.getEdge(edgeId);
+      } catch (err) {
+        if (isNotFound(err)) {
+          for (const r of byEdge.get(edgeId) ?? []) missing.push({ m: { edge: r.edge, route: r.route, edgeExists: false }, err: undefined });
+          return true;
+        }
+        throw err;
+      }
+      if (edge === "unsupported") return false;
+      for (const r of byEdge.get(edgeId) ?? []) {
+        const route = edge.routes.find((x) => x.id === r.route);
+        if (!route) {
+          missing.push({ m: { edge: r.edge, route: r.route, edgeExists: true }, err: undefined });
+          continue;
+        }
+        results.push({
+          edge: r.edge,
+          route: r.route,
+          saml: r.modules.includes("saml") ? route.saml : null,
+          circuit_breaker: r.modules.includes("circuit_breaker") ? route.circuit_breaker : null,
+        });
+      }
+      return true;
+    };
+    const [first, ...rest] = edges;
+    if (edgeReadSupport.get(client) === undefined && first !== undefined) {
+      const supported = await readEdge(first);
+      edgeReadSupport.set(client, supported);
+      pending = supported ? rest : edges;
+    }
+    if (edgeReadSupport.get(client) === true) {
+      const unanswered: string[] = [];
+      await Promise.all(
+        pending.map(async (e) => {
+          if (!(await readEdge(e))) unanswered.push(e);
+        }),
+      );
+      // A server that stops answering edge reads halfway still gets its modules read, one GET each.
+      pending = unanswered.sort();
+    }
+  }
+
+  // Per-module reads for the edges left (the server does not offer edge reads).
+  await Promise.all(
+    pending.flatMap((edgeId) =>
+      (byEdge.get(edgeId) ?? []).map(async (r) => {
+        const got: RouteModules = { edge: r.edge, route: r.route, saml: null, circuit_breaker: null };
+        try {
+          await Promise.all(
+            r.modules.map(async (kind) => {
+              if (kind === "saml") got.saml = await client.getModule(r.edge, r.route, "saml");
+              else got.circuit_breaker = await client.getModule(r.edge, r.route, "circuit_breaker");
+            }),
+          );
+        } catch (err) {
+          if (err instanceof RouteNotFoundError) {
+            for (const m of err.missing) missing.push({ m, err });
+            return;
+          }
+          throw err;
+        }
+        results.push(got);
+      }),
+    ),
+  );
+
+  if (missing.length > 0) {
+    // One entry per route even when both of its module reads said so; sorted so that the message is stable.
+    const seen = new Map<string, { m: MissingRoute; err: RouteNotFoundError | undefined }>();
+    for (const x of missing) seen.set(`${x.m.edge}/${x.m.route}`, x);
+    const all = [...seen.values()].sort((a, b) => cmp(`${a.m.edge}/${a.m.route}`, `${b.m.edge}/${b.m.route}`));
+    const first = all[0] as (typeof all)[number];
+    const path = first.err?.path ?? `/edges/https/${encodeURIComponent(first.m.edge)}`;
+    throw new RouteNotFoundError("GET", path, all.map((x) => x.m), first.err?.operationId);
+  }
+  return results.sort((a, b) => cmp(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
+}
+
+/** getEdge's "edge does not exist": a 404 that carries an error code (an unknown path is "unsupported" instead). */
+function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 404 && err.errorCode !== undefined;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,229 @@
+/**
+ * Client options: their type, and how the common command-line flags (src/cli.ts `withCommonOptions`) and the
+ * environment become them. Every bad value is refused with a message naming the flag and what it accepts; the API
+ * key is read here and never appears in any message.
+ */
+import { readFile } from "node:fs/promises";
+import { EdgeplanError } from "../model/errors.js";
+import type { Backoff } from "./retry.js";
+import type { Clock, RateLimit } from "./rate-limit.js";
+
+export interface ClientOptions {
+  /** Base URL of the API, e.g. `https://api.example.com` (a path prefix is kept). */
+  baseUrl: string;
+  apiKey: string;
+  /** Requests in flight at once, and connections in the pool. */
+  concurrency: number;
+  /** Client-side request budget per rolling window; `null` for none. */
+  rateLimit: RateLimit | null;
+  /** Retries of one request after its first attempt. */
+  retries: number;
+  /** Timeout of one attempt, in ms. */
+  timeoutMs: number;
+  /** Name of the API version header (`Ngrok-Version`). */
+  versionHeader: string;
+  /** Allow plain `http://` to a host that is not loopback. */
+  insecureHttp: boolean;
+  /** Called with one line per request attempt (verbose mode). */
+  log?: (line: string) => void;
+  /** Retry backoff windows; DEFAULT_BACKOFF when absent. */
+  backoff?: Backoff;
+  /** Time source for the limiter and backoff waits (tests). */
+  clock?: Clock;
+  /** Random source in [0, 1) for jitter (tests). */
+  random?: () => number;
+}
+
+/** The common flags as commander hands them over (values are strings unless a caller passes numbers). */
+export interface CommonCliOptions {
+  apiUrl?: string;
+  apiKeyFile?: string;
+  stack?: string;
+  takeover?: boolean;
+  local?: boolean;
+  fixtures?: string;
+  concurrency?: string | number;
+  rateLimit?: string;
+  retries?: string | number;
+  timeout?: string | number;
+  versionHeader?: string;
+  insecureHttp?: boolean;
+  color?: boolean;
+  verbose?: boolean;
+}
+
+export const CLIENT_DEFAULTS = {
+  concurrency: 4,
+  rateLimit: "120/60s",
+  retries: 5,
+  timeoutMs: 30_000,
+  versionHeader: "Ngrok-Version",
+} as const;
+
+const LIMITS = { concurrencyMax: 256, retriesMax: 20, timeoutMaxMs: 600_000 } as const;
+
+function optionError(message: string): EdgeplanError {
+  return new EdgeplanError(message);
+}
+
+function wholeNumber(flag: string, value: string | number, min: number, max: number): number {
+  const text = String(value).trim();
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw optionError(`${flag}: expected a whole number from ${min} to ${max}, got "${text}"`);
+  }
+  return n;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses a duration like `60s`, `100ms`, `1m`, `1.5s` into ms, or undefined when it is not one. */
+function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
+  if (!m) return undefined;
+  const ms = Number(m[1]) * (UNIT_MS[m[2] as string] as number);
+  return ms > 0 && Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * Parses `--rate-limit`: `N/WINDOW` with WINDOW a number and a unit (`ms`, `s`, `m`, `h`), e.g. `120/60s`,
+ * `20/1s`, `500/100ms`; or `off` for no limit (null).
+ */
+export function parseRateLimit(value: string, flag = "--rate-limit"): RateLimit | null {
+  const text = value.trim();
+  if (text.toLowerCase() === "off") return null;
+  const m = /^(\d+)\/(.+)$/.exec(text);
+  const count = m ? Number(m[1]) : Number.NaN;
+  const windowMs = m ? parseDuration((m[2] as string).trim()) : undefined;
+  if (!m || !Number.isSafeInteger(count) || count < 1 || windowMs === undefined) {
+    throw optionError(`${flag}: expected N/WINDOW such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${text}"`);
+  }
+  return { count, windowMs };
+}
+
+/** Parses `--timeout`: milliseconds (`30000`), or a duration with a unit (`30s`, `500ms`). */
+export function parseTimeout(value: string | number, flag = "--timeout"): number {
+  const text = String(value).trim();
+  const ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
+  if (ms === undefined || !Number.isFinite(ms) || ms < 1 || ms > LIMITS.timeoutMaxMs) {
+    throw optionError(`${flag}: expected milliseconds from 1 to ${LIMITS.timeoutMaxMs} (or a duration such as 30s), got "${text}"`);
+  }
+  return ms;
+}
+
+/** An HTTP header name (RFC 9110 token). */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** True when `hostname` (as `URL.hostname` gives it) is loopback: 127.0.0.0/8, ::1, or localhost. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  if (host === "localhost") return true;
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return host.split(".").every((p) => Number(p) <= 255);
+  if (host === "::1" || host === "0:0:0:0:0:0:0:1") return true;
+  // IPv4-mapped loopback as the URL parser writes it: ::ffff:7f00:1 for ::ffff:127.0.0.1.
+  const mapped = /^::ffff:7f([0-9a-f]{2}):[0-9a-f]{1,4}$/.exec(host);
+  return mapped !== null;
+}
+
+/**
+ * Checks and normalises an API base URL: http or https, no credentials, query or fragment; plain `http://` only to
+ * a loopback host unless `insecureHttp`. Returns the URL without a trailing slash.
+ */
+export function checkBaseUrl(value: string, insecureHttp: boolean, flag = "--api-url"): string {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw optionError(`${flag}: "${value}" is not a URL; expected e.g. https://api.example.com or http://127.0.0.1:4780`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw optionError(`${flag}: only http and https are supported, got "${url.protocol.replace(/:$/, "")}"`);
+  }
+  if (url.username || url.password) {
+    throw optionError(`${flag}: credentials in the URL are not accepted; put the key in EDGEPLAN_API_KEY or --api-key-file`);
+  }
+  if (url.search || url.hash) {
+    throw optionError(`${flag}: the base URL must not have a query or fragment, got "${url.origin}${url.pathname}${url.search}${url.hash}"`);
+  }
+  if (url.protocol === "http:" && !insecureHttp && !isLoopbackHost(url.hostname)) {
+    throw optionError(
+      `${flag}: refusing plain http:// to ${url.host}: the API key would travel unencrypted; use https://, ` +
+        `or pass --insecure-http if this network is trusted (plain http is allowed to loopback hosts only)`,
+    );
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+/** Characters that may appear in a bearer credential sent in a header: visible ASCII, no spaces. */
+const KEY_CHARS = /^[\x21-\x7e]+$/;
+
+/** Reads the API key: `--api-key-file` when given, else EDGEPLAN_API_KEY. The key is never part of a message. */
+export async function loadApiKey(apiKeyFile: string | undefined, env: NodeJS.ProcessEnv): Promise<string> {
+  let key: string;
+  let source: string;
+  if (apiKeyFile !== undefined && apiKeyFile !== "") {
+    source = `--api-key-file ${apiKeyFile}`;
+    try {
+      key = await readFile(apiKeyFile, "utf8");
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      const why = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : code === "EISDIR" ? "it is a folder" : (code ?? "unreadable");
+      throw optionError(`${source}: cannot read the API key file (${why})`);
+    }
+  } else if (env.EDGEPLAN_API_KEY !== undefined && env.EDGEPLAN_API_KEY.trim() !== "") {
+    source = "EDGEPLAN_API_KEY";
+    key = env.EDGEPLAN_API_KEY;
+  } else {
+    throw optionError(
+      env.EDGEPLAN_API_KEY !== undefined
+        ? "EDGEPLAN_API_KEY is set but empty; set it to the API key, or pass --api-key-file FILE"
+        : "no API key: set EDGEPLAN_API_KEY, or pass --api-key-file FILE (a file holding the key)",
+    );
+  }
+  key = key.trim();
+  if (key === "") throw optionError(`${source}: the API key file is empty`);
+  if (!KEY_CHARS.test(key)) {
+    throw optionError(`${source}: the API key contains spaces, control or non-ASCII characters, which cannot be sent in a header`);
+  }
+  return key;
+}
+
+/**
+ * Turns the common flags (`--api-url`, `--api-key-file`, `--concurrency`, `--rate-limit`, `--retries`, `--timeout`,
+ * `--version-header`, `--insecure-http`, `--verbose`) and the environment (EDGEPLAN_API_URL, EDGEPLAN_API_KEY) into
+ * client options. Throws an EdgeplanError naming the flag for every bad value. With `--verbose`, request lines go to
+ * stderr. `overrides` supplies the URL and key of an embedded server (`--local`), skipping their lookup.
+ */
+export async function clientOptionsFrom(
+  cli: CommonCliOptions,
+  env: NodeJS.ProcessEnv,
+  overrides?: { baseUrl: string; apiKey: string },
+): Promise<ClientOptions> {
+  const insecureHttp = cli.insecureHttp === true;
+  const concurrency = wholeNumber("--concurrency", cli.concurrency ?? CLIENT_DEFAULTS.concurrency, 1, LIMITS.concurrencyMax);
+  const rateLimit = parseRateLimit(cli.rateLimit ?? CLIENT_DEFAULTS.rateLimit);
+  const retries = wholeNumber("--retries", cli.retries ?? CLIENT_DEFAULTS.retries, 0, LIMITS.retriesMax);
+  const timeoutMs = parseTimeout(cli.timeout ?? CLIENT_DEFAULTS.timeoutMs);
+  const versionHeader = (cli.versionHeader ?? CLIENT_DEFAULTS.versionHeader).trim();
+  if (!TOKEN.test(versionHeader)) {
+    throw optionError(`--version-header: "${versionHeader}" is not a valid header name (letters, digits and - only, e.g. Ngrok-Version)`);
+  }
+
+  let baseUrl: string;
+  let apiKey: string;
+  if (overrides) {
+    baseUrl = checkBaseUrl(overrides.baseUrl, insecureHttp);
+    apiKey = overrides.apiKey;
+  } else {
+    const url = cli.apiUrl ?? env.EDGEPLAN_API_URL;
+    if (url === undefined || url.trim() === "") {
+      throw optionError("no API URL: pass --api-url URL or set EDGEPLAN_API_URL (or use --local for an embedded server)");
+    }
+    baseUrl = checkBaseUrl(url, insecureHttp);
+    apiKey = await loadApiKey(cli.apiKeyFile, env);
+  }
+
+  const options: ClientOptions = { baseUrl, apiKey, concurrency, rateLimit, retries, timeoutMs, versionHeader, insecureHttp };
+  if (cli.verbose === true) options.log = (line) => process.stderr.write(`edgeplan: ${line}\n`);
+  return options;
+}

@@ -1,0 +1,227 @@
+/**
+ * fetchLive and fetchTouched against a scripted server that either offers the edge read or not, counting the
+ * requests: a run issues exactly the reads it needs.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient, type ApiClient } from "../../src/api/client.js";
+import { RouteNotFoundError } from "../../src/api/errors.js";
+import { fetchLive, fetchTouched } from "../../src/api/fetch-live.js";
+import { fingerprintOf } from "../../src/api/live-state.js";
+import type { CircuitBreakerModule, SamlModule } from "../../src/model/wire.js";
+import { CB, SAML, desired, edgeRoute } from "./builders.js";
+import { apiError, idOf, json, startStub, weightedBackend, type Recorded, type Stub } from "./stub-server.js";
+import type { ServerResponse } from "node:http";
+
+const E1 = idOf("edghts", 1);
+const E2 = idOf("edghts", 2);
+const E3 = idOf("edghts", 3);
+const R1 = idOf("edghtsrt", 1);
+const R2 = idOf("edghtsrt", 2);
+const R3 = idOf("edghtsrt", 3);
+const R4 = idOf("edghtsrt", 4);
+const R9 = idOf("edghtsrt", 9);
+
+const SAML_MODULE: SamlModule = {
+  ...SAML,
+  entity_id: `https://idp.edgeplan.localhost/saml/${R1}`,
+  assertion_consumer_service_url: `https://idp.edgeplan.localhost/saml/${R1}/acs`,
+  single_logout_url: `https://idp.edgeplan.localhost/saml/${R1}/slo`,
+  request_signing_certificate_pem: "-----BEGIN CERTIFICATE-----\nnot a real one\n-----END CERTIFICATE-----\n",
+  metadata_url: `https://idp.edgeplan.localhost/saml/${R1}`,
+  idp_metadata_url: "",
+};
+
+type Modules = { saml: SamlModule | null; circuit_breaker: CircuitBreakerModule | null };
+
+/** What the scripted server holds: edges -> routes -> modules. */
+function world(): Record<string, Record<string, Modules>> {
+  return {
+    [E1]: { [R1]: { saml: SAML_MODULE, circuit_breaker: CB }, [R2]: { saml: SAML_MODULE, circuit_breaker: null } },
+    [E2]: { [R3]: { saml: null, circuit_breaker: CB }, [R4]: { saml: SAML_MODULE, circuit_breaker: CB } },
+  };
+}
+
+function serve(base: () => string, edgeReads: boolean, data = world()) {
+  return (req: Recorded, res: ServerResponse): void => {
+    const path = req.url.split("?")[0] ?? "";
+    if (path === "/backends/weighted") {
+      json(res, 200, { backends: [weightedBackend(idOf("bkdwd", 1), base())], uri: `${base()}/backends/weighted`, next_page_uri: null });
+      return;
+    }
+    if (path.startsWith("/backends/weighted/")) {
+      const id = path.slice("/backends/weighted/".length);
+      if (id === idOf("bkdwd", 1)) json(res, 200, weightedBackend(id, base()));
+      else apiError(res, 404, "ERR_NGROK_404", `weighted backend ${id} was not found`);
+      return;
+    }
+    const m = /^\/edges\/https\/([^/]+)(?:\/routes\/([^/]+)\/(saml|circuit_breaker))?$/.exec(path);
+    if (!m) return json(res, 404, { status_code: 404, msg: "Not Found", details: { path } });
+    const [, edge = "", route, kind] = m;
+    const routes = data[edge];
+    if (route === undefined) {
+      if (!edgeReads) return json(res, 404, { status_code: 404, msg: "Not Found", details: { path } });
+      if (!routes) return apiError(res, 404, "ERR_NGROK_404", `HTTPS edge ${edge} was not found`);
+      return json(res, 200, {
+        id: edge,
+        uri: `${base()}/edges/https/${edge}`,
+        created_at: "2025-09-04T10:11:37Z",
+        description: "",
+        metadata: "",
+        hostports: ["app.example.com:443"],
+        routes: Object.entries(routes).map(([id, mods]) => ({
+          id,
+          edge_id: edge,
+          uri: `${base()}/edges/https/${edge}/routes/${id}`,
+          created_at: "2025-09-04T10:11:37Z",
+          match: "/",
+          match_type: "path_prefix",
+          ...mods,
+        })),
+      });
+    }
+    if (!routes) return apiError(res, 404, "ERR_NGROK_404", `HTTPS edge ${edge} was not found`);
+    const mods = routes[route];
+    if (!mods) return json(res, 404, { error_code: "ERR_NGROK_404", status_code: 404, msg: `route ${route} of HTTPS edge ${edge} was not found`, details: { resource: route } });
+    const mod = mods[kind as keyof Modules];
+    if (mod === null) return apiError(res, 404, "ERR_NGROK_7400", "module not set");
+    json(res, 200, mod);
+  };
+}
+
+let stubs: Stub[] = [];
+let clients: ApiClient[] = [];
+afterEach(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await Promise.all(stubs.map((s) => s.close()));
+  clients = [];
+  stubs = [];
+});
+
+async function setup(edgeReads: boolean): Promise<{ stub: Stub; client: ApiClient }> {
+  let url = "";
+  const stub = await startStub(serve(() => url, edgeReads));
+  url = stub.url;
+  stubs.push(stub);
+  const client = createClient({
+    baseUrl: stub.url,
+    apiKey: "fetch-live-test-key",
+    concurrency: 4,
+    rateLimit: null,
+    retries: 0,
+    timeoutMs: 5000,
+    versionHeader: "Ngrok-Version",
+    insecureHttp: false,
+  });
+  clients.push(client);
+  return { stub, client };
+}
+
+const manifests = desired([
+  edgeRoute(E1, R1, "present", "present"),
+  edgeRoute(E1, R2, "unmanaged", "present"),
+  edgeRoute(E2, R3, "absent", "unmanaged"),
+  edgeRoute(E2, R4, "unmanaged", "unmanaged"),
+]);
+
+const sorted = (rs: Recorded[]): string[] => rs.map((r) => `${r.method} ${r.url}`).sort();
+
+describe("fetchLive", () => {
+  it("reads one edge per edge with a managed module, plus the list, when the server offers edge reads", async () => {
+    const { stub, client } = await setup(true);
+    const live = await fetchLive(client, manifests);
+    expect(sorted(stub.requests)).toEqual([`GET /backends/weighted?limit=100`, `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort());
+    expect(live.weightedBackends.map((w) => w.id)).toEqual([idOf("bkdwd", 1)]);
+    // R4 has no managed module: not in the live state. Unmanaged modules are null whatever the server holds.
+    expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([
+      [R1, true, true],
+      [R2, false, false],
+      [R3, false, false],
+    ]);
+    expect(live.routes[0]?.fingerprints).toEqual({ saml: fingerprintOf(SAML_MODULE), circuit_breaker: fingerprintOf(CB) });
+    expect(client.stats().requests).toBe(3);
+  });
+
+  it("falls back to the per-module reads of only the managed modules, probing the edge read once per client", async () => {
+    const { stub, client } = await setup(false);
+    const live = await fetchLive(client, manifests);
+    expect(sorted(stub.requests)).toEqual(
+      [
+        `GET /backends/weighted?limit=100`,
+        `GET /edges/https/${E1}`,
+        `GET /edges/https/${E1}/routes/${R1}/saml`,
+        `GET /edges/https/${E1}/routes/${R1}/circuit_breaker`,
+        `GET /edges/https/${E1}/routes/${R2}/circuit_breaker`,
+        `GET /edges/https/${E2}/routes/${R3}/saml`,
+      ].sort(),
+    );
+    expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([
+      [R1, true, true],
+      [R2, false, false],
+      [R3, false, false],
+    ]);
+    stub.requests.length = 0;
+    await fetchLive(client, manifests);
+    expect(stub.requests).toHaveLength(5);
+    expect(stub.requests.some((r) => r.url === `/edges/https/${E1}`)).toBe(false);
+  });
+
+  it("gives the same live state whichever read the server offers", async () => {
+    const a = await setup(true);
+    const b = await setup(false);
+    expect(await fetchLive(a.client, manifests)).toEqual(await fetchLive(b.client, manifests));
+  });
+
+  it("issues only the list when no route module is managed", async () => {
+    const { stub, client } = await setup(true);
+    await fetchLive(client, desired([edgeRoute(E1, R1, "unmanaged", "unmanaged")]));
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100"]);
+  });
+
+  for (const edgeReads of [true, false]) {
+    it(`names every missing route and edge in one error (edge reads ${edgeReads ? "offered" : "not offered"})`, async () => {
+      const { client } = await setup(edgeReads);
+      let err: unknown;
+      try {
+        await fetchLive(client, desired([edgeRoute(E1, R1, "present", "unmanaged"), edgeRoute(E1, R9, "present", "present"), edgeRoute(E3, R1, "absent", "unmanaged")]));
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(RouteNotFoundError);
+      expect((err as RouteNotFoundError).missing).toEqual([
+        { edge: E1, route: R9, edgeExists: true },
+        { edge: E3, route: R1, edgeExists: false },
+      ]);
+      expect((err as Error).message).toBe(
+        `route ${R9} does not exist on edge ${E1}; edge ${E3} does not exist (named with route ${R1}); routes and edges are not created by edgeplan: check the ids in the manifests`,
+      );
+    });
+  }
+});
+
+describe("fetchTouched", () => {
+  it("re-reads weighted backends by id and modules with one edge read per edge", async () => {
+    const { stub, client } = await setup(true);
+    const live = await fetchTouched(client, {
+      weightedBackendIds: [idOf("bkdwd", 1), idOf("bkdwd", 2), idOf("bkdwd", 1)],
+      modules: [
+        { edge: E1, route: R1, module: "saml" },
+        { edge: E1, route: R2, module: "circuit_breaker" },
+      ],
+    });
+    expect(sorted(stub.requests)).toEqual(
+      [`GET /backends/weighted/${idOf("bkdwd", 1)}`, `GET /backends/weighted/${idOf("bkdwd", 2)}`, `GET /edges/https/${E1}`].sort(),
+    );
+    // The deleted one is absent; only the asked-for modules are reported.
+    expect(live.weightedBackends.map((w) => w.id)).toEqual([idOf("bkdwd", 1)]);
+    expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([
+      [R1, true, false],
+      [R2, false, false],
+    ]);
+  });
+
+  it("uses per-module reads when the server has no edge read", async () => {
+    const { stub, client } = await setup(false);
+    await fetchTouched(client, { weightedBackendIds: [], modules: [{ edge: E2, route: R3, module: "circuit_breaker" }] });
+    expect(sorted(stub.requests)).toEqual([`GET /edges/https/${E2}`, `GET /edges/https/${E2}/routes/${R3}/circuit_breaker`]);
+  });
+});
