@@ -1,0 +1,138 @@
+/**
+ * `edgeplan serve`: runs the API server until SIGTERM or SIGINT. Prints `listening on http://HOST:PORT` on
+ * stdout when ready; start-up notices and one JSON line per request go to stderr (never an API key).
+ */
+import { EdgeplanError, EXIT } from "../model/errors.js";
+import {
+  DEFAULT_HOST,
+  DEFAULT_PORT,
+  loadFixturesFile,
+  parseLatency,
+  parseProbability,
+  parseRateLimit,
+  parseWholeNumber,
+  startServer,
+  type ServerOptions,
+} from "../server/index.js";
+
+/** The flags of `edgeplan serve`, as commander hands them over. */
+export interface ServeFlags {
+  host?: string;
+  port?: string;
+  data?: string;
+  fixtures?: string;
+  apiKey?: string[];
+  publicUrl?: string;
+  spBase?: string;
+  versionHeader?: string;
+  rateLimit?: string;
+  maxInflight?: string;
+  latency?: string;
+  failRate?: string;
+  dropRate?: string;
+  headersTimeout?: string;
+  requestTimeout?: string;
+  quiet?: boolean;
+}
+
+export interface ServeIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  /** Resolves when the server should stop (default: the first SIGTERM or SIGINT). */
+  stopSignal?: Promise<unknown>;
+}
+
+/** Writes lines in batches, one write per turn of the event loop, so a busy server is not slowed by its log. */
+function batchedLines(write: (text: string) => void): { line: (s: string) => void; flush: () => void } {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const text = pending.join("\n") + "\n";
+    pending = [];
+    write(text);
+  };
+  return {
+    line(s) {
+      pending.push(s);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}
+
+/** The API keys of the flags and of EDGEPLAN_SERVE_API_KEYS (comma separated), flags first, without repeats. */
+export function serveApiKeys(flagKeys: string[] | undefined, env: NodeJS.ProcessEnv): string[] {
+  const fromEnv = (env.EDGEPLAN_SERVE_API_KEYS ?? "")
+    .split(",")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
+  return [...new Set([...(flagKeys ?? []).map((k) => k.trim()).filter((k) => k !== ""), ...fromEnv])];
+}
+
+/** Turns the flags into server options; throws an EdgeplanError naming the bad flag. */
+export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerOptions {
+  const options: ServerOptions = {
+    host: flags.host ?? DEFAULT_HOST,
+    port: flags.port === undefined ? DEFAULT_PORT : parseWholeNumber("--port", flags.port, 0),
+    apiKeys: serveApiKeys(flags.apiKey, env),
+  };
+  if (options.port !== undefined && options.port > 65535) throw new EdgeplanError(`--port ${options.port} is larger than 65535`);
+  if (flags.data !== undefined) options.dataFile = flags.data;
+  if (flags.fixtures !== undefined) options.fixtures = loadFixturesFile(flags.fixtures);
+  if (flags.publicUrl !== undefined) options.publicUrl = flags.publicUrl;
+  if (flags.spBase !== undefined) options.spBase = flags.spBase;
+  if (flags.versionHeader !== undefined) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(flags.versionHeader)) {
+      throw new EdgeplanError(`--version-header "${flags.versionHeader}" is not a valid HTTP header name`);
+    }
+    options.versionHeader = flags.versionHeader;
+  }
+  if (flags.rateLimit !== undefined && flags.rateLimit !== "off") options.rateLimit = parseRateLimit(flags.rateLimit);
+  if (flags.maxInflight !== undefined) options.maxInflight = parseWholeNumber("--max-inflight", flags.maxInflight, 1);
+  if (flags.latency !== undefined) options.latency = parseLatency(flags.latency);
+  if (flags.failRate !== undefined) options.failRate = parseProbability("--fail-rate", flags.failRate);
+  if (flags.dropRate !== undefined) options.dropRate = parseProbability("--drop-rate", flags.dropRate);
+  if (flags.headersTimeout !== undefined) options.headersTimeoutMs = parseWholeNumber("--headers-timeout", flags.headersTimeout, 1);
+  if (flags.requestTimeout !== undefined) options.requestTimeoutMs = parseWholeNumber("--request-timeout", flags.requestTimeout, 1);
+  return options;
+}
+
+function waitForSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (signal: string): void => {
+      process.off("SIGTERM", on);
+      process.off("SIGINT", on);
+      resolve(signal);
+    };
+    process.on("SIGTERM", on);
+    process.on("SIGINT", on);
+  });
+}
+
+/**
+ * Runs the server until the stop signal, then closes it (requests in flight finish, the store is closed) and
+ * returns exit code 0. Invalid flags, no API key, bad fixtures or a busy port throw an EdgeplanError (exit 1).
+ */
+export async function serveCommand(flags: ServeFlags, io?: Partial<ServeIo>): Promise<number> {
+  const stdout = io?.stdout ?? ((t: string) => void process.stdout.write(t));
+  const stderr = io?.stderr ?? ((t: string) => void process.stderr.write(t));
+  const env = io?.env ?? process.env;
+  const options = serveOptions(flags, env);
+  const requestLog = batchedLines(stderr);
+  if (!flags.quiet) options.log = requestLog.line;
+  options.notice = (line) => stderr(`${line}\n`);
+  // Listen for signals before the server is up, so a stop sent right after the "listening" line is not missed.
+  const stop = io?.stopSignal ?? waitForSignal();
+  const server = await startServer(options);
+  stdout(`listening on ${server.url}\n`);
+  await stop;
+  await server.close();
+  requestLog.flush();
+  return EXIT.ok;
+}

@@ -1,0 +1,243 @@
+/**
+ * The request pipeline of the server, in the order every request goes through it:
+ * operation id -> fail-rate fault -> auth -> rate and in-flight limits -> latency fault -> version header -> path
+ * and method -> id format -> body (size, content type, JSON) -> handler (one store transaction) -> drop-rate
+ * fault -> answer -> one log line. Errors at any step become the API's error body; nothing else reaches the client.
+ */
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { isId } from "../model/wire.js";
+import type { KeyRing } from "./auth.js";
+import type { ServerContext } from "./context.js";
+import type { InflightLimiter, RateLimiter } from "./faults.js";
+import { HttpError } from "./http-error.js";
+import { randomKsuid } from "./ksuid.js";
+import { parseJsonBody, readBody, type BodyResult } from "./request.js";
+import { matchRoute, type Method } from "./router.js";
+import type { JsonObject } from "./validate.js";
+
+export interface AppOptions {
+  context: ServerContext;
+  keys: KeyRing;
+  /** Name of the version header (any case). */
+  versionHeader: string;
+  bodyLimit: number;
+  latency?: [number, number] | undefined;
+  failRate?: number | undefined;
+  dropRate?: number | undefined;
+  rateLimiter?: RateLimiter | undefined;
+  inflight?: InflightLimiter | undefined;
+  /** Receives one JSON line per request; absent: no request log. */
+  log?: ((line: string) => void) | undefined;
+}
+
+interface Outcome {
+  status: number;
+  /** The JSON body; for errors it is made from `error` once the operation id is known. */
+  payload?: string;
+  headers?: Record<string, string>;
+  /** Destroy the connection instead of answering (drop-rate fault, or the client already left). */
+  drop?: boolean;
+  /** The client went away before its body arrived: nothing to answer. */
+  aborted?: boolean;
+  /** Close the connection after the answer (an oversized body that was not read to its end). */
+  close?: boolean;
+  error?: unknown;
+}
+
+const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+const BODYLESS_METHODS = new Set(["GET", "DELETE"]);
+
+/** An operation id: `op_` + a KSUID. */
+export function newOperationId(): string {
+  return `op_${randomKsuid()}`;
+}
+
+function errorPayload(err: HttpError, operationId: string): string {
+  const details = { ...err.details, operation_id: operationId };
+  return JSON.stringify(
+    err.code === undefined
+      ? { status_code: err.status, msg: err.message, details }
+      : { error_code: err.code, status_code: err.status, msg: err.message, details },
+  );
+}
+
+function internalErrorPayload(operationId: string): string {
+  return JSON.stringify({
+    error_code: "ERR_NGROK_500",
+    status_code: 500,
+    msg: `the server failed to answer this request; report operation ${operationId}, which identifies it in the server's log`,
+    details: { operation_id: operationId },
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function logPath(path: string): string {
+  return path.length > 512 ? `${path.slice(0, 512)}...` : path;
+}
+
+/** The `request` listener of the HTTP server. */
+export function createRequestListener(o: AppOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const versionHeader = o.versionHeader.toLowerCase();
+  const { context, keys } = o;
+
+  async function run(req: IncomingMessage, method: string, path: string, query: string): Promise<Outcome> {
+    let account: string | undefined;
+    let holdsSlot = false;
+    try {
+      if (o.failRate && Math.random() < o.failRate) {
+        throw new HttpError(503, "ERR_NGROK_503", "the server is unavailable (a fault injected by --fail-rate); retry later");
+      }
+      account = keys.authenticate(req.headers.authorization);
+      o.rateLimiter?.take(account, Date.now());
+      if (o.inflight) {
+        o.inflight.acquire(account);
+        holdsSlot = true;
+      }
+      // Injected latency is spent holding the in-flight slot, as a slow server would.
+      if (o.latency) {
+        const [lo, hi] = o.latency;
+        await sleep(lo + Math.random() * (hi - lo));
+      }
+      const version = req.headers[versionHeader];
+      if (version === undefined) {
+        throw new HttpError(400, "ERR_NGROK_218", `the request has no ${o.versionHeader} header; send ${o.versionHeader}: 2`);
+      }
+      if (version !== "2") {
+        throw new HttpError(
+          400,
+          "ERR_NGROK_217",
+          `${o.versionHeader} ${JSON.stringify(String(version).slice(0, 40))} is not supported; send ${o.versionHeader}: 2`,
+        );
+      }
+      const match = matchRoute(path);
+      if (!match) throw new HttpError(404, undefined, "Not Found", { path: logPath(path) });
+      const handler = match.methods[method as Method];
+      if (!handler) {
+        throw new HttpError(405, undefined, "Method Not Allowed", { path: logPath(path), method }, { Allow: match.allow });
+      }
+      for (let i = 0; i < match.params.length; i++) {
+        const id = match.params[i] as string;
+        const prefix = match.prefixes[i] as string;
+        if (!isId(id, [prefix])) {
+          throw new HttpError(
+            404,
+            "ERR_NGROK_222",
+            `"${id.slice(0, 80)}" is not a valid id here: expected ${prefix}_ followed by 27 base62 characters`,
+            { id: id.slice(0, 80) },
+          );
+        }
+      }
+      let read: BodyResult | Promise<BodyResult> = readBody(req, o.bodyLimit);
+      if (read instanceof Promise) read = await read;
+      if (read.kind === "aborted") return { status: 0, drop: true, aborted: true };
+      if (read.kind === "too-large") {
+        const err = new HttpError(413, "ERR_NGROK_413", `the body is larger than the limit of ${o.bodyLimit} bytes`);
+        return { status: 413, close: !read.drained, error: err };
+      }
+      let body: JsonObject | undefined;
+      if (BODYLESS_METHODS.has(method)) {
+        if (read.bytes.length > 0) throw new HttpError(400, "ERR_NGROK_211", `a ${method} request takes no body; send it without one`);
+      } else {
+        body = parseJsonBody(req.headers["content-type"], read.bytes);
+      }
+      let reply = handler(context, { account, params: match.params, query, body });
+      if (reply instanceof Promise) reply = await reply;
+      if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && Math.random() < o.dropRate) {
+        return { status: reply.status, drop: true };
+      }
+      return reply.body === undefined ? { status: reply.status } : { status: reply.status, payload: JSON.stringify(reply.body) };
+    } catch (err) {
+      if (err instanceof HttpError) return { status: err.status, headers: err.headers, error: err };
+      return { status: 500, error: err };
+    } finally {
+      if (holdsSlot && account !== undefined) o.inflight?.release(account);
+    }
+  }
+
+  return (req, res) => {
+    const started = performance.now();
+    const operationId = newOperationId();
+    const method = req.method ?? "GET";
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = q < 0 ? "" : url.slice(q + 1);
+
+    void run(req, method, path, query).then((outcome) => {
+      let payload = outcome.payload;
+      if (outcome.error instanceof HttpError) payload = errorPayload(outcome.error, operationId);
+      else if (outcome.status === 500) payload = internalErrorPayload(operationId);
+      if (outcome.drop) {
+        req.socket.destroy();
+      } else {
+        const headers: Record<string, string | number> = { "Ngrok-Operation-Id": operationId };
+        if (outcome.headers) Object.assign(headers, outcome.headers);
+        if (payload !== undefined) {
+          headers["Content-Type"] = "application/json";
+          headers["Content-Length"] = Buffer.byteLength(payload);
+        }
+        if (outcome.close) headers.Connection = "close";
+        res.writeHead(outcome.status, headers);
+        res.end(payload);
+      }
+      if (o.log) {
+        const line: Record<string, unknown> = {
+          time: new Date().toISOString(),
+          method,
+          path: logPath(path),
+          status: outcome.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+          operation_id: operationId,
+        };
+        if (outcome.aborted) line.aborted = true;
+        else if (outcome.drop) line.dropped = true;
+        if (outcome.error instanceof HttpError && outcome.error.code) line.error_code = outcome.error.code;
+        if (outcome.status === 500) {
+          const e = outcome.error;
+          line.error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+        }
+        o.log(JSON.stringify(line));
+      }
+    }).catch((err: unknown) => {
+      // Answering itself failed (the socket broke mid-write): nothing more can be sent on this connection.
+      req.socket.destroy();
+      o.log?.(JSON.stringify({ time: new Date().toISOString(), method, path: logPath(path), operation_id: operationId, error: String(err) }));
+    });
+  };
+}
+
+/**
+ * The `clientError` listener: a request node could not parse, or whose headers or body came too slowly, gets an
+ * error body with an operation id (and a log line) instead of a bare status line.
+ */
+export function createClientErrorListener(log: AppOptions["log"]): (err: Error & { code?: string }, socket: Socket) => void {
+  return (err, socket) => {
+    if (err.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const operationId = newOperationId();
+    const status = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+    const msg =
+      status === 408
+        ? "the request did not arrive in time; send it again"
+        : status === 431
+          ? "the request headers are too large"
+          : "the request is not valid HTTP/1.1";
+    const payload = JSON.stringify({
+      error_code: `ERR_NGROK_${status}`,
+      status_code: status,
+      msg,
+      details: { operation_id: operationId },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(payload)}\r\nNgrok-Operation-Id: ${operationId}\r\n\r\n${payload}`,
+    );
+    log?.(JSON.stringify({ time: new Date().toISOString(), status, operation_id: operationId, error: err.code ?? err.message }));
+  };
+}

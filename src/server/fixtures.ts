@@ -1,0 +1,221 @@
+/**
+ * The fixtures file of `edgeplan serve --fixtures FILE` (DESIGN.md section 7): HTTPS edges with their routes,
+ * and non-weighted backends, which the API itself cannot create.
+ *
+ * ```yaml
+ * edges:
+ *   - id: edghts_2G4e8ay6UX87bXwr8GXBHKATNk6     # optional
+ *     hostports: [app.example.com:443]            # optional
+ *     routes:
+ *       - {id: edghtsrt_..., match: /, match_type: path_prefix}
+ * backends:
+ *   - {id: bkdhr_..., type: http_response}       # id optional; types: http_response, tunnel_group, failover, static_address
+ * ```
+ *
+ * Loading is idempotent, so a restart on the same data file never duplicates anything:
+ * - an entry with an `id` is created when no object has that id, and left as it is otherwise;
+ * - an entry without an `id` gets a generated id the first time and the store remembers it under the entry's
+ *   fixture key: `edges[N]` for the N-th edge, `<edge id> <match_type> <match>` for a route, `backends[N]` for
+ *   the N-th backend. Reordering id-less entries therefore maps them to other objects: give ids to pin them.
+ */
+import { readFileSync } from "node:fs";
+import { LineCounter, parseDocument, type Document } from "yaml";
+import { z } from "zod";
+import { ManifestError, type Diagnostic } from "../model/errors.js";
+import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, type FixtureBackendType } from "../model/wire.js";
+import type { Store } from "./store.js";
+
+const MATCH_TYPES = ["exact_path", "path_prefix"] as const;
+
+const FixtureRouteSchema = z.strictObject({
+  id: z.string().regex(idPattern(ID_PREFIX.route), `expected ${ID_PREFIX.route}_ followed by 27 base62 characters`).optional(),
+  match: z.string().min(1, "must not be empty"),
+  match_type: z.enum(MATCH_TYPES),
+});
+
+const FixtureEdgeSchema = z.strictObject({
+  id: z.string().regex(idPattern(ID_PREFIX.edge), `expected ${ID_PREFIX.edge}_ followed by 27 base62 characters`).optional(),
+  hostports: z.array(z.string()).optional(),
+  routes: z.array(FixtureRouteSchema).default([]),
+});
+
+const FixtureBackendSchema = z
+  .strictObject({
+    id: z.string().optional(),
+    type: z.enum(Object.keys(FIXTURE_BACKEND_TYPES) as [FixtureBackendType, ...FixtureBackendType[]]),
+  })
+  .superRefine((b, ctx) => {
+    const prefix = FIXTURE_BACKEND_TYPES[b.type];
+    if (b.id !== undefined && !idPattern(prefix).test(b.id)) {
+      ctx.addIssue({ code: "custom", path: ["id"], message: `a ${b.type} backend id is ${prefix}_ followed by 27 base62 characters` });
+    }
+  });
+
+export const FixturesSchema = z.strictObject({
+  edges: z.array(FixtureEdgeSchema).default([]),
+  backends: z.array(FixtureBackendSchema).default([]),
+});
+
+/** The parsed fixtures file. */
+export type Fixtures = z.output<typeof FixturesSchema>;
+/** What a caller may pass (optional lists may be left out). */
+export type FixturesInput = z.input<typeof FixturesSchema>;
+
+function positionOf(doc: Document | undefined, counter: LineCounter | undefined, path: PropertyKey[]): { line: number; col: number } {
+  if (doc && counter) {
+    // The deepest node of the path that exists carries the position.
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n) as (string | number)[], true) as { range?: [number, number, number] } | undefined;
+      if (node && typeof node === "object" && node.range) {
+        const p = counter.linePos(node.range[0]);
+        return { line: p.line, col: p.col };
+      }
+    }
+  }
+  return { line: 1, col: 1 };
+}
+
+function formatPath(path: PropertyKey[]): string {
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`)).join("");
+}
+
+/** Duplicate ids and duplicate id-less routes, which would make loading ambiguous. */
+function crossChecks(f: Fixtures): { path: PropertyKey[]; message: string }[] {
+  const problems: { path: PropertyKey[]; message: string }[] = [];
+  const seen = new Map<string, string>();
+  const see = (id: string | undefined, path: PropertyKey[]): void => {
+    if (id === undefined) return;
+    const first = seen.get(id);
+    if (first) problems.push({ path: [...path, "id"], message: `id ${id} is used twice (first at ${first}); ids are unique` });
+    else seen.set(id, formatPath(path));
+  };
+  f.edges.forEach((edge, e) => {
+    see(edge.id, ["edges", e]);
+    const matches = new Set<string>();
+    edge.routes.forEach((route, r) => {
+      see(route.id, ["edges", e, "routes", r]);
+      if (route.id === undefined) {
+        const key = `${route.match_type} ${route.match}`;
+        if (matches.has(key)) {
+          problems.push({
+            path: ["edges", e, "routes", r],
+            message: `a second route without id has match_type ${route.match_type} and match ${route.match}; give one of them an id`,
+          });
+        }
+        matches.add(key);
+      }
+    });
+  });
+  f.backends.forEach((b, i) => see(b.id, ["backends", i]));
+  return problems;
+}
+
+/**
+ * Checks a fixtures value (parsed YAML or an object from code). Throws a ManifestError with every problem as
+ * `file:line:col: message` (positions when `doc` is given).
+ */
+export function validateFixtures(value: unknown, file = "fixtures", doc?: Document, counter?: LineCounter): Fixtures {
+  const parsed = FixturesSchema.safeParse(value ?? {});
+  const diagnostics: Diagnostic[] = [];
+  const report = (path: PropertyKey[], message: string): void => {
+    const where = formatPath(path);
+    diagnostics.push({ severity: "error", pos: { file, ...positionOf(doc, counter, path) }, message: where ? `${where}: ${message}` : message });
+  };
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) report(issue.path, issue.message);
+  } else {
+    for (const p of crossChecks(parsed.data)) report(p.path, p.message);
+  }
+  if (diagnostics.length > 0 || !parsed.success) throw new ManifestError(diagnostics);
+  return parsed.data;
+}
+
+/** Reads and checks a fixtures YAML file. Throws a ManifestError pointing at each problem's line. */
+export function loadFixturesFile(path: string): Fixtures {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ManifestError([
+      { severity: "error", pos: { file: path, line: 1, col: 1 }, message: `cannot read the fixtures file: ${(err as Error).message}` },
+    ]);
+  }
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new ManifestError(
+      doc.errors.map((e) => {
+        const p = counter.linePos(e.pos[0]);
+        return { severity: "error" as const, pos: { file: path, line: p.line, col: p.col }, message: e.message.split("\n")[0] as string };
+      }),
+    );
+  }
+  return validateFixtures(doc.toJS(), path, doc, counter);
+}
+
+/** What loading fixtures did. */
+export interface FixturesSummary {
+  edges: number;
+  routes: number;
+  backends: number;
+  /** How many of them were created now (the rest already existed). */
+  created: number;
+}
+
+/**
+ * Loads fixtures into `account` in one transaction, idempotently (see the file comment): what already exists is
+ * found again, by id or by fixture key, and left as it is.
+ */
+export function applyFixtures(store: Store, account: string, fixtures: Fixtures): FixturesSummary {
+  const summary: FixturesSummary = { edges: 0, routes: 0, backends: 0, created: 0 };
+  store.transaction(() => {
+    fixtures.edges.forEach((edge, e) => {
+      let edgeId = edge.id;
+      if (edgeId === undefined) {
+        const key = `edges[${e}]`;
+        const known = store.fixtureId(account, key);
+        if (known && store.getEdge(account, known)) edgeId = known;
+        else {
+          edgeId = store.ensureEdge(account, undefined, edge.hostports ? { hostports: edge.hostports } : undefined).id;
+          store.setFixtureId(account, key, edgeId);
+          summary.created++;
+        }
+      } else if (!store.getEdge(account, edgeId)) {
+        store.ensureEdge(account, edgeId, edge.hostports ? { hostports: edge.hostports } : undefined);
+        summary.created++;
+      }
+      summary.edges++;
+      for (const route of edge.routes) {
+        const init = { match: route.match, match_type: route.match_type };
+        if (route.id === undefined) {
+          const key = `${edgeId} ${route.match_type} ${route.match}`;
+          const known = store.fixtureId(account, key);
+          if (!known || !store.getRoute(account, edgeId, known)) {
+            store.setFixtureId(account, key, store.ensureRoute(account, edgeId, undefined, init).id);
+            summary.created++;
+          }
+        } else if (!store.getRoute(account, edgeId, route.id)) {
+          store.ensureRoute(account, edgeId, route.id, init);
+          summary.created++;
+        }
+        summary.routes++;
+      }
+    });
+    fixtures.backends.forEach((b, i) => {
+      if (b.id === undefined) {
+        const key = `backends[${i}]`;
+        const known = store.fixtureId(account, key);
+        const existing = known ? store.getFixtureBackend(account, known) : undefined;
+        if (!existing || existing.type !== b.type) {
+          store.setFixtureId(account, key, store.createBackend(account, b.type).id);
+          summary.created++;
+        }
+      } else if (!store.getFixtureBackend(account, b.id)) {
+        store.ensureBackend(account, b.id);
+        summary.created++;
+      }
+      summary.backends++;
+    });
+  });
+  return summary;
+}

@@ -1,0 +1,284 @@
+/**
+ * The SAML and circuit breaker modules of an HTTPS edge route (API.md sections 3 and 4): replace (PUT), get,
+ * delete. A PUT replaces the whole module: every field left out takes its default. Both body shapes are taken:
+ * the fields at the top level, or the OpenAPI clients' `{"edge_id", "id", "module": {...}}`.
+ */
+import {
+  LIMITS,
+  NAMEID_FORMATS,
+  SAML_DEFAULTS,
+  SAML_GENERATED_FIELDS,
+  CIRCUIT_BREAKER_DEFAULTS,
+  type CircuitBreakerSettings,
+  type SamlSettings,
+} from "../model/wire.js";
+import type { Handler, RequestContext } from "./context.js";
+import { findRoute } from "./edges.js";
+import { fieldError, HttpError, invalidField } from "./http-error.js";
+import { checkIdpMetadata } from "./idp-metadata.js";
+import { rejectQuery } from "./paging.js";
+import { renderCircuitBreaker, renderSaml, samlUrls } from "./render.js";
+import type { SigningKeyPair } from "./saml-certificate.js";
+import type { StoredSaml } from "./store.js";
+import {
+  isPlainObject,
+  readBoolean,
+  readNumber,
+  readString,
+  readStringList,
+  readUint32,
+  rejectUnknownFields,
+  type JsonObject,
+} from "./validate.js";
+
+const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(["edge_id", "id", "module"]);
+const NO_FIELDS: ReadonlySet<string> = new Set();
+
+const SAML_FIELDS = [
+  "enabled",
+  "options_passthrough",
+  "cookie_prefix",
+  "inactivity_timeout",
+  "maximum_duration",
+  "idp_metadata",
+  "force_authn",
+  "allow_idp_initiated",
+  "authorized_groups",
+  "nameid_format",
+] as const;
+// idp_metadata_url is accepted when empty (clients echo what they read); every other generated field is refused.
+const SAML_ACCEPTED: ReadonlySet<string> = new Set([...SAML_FIELDS, "idp_metadata_url"]);
+const SAML_GENERATED: ReadonlySet<string> = new Set(SAML_GENERATED_FIELDS.filter((f) => f !== "idp_metadata_url"));
+
+const CB_FIELDS: ReadonlySet<string> = new Set([
+  "enabled",
+  "tripped_duration",
+  "rolling_window",
+  "num_buckets",
+  "volume_threshold",
+  "error_threshold_percentage",
+]);
+
+const topLevelFields = new Map<ReadonlySet<string>, ReadonlySet<string>>();
+/** The fields of the top-level body shape: the module's own plus the path ids. */
+function withPathIds(accepted: ReadonlySet<string>): ReadonlySet<string> {
+  let set = topLevelFields.get(accepted);
+  if (!set) {
+    set = new Set([...accepted, "edge_id", "id"]);
+    topLevelFields.set(accepted, set);
+  }
+  return set;
+}
+
+/**
+ * Finds the module's fields in either body shape and checks `edge_id`/`id` against the path. Returns the
+ * fields and the prefix their names take in messages ("module." in the wrapped shape).
+ */
+function unwrapModuleBody(
+  body: JsonObject | undefined,
+  edgeId: string,
+  routeId: string,
+  accepted: ReadonlySet<string>,
+  generated: ReadonlySet<string>,
+): { fields: JsonObject; where: string } {
+  if (!body) throw new HttpError(400, "ERR_NGROK_213", "the request needs a JSON object body");
+  for (const [key, expected] of [
+    ["edge_id", edgeId],
+    ["id", routeId],
+  ] as const) {
+    const value = readString(body, key, key);
+    if (value !== undefined && value !== expected) {
+      throw invalidField(key, `"${value.slice(0, 64)}" does not match the id in the path (${expected}); leave it out or send the same id`);
+    }
+  }
+  if (Object.hasOwn(body, "module")) {
+    rejectUnknownFields(body, ENVELOPE_FIELDS, "");
+    if (!isPlainObject(body.module)) throw invalidField("module", "expected an object holding the module's fields");
+    rejectUnknownFields(body.module, accepted, "module", generated);
+    return { fields: body.module, where: "module." };
+  }
+  rejectUnknownFields(body, withPathIds(accepted), "", generated);
+  return { fields: body, where: "" };
+}
+
+/** Validates a SAML module body and fills the defaults of API.md section 3. */
+export function parseSamlSettings(fields: JsonObject, where: string): SamlSettings {
+  const f = (k: string): string => where + k;
+  const idpMetadataUrl = readString(fields, "idp_metadata_url", f("idp_metadata_url"));
+  if (idpMetadataUrl !== undefined && idpMetadataUrl !== "") {
+    throw fieldError(
+      "ERR_NGROK_214",
+      f("idp_metadata_url"),
+      `${f("idp_metadata_url")}: fetching IdP metadata from a URL is not supported; send the XML in idp_metadata instead`,
+    );
+  }
+  const settings: SamlSettings = {
+    enabled: readBoolean(fields, "enabled", f("enabled")) ?? SAML_DEFAULTS.enabled,
+    options_passthrough: readBoolean(fields, "options_passthrough", f("options_passthrough")) ?? SAML_DEFAULTS.options_passthrough,
+    cookie_prefix: readString(fields, "cookie_prefix", f("cookie_prefix")) ?? SAML_DEFAULTS.cookie_prefix,
+    inactivity_timeout: readUint32(fields, "inactivity_timeout", f("inactivity_timeout")) ?? SAML_DEFAULTS.inactivity_timeout,
+    maximum_duration: readUint32(fields, "maximum_duration", f("maximum_duration")) ?? SAML_DEFAULTS.maximum_duration,
+    idp_metadata: readString(fields, "idp_metadata", f("idp_metadata")) ?? "",
+    force_authn: readBoolean(fields, "force_authn", f("force_authn")) ?? SAML_DEFAULTS.force_authn,
+    allow_idp_initiated: readBoolean(fields, "allow_idp_initiated", f("allow_idp_initiated")) ?? SAML_DEFAULTS.allow_idp_initiated,
+    authorized_groups: readStringList(fields, "authorized_groups", f("authorized_groups")) ?? [...SAML_DEFAULTS.authorized_groups],
+    nameid_format: readString(fields, "nameid_format", f("nameid_format")) ?? SAML_DEFAULTS.nameid_format,
+  };
+  if (!(NAMEID_FORMATS as readonly string[]).includes(settings.nameid_format)) {
+    throw fieldError(
+      "ERR_NGROK_1693",
+      f("nameid_format"),
+      `${f("nameid_format")}: "${settings.nameid_format.slice(0, 100)}" is not a supported name id format; use one of ${NAMEID_FORMATS.join(", ")}`,
+    );
+  }
+  if (settings.idp_metadata === "") {
+    throw fieldError(
+      "ERR_NGROK_7091",
+      f("idp_metadata"),
+      `${f("idp_metadata")}: is required: the XML EntityDescriptor of the identity provider`,
+    );
+  }
+  const bytes = Buffer.byteLength(settings.idp_metadata, "utf8");
+  if (bytes > LIMITS.idpMetadataBytes) {
+    throw fieldError(
+      "ERR_NGROK_7080",
+      f("idp_metadata"),
+      `${f("idp_metadata")}: is ${bytes} bytes long, more than the limit of ${LIMITS.idpMetadataBytes} bytes`,
+    );
+  }
+  const problem = checkIdpMetadata(settings.idp_metadata);
+  if (problem) throw fieldError("ERR_NGROK_7083", f("idp_metadata"), `${f("idp_metadata")}: ${problem}`);
+  return settings;
+}
+
+/** Validates a circuit breaker body. Fields without a default in API.md section 4 are required. */
+export function parseCircuitBreakerSettings(fields: JsonObject, where: string): CircuitBreakerSettings {
+  const f = (k: string): string => where + k;
+  const enabled = readBoolean(fields, "enabled", f("enabled")) ?? CIRCUIT_BREAKER_DEFAULTS.enabled;
+  const tripped = readUint32(fields, "tripped_duration", f("tripped_duration"));
+  const rolling = readUint32(fields, "rolling_window", f("rolling_window"));
+  const buckets = readUint32(fields, "num_buckets", f("num_buckets"));
+  const volume = readUint32(fields, "volume_threshold", f("volume_threshold")) ?? CIRCUIT_BREAKER_DEFAULTS.volume_threshold;
+  const errorThreshold = readNumber(fields, "error_threshold_percentage", f("error_threshold_percentage"));
+  if (tripped === undefined || tripped === 0) {
+    throw fieldError(
+      "ERR_NGROK_7016",
+      f("tripped_duration"),
+      `${f("tripped_duration")}: ${tripped === undefined ? "is required" : "must be greater than 0"}: the seconds to wait after the circuit trips`,
+    );
+  }
+  if (rolling === undefined || rolling === 0) {
+    throw fieldError(
+      "ERR_NGROK_7017",
+      f("rolling_window"),
+      `${f("rolling_window")}: ${rolling === undefined ? "is required" : "must be greater than 0"}: the seconds of the statistical window`,
+    );
+  }
+  if (buckets === undefined || buckets < 1 || buckets > LIMITS.numBucketsMax) {
+    throw fieldError(
+      "ERR_NGROK_7018",
+      f("num_buckets"),
+      `${f("num_buckets")}: ${buckets === undefined ? "is required" : `${buckets} is out of range`}: give a number of buckets from 1 to ${LIMITS.numBucketsMax}`,
+    );
+  }
+  if (errorThreshold === undefined || errorThreshold < 0 || errorThreshold > 1) {
+    throw fieldError(
+      "ERR_NGROK_7011",
+      f("error_threshold_percentage"),
+      `${f("error_threshold_percentage")}: ${errorThreshold === undefined ? "is required" : `${errorThreshold} is out of range`}: give a fraction from 0.0 to 1.0` +
+        (errorThreshold !== undefined && errorThreshold > 1 && errorThreshold <= 100 ? ` (${errorThreshold} percent is ${errorThreshold / 100})` : ""),
+    );
+  }
+  return {
+    enabled,
+    tripped_duration: tripped,
+    rolling_window: rolling,
+    num_buckets: buckets,
+    volume_threshold: volume,
+    error_threshold_percentage: errorThreshold,
+  };
+}
+
+function moduleNotSet(module: string, req: RequestContext): HttpError {
+  const [edgeId, routeId] = req.params as [string, string];
+  return new HttpError(
+    404,
+    "ERR_NGROK_7400",
+    `the ${module === "saml" ? "SAML" : "circuit breaker"} module of route ${routeId} of HTTPS edge ${edgeId} is not set; PUT it to set it`,
+    { module },
+  );
+}
+
+export const getSaml: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+  if (!route.saml) throw moduleNotSet("saml", req);
+  return { status: 200, body: renderSaml(server.spBase, route.id, route.saml) };
+};
+
+export const putSaml: Handler = async (server, req) => {
+  rejectQuery(req.query);
+  const [edgeId, routeId] = req.params as [string, string];
+  let route = findRoute(server, req.account, edgeId, routeId);
+  const { fields, where } = unwrapModuleBody(req.body, edgeId, routeId, SAML_ACCEPTED, SAML_GENERATED);
+  const settings = parseSamlSettings(fields, where);
+  const entityId = samlUrls(server.spBase, routeId).entityId;
+  // The key pair is made outside the transaction (it is asynchronous); the transaction then keeps the pair of a
+  // module that is already set, so concurrent first PUTs end with one certificate. A module deleted meanwhile
+  // needs a fresh pair: hence the second round.
+  let fresh: SigningKeyPair | undefined;
+  for (let round = 0; round < 3; round++) {
+    if (!route.saml && !fresh) fresh = await server.makeSigningKeyPair(entityId);
+    const stored = server.store.transaction((): StoredSaml | undefined => {
+      const current = findRoute(server, req.account, edgeId, routeId);
+      const keys = current.saml ?? fresh;
+      if (!keys) return undefined;
+      const next: StoredSaml = { ...settings, certificate_pem: keys.certificate_pem, private_key_pem: keys.private_key_pem };
+      server.store.setSaml(req.account, routeId, next);
+      return next;
+    });
+    if (stored) return { status: 200, body: renderSaml(server.spBase, routeId, stored) };
+    route = findRoute(server, req.account, edgeId, routeId);
+  }
+  throw new Error(`the SAML module of route ${routeId} kept changing while its key pair was made`);
+};
+
+export const deleteSaml: Handler = (server, req) => {
+  rejectQuery(req.query);
+  server.store.transaction(() => {
+    const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+    if (!route.saml) throw moduleNotSet("saml", req);
+    server.store.setSaml(req.account, route.id, null);
+  });
+  return { status: 204 };
+};
+
+export const getCircuitBreaker: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+  if (!route.circuit_breaker) throw moduleNotSet("circuit_breaker", req);
+  return { status: 200, body: renderCircuitBreaker(route.circuit_breaker) };
+};
+
+export const putCircuitBreaker: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const [edgeId, routeId] = req.params as [string, string];
+  findRoute(server, req.account, edgeId, routeId);
+  const { fields, where } = unwrapModuleBody(req.body, edgeId, routeId, CB_FIELDS, NO_FIELDS);
+  const settings = parseCircuitBreakerSettings(fields, where);
+  server.store.transaction(() => {
+    findRoute(server, req.account, edgeId, routeId);
+    server.store.setCircuitBreaker(req.account, routeId, settings);
+  });
+  return { status: 200, body: renderCircuitBreaker(settings) };
+};
+
+export const deleteCircuitBreaker: Handler = (server, req) => {
+  rejectQuery(req.query);
+  server.store.transaction(() => {
+    const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+    if (!route.circuit_breaker) throw moduleNotSet("circuit_breaker", req);
+    server.store.setCircuitBreaker(req.account, route.id, null);
+  });
+  return { status: 204 };
+};

@@ -1,0 +1,89 @@
+/**
+ * Stored records as the wire objects of API.md, with fields in the documented order and every `uri` built from
+ * the server's base URL (never from the request's Host header).
+ */
+import type { CircuitBreakerModule, HttpsEdge, HttpsRoute, SamlModule, WeightedBackend } from "../model/wire.js";
+import type { EdgeRecord, RouteRecord, StoredSaml, WeightedBackendRecord } from "./store.js";
+
+export function weightedBackendUri(baseUrl: string, id: string): string {
+  return `${baseUrl}/backends/weighted/${id}`;
+}
+
+export function renderWeightedBackend(baseUrl: string, r: WeightedBackendRecord): WeightedBackend {
+  return {
+    id: r.id,
+    uri: weightedBackendUri(baseUrl, r.id),
+    created_at: r.created_at,
+    description: r.description,
+    metadata: r.metadata,
+    backends: r.backends,
+  };
+}
+
+/** The generated service-provider URLs of a route's SAML module. */
+export function samlUrls(spBase: string, routeId: string): { entityId: string; acs: string; slo: string } {
+  const entityId = `${spBase}/saml/${routeId}`;
+  return { entityId, acs: `${entityId}/acs`, slo: `${entityId}/slo` };
+}
+
+export function renderSaml(spBase: string, routeId: string, s: StoredSaml): SamlModule {
+  const urls = samlUrls(spBase, routeId);
+  return {
+    enabled: s.enabled,
+    options_passthrough: s.options_passthrough,
+    cookie_prefix: s.cookie_prefix,
+    inactivity_timeout: s.inactivity_timeout,
+    maximum_duration: s.maximum_duration,
+    idp_metadata: s.idp_metadata,
+    force_authn: s.force_authn,
+    allow_idp_initiated: s.allow_idp_initiated,
+    authorized_groups: s.authorized_groups,
+    nameid_format: s.nameid_format,
+    entity_id: urls.entityId,
+    assertion_consumer_service_url: urls.acs,
+    single_logout_url: urls.slo,
+    request_signing_certificate_pem: s.certificate_pem,
+    metadata_url: urls.entityId,
+    idp_metadata_url: "",
+  };
+}
+
+export function renderCircuitBreaker(cb: CircuitBreakerModule): CircuitBreakerModule {
+  return {
+    enabled: cb.enabled,
+    tripped_duration: cb.tripped_duration,
+    rolling_window: cb.rolling_window,
+    num_buckets: cb.num_buckets,
+    volume_threshold: cb.volume_threshold,
+    error_threshold_percentage: cb.error_threshold_percentage,
+  };
+}
+
+export function routeUri(baseUrl: string, edgeId: string, routeId: string): string {
+  return `${baseUrl}/edges/https/${edgeId}/routes/${routeId}`;
+}
+
+export function renderRoute(baseUrl: string, spBase: string, r: RouteRecord): HttpsRoute {
+  return {
+    id: r.id,
+    edge_id: r.edge_id,
+    uri: routeUri(baseUrl, r.edge_id, r.id),
+    created_at: r.created_at,
+    match: r.match,
+    match_type: r.match_type,
+    saml: r.saml ? renderSaml(spBase, r.id, r.saml) : null,
+    circuit_breaker: r.circuit_breaker ? renderCircuitBreaker(r.circuit_breaker) : null,
+  };
+}
+
+export function renderEdge(baseUrl: string, spBase: string, e: EdgeRecord, routes: RouteRecord[]): HttpsEdge {
+  return {
+    id: e.id,
+    uri: `${baseUrl}/edges/https/${e.id}`,
+    created_at: e.created_at,
+    description: e.description,
+    metadata: e.metadata,
+    hostports: e.hostports,
+    routes: routes.map((r) => renderRoute(baseUrl, spBase, r)),
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * The path table of API.md. A path matches a pattern segment by segment; `:prefix` segments capture an id that
+ * must have that prefix (a malformed id is 404 ERR_NGROK_222, checked after the method).
+ */
+import { ID_PREFIX } from "../model/wire.js";
+import type { Handler } from "./context.js";
+import { getEdge, getRoute, listEdges } from "./edges.js";
+import { deleteCircuitBreaker, deleteSaml, getCircuitBreaker, getSaml, putCircuitBreaker, putSaml } from "./modules.js";
+import {
+  createWeightedBackend,
+  deleteWeightedBackend,
+  getWeightedBackend,
+  listWeightedBackends,
+  updateWeightedBackend,
+} from "./weighted-backends.js";
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+interface Pattern {
+  segments: string[];
+  methods: Partial<Record<Method, Handler>>;
+  allow: string;
+}
+
+export interface RouteMatch {
+  methods: Partial<Record<Method, Handler>>;
+  /** The `Allow` header of this path. */
+  allow: string;
+  /** Captured ids and the prefix each must have. */
+  params: string[];
+  prefixes: string[];
+}
+
+const ROUTE = `edges/https/:${ID_PREFIX.edge}/routes/:${ID_PREFIX.route}`;
+
+function pattern(path: string, methods: Partial<Record<Method, Handler>>): Pattern {
+  return { segments: path.split("/"), methods, allow: Object.keys(methods).join(", ") };
+}
+
+const PATTERNS: Pattern[] = [
+  pattern("backends/weighted", { GET: listWeightedBackends, POST: createWeightedBackend }),
+  pattern(`backends/weighted/:${ID_PREFIX.weightedBackend}`, {
+    GET: getWeightedBackend,
+    PATCH: updateWeightedBackend,
+    DELETE: deleteWeightedBackend,
+  }),
+  pattern("edges/https", { GET: listEdges }),
+  pattern(`edges/https/:${ID_PREFIX.edge}`, { GET: getEdge }),
+  pattern(ROUTE, { GET: getRoute }),
+  pattern(`${ROUTE}/saml`, { GET: getSaml, PUT: putSaml, DELETE: deleteSaml }),
+  pattern(`${ROUTE}/circuit_breaker`, {
+    GET: getCircuitBreaker,
+    PUT: putCircuitBreaker,
+    DELETE: deleteCircuitBreaker,
+  }),
+];
+
+/** The pattern `path` (without query, starting with `/`) matches, or undefined for an unknown path. */
+export function matchRoute(path: string): RouteMatch | undefined {
+  const parts = path.split("/");
+  // parts[0] is the empty string before the leading slash.
+  if (parts[0] !== "") return undefined;
+  next: for (const p of PATTERNS) {
+    if (parts.length - 1 !== p.segments.length) continue;
+    const params: string[] = [];
+    const prefixes: string[] = [];
+    for (let i = 0; i < p.segments.length; i++) {
+      const want = p.segments[i] as string;
+      const got = parts[i + 1] as string;
+      if (want.startsWith(":")) {
+        if (got === "") continue next;
+        params.push(got);
+        prefixes.push(want.slice(1));
+      } else if (want !== got) {
+        continue next;
+      }
+    }
+    return { methods: p.methods, allow: p.allow, params, prefixes };
+  }
+  return undefined;
+}

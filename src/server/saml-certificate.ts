@@ -1,0 +1,81 @@
+/**
+ * The SAML request-signing key pair of a route: RSA-2048, a self-signed X.509 certificate with SHA-256, subject
+ * and issuer CN = the SP entity id, valid for 35 years, key usage digitalSignature.
+ *
+ * Key generation and signing go through WebCrypto, which runs on libuv's thread pool: the event loop keeps
+ * answering other requests while a key is made. @peculiar/x509 v2 resolves its algorithm providers through
+ * tsyringe, which needs the Reflect metadata API; `reflect-metadata` provides it and must load first, so both are
+ * imported here, lazily, in that order (a server that never sets a SAML module never loads them).
+ */
+import { randomBytes, webcrypto } from "node:crypto";
+
+type X509 = typeof import("@peculiar/x509");
+
+let library: Promise<X509> | undefined;
+
+function loadX509(): Promise<X509> {
+  library ??= (async () => {
+    await import("reflect-metadata");
+    const x509 = await import("@peculiar/x509");
+    x509.cryptoProvider.set(webcrypto as unknown as Parameters<X509["cryptoProvider"]["set"]>[0]);
+    return x509;
+  })();
+  return library;
+}
+
+const ALGORITHM = {
+  name: "RSASSA-PKCS1-v1_5",
+  hash: "SHA-256",
+  publicExponent: new Uint8Array([1, 0, 1]),
+  modulusLength: 2048,
+};
+
+export const CERTIFICATE_YEARS = 35;
+
+export interface SigningKeyPair {
+  certificate_pem: string;
+  private_key_pem: string;
+}
+
+function pem(label: string, der: ArrayBuffer): string {
+  const b64 = Buffer.from(der).toString("base64");
+  const lines = b64.match(/.{1,64}/g) ?? [];
+  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
+}
+
+/**
+ * Makes a new key pair and its self-signed certificate for `entityId`, valid from now (second precision) for
+ * 35 years.
+ */
+export async function makeSigningKeyPair(entityId: string, now: Date = new Date()): Promise<SigningKeyPair> {
+  const x509 = await loadX509();
+  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
+  // @peculiar/x509 is typed against the DOM's CryptoKey; node's is the same object at run time.
+  type DomKey = Parameters<X509["SubjectKeyIdentifierExtension"]["create"]>[0];
+  const publicKey = keys.publicKey as unknown as DomKey;
+  const privateKey = keys.privateKey as unknown as DomKey;
+  const notBefore = new Date(Math.floor(now.getTime() / 1000) * 1000);
+  const notAfter = new Date(notBefore);
+  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CERTIFICATE_YEARS);
+  // A positive serial: 16 random bytes with the top bit cleared (RFC 5280 section 4.1.2.2).
+  const serial = randomBytes(16);
+  serial[0] = (serial[0] as number) & 0x7f;
+  const name = [{ CN: [entityId] }];
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial.toString("hex"),
+    subject: name,
+    issuer: name,
+    notBefore,
+    notAfter,
+    signingAlgorithm: ALGORITHM,
+    publicKey,
+    signingKey: privateKey,
+    extensions: [
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      await x509.SubjectKeyIdentifierExtension.create(publicKey),
+    ],
+  });
+  const pkcs8 = await webcrypto.subtle.exportKey("pkcs8", keys.privateKey);
+  return { certificate_pem: cert.toString("pem") + "\n", private_key_pem: pem("PRIVATE KEY", pkcs8) };
+}

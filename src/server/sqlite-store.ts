@@ -1,0 +1,401 @@
+/**
+ * The Store on SQLite (better-sqlite3). With a file, the database runs in WAL mode with `synchronous=NORMAL`:
+ * a commit is appended to the WAL with write(2) before the call returns, so a committed transaction survives a
+ * crash or `kill -9` of the process; only a crash of the operating system or a power loss can lose the last
+ * commits (SQLite's documented WAL guarantee). Without a file the database lives in memory.
+ *
+ * Every statement is prepared once. better-sqlite3 is synchronous, so one request's transaction never
+ * interleaves with another's.
+ */
+import Database from "better-sqlite3";
+import { EdgeplanError } from "../model/errors.js";
+import { FIXTURE_BACKEND_TYPES, ID_PREFIX, isId, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
+import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
+import type {
+  EdgeRecord,
+  FixtureBackendRecord,
+  PageQuery,
+  RouteRecord,
+  Store,
+  StoredSaml,
+  WeightedBackendRecord,
+} from "./store.js";
+
+const SCHEMA_VERSION = 1;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS weighted_backends (
+  account TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL,
+  description TEXT NOT NULL, metadata TEXT NOT NULL, backends TEXT NOT NULL,
+  PRIMARY KEY (account, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS backend_children (
+  account TEXT NOT NULL, parent TEXT NOT NULL, child TEXT NOT NULL,
+  PRIMARY KEY (account, parent, child)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS backend_children_by_child ON backend_children (account, child);
+CREATE TABLE IF NOT EXISTS fixture_backends (
+  account TEXT NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, created_at TEXT NOT NULL,
+  PRIMARY KEY (account, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS edges (
+  account TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL,
+  description TEXT NOT NULL, metadata TEXT NOT NULL, hostports TEXT NOT NULL,
+  PRIMARY KEY (account, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS routes (
+  account TEXT NOT NULL, id TEXT NOT NULL, edge_id TEXT NOT NULL, created_at TEXT NOT NULL,
+  match TEXT NOT NULL, match_type TEXT NOT NULL, saml TEXT, circuit_breaker TEXT,
+  PRIMARY KEY (account, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS routes_by_edge ON routes (account, edge_id, id);
+CREATE TABLE IF NOT EXISTS fixture_keys (
+  account TEXT NOT NULL, key TEXT NOT NULL, id TEXT NOT NULL,
+  PRIMARY KEY (account, key)) WITHOUT ROWID;
+`;
+
+interface WeightedRow {
+  id: string;
+  created_at: string;
+  description: string;
+  metadata: string;
+  backends: string;
+}
+interface EdgeRow {
+  id: string;
+  created_at: string;
+  description: string;
+  metadata: string;
+  hostports: string;
+}
+interface RouteRow {
+  id: string;
+  edge_id: string;
+  created_at: string;
+  match: string;
+  match_type: string;
+  saml: string | null;
+  circuit_breaker: string | null;
+}
+
+const FIXTURE_TYPE_BY_PREFIX = new Map<string, FixtureBackendType>(
+  Object.entries(FIXTURE_BACKEND_TYPES).map(([type, prefix]) => [prefix, type as FixtureBackendType]),
+);
+
+function weightedFromRow(row: WeightedRow): WeightedBackendRecord {
+  return {
+    id: row.id,
+    created_at: row.created_at,
+    description: row.description,
+    metadata: row.metadata,
+    backends: JSON.parse(row.backends) as Record<string, number>,
+  };
+}
+
+function edgeFromRow(row: EdgeRow): EdgeRecord {
+  return {
+    id: row.id,
+    created_at: row.created_at,
+    description: row.description,
+    metadata: row.metadata,
+    hostports: JSON.parse(row.hostports) as string[],
+  };
+}
+
+function routeFromRow(row: RouteRow): RouteRecord {
+  return {
+    id: row.id,
+    edge_id: row.edge_id,
+    created_at: row.created_at,
+    match: row.match,
+    match_type: row.match_type,
+    saml: row.saml === null ? null : (JSON.parse(row.saml) as StoredSaml),
+    circuit_breaker: row.circuit_breaker === null ? null : (JSON.parse(row.circuit_breaker) as CircuitBreakerSettings),
+  };
+}
+
+/**
+ * Opens (creating when needed) the store in `file`, or in memory when `file` is undefined. Throws an
+ * EdgeplanError naming the file when it cannot be opened or was written by a newer schema.
+ */
+export function openSqliteStore(file?: string): SqliteStore {
+  let db: Database.Database;
+  try {
+    db = new Database(file ?? ":memory:");
+  } catch (err) {
+    throw new EdgeplanError(`cannot open the data file ${file}: ${(err as Error).message}; check the path and its permissions`, {
+      cause: err,
+    });
+  }
+  return new SqliteStore(db, file);
+}
+
+export class SqliteStore implements Store {
+  private readonly ids: MonotonicKsuid;
+  private readonly s;
+
+  constructor(
+    private readonly db: Database.Database,
+    readonly file: string | undefined,
+  ) {
+    if (file) {
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+    }
+    db.pragma("busy_timeout = 5000");
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      db.close();
+      throw new EdgeplanError(
+        `the data file ${file} was written by a newer edgeplan (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade edgeplan or use another --data file`,
+      );
+    }
+    db.exec(SCHEMA);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+
+    this.s = {
+      metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
+      metaSet: db.prepare<[string, string]>(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ),
+      wbGet: db.prepare<[string, string], WeightedRow>(
+        "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id = ?",
+      ),
+      wbList: db.prepare<[string, number], WeightedRow>(
+        "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? ORDER BY id DESC LIMIT ?",
+      ),
+      wbListBefore: db.prepare<[string, string, number], WeightedRow>(
+        "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
+      ),
+      wbCount: db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM weighted_backends WHERE account = ?"),
+      wbInsert: db.prepare<[string, string, string, string, string, string]>(
+        "INSERT INTO weighted_backends (account, id, created_at, description, metadata, backends) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
+      wbUpdate: db.prepare<[string, string, string, string, string]>(
+        "UPDATE weighted_backends SET description = ?, metadata = ?, backends = ? WHERE account = ? AND id = ?",
+      ),
+      wbDelete: db.prepare<[string, string]>("DELETE FROM weighted_backends WHERE account = ? AND id = ?"),
+      childrenDelete: db.prepare<[string, string]>("DELETE FROM backend_children WHERE account = ? AND parent = ?"),
+      childInsert: db.prepare<[string, string, string]>("INSERT INTO backend_children (account, parent, child) VALUES (?, ?, ?)"),
+      parents: db.prepare<[string, string, number], { parent: string }>(
+        "SELECT parent FROM backend_children WHERE account = ? AND child = ? ORDER BY parent LIMIT ?",
+      ),
+      weightedChildren: db.prepare<[string, string], { child: string }>(
+        "SELECT child FROM backend_children WHERE account = ? AND parent = ? AND child >= 'bkdwd_' AND child < 'bkdwd`'",
+      ),
+      wbExists: db.prepare<[string, string], { one: number }>("SELECT 1 AS one FROM weighted_backends WHERE account = ? AND id = ?"),
+      fbGet: db.prepare<[string, string], FixtureBackendRecord>(
+        "SELECT id, type, created_at FROM fixture_backends WHERE account = ? AND id = ?",
+      ),
+      fbInsert: db.prepare<[string, string, string, string]>(
+        "INSERT INTO fixture_backends (account, id, type, created_at) VALUES (?, ?, ?, ?)",
+      ),
+      edgeGet: db.prepare<[string, string], EdgeRow>(
+        "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id = ?",
+      ),
+      edgeList: db.prepare<[string, number], EdgeRow>(
+        "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? ORDER BY id DESC LIMIT ?",
+      ),
+      edgeListBefore: db.prepare<[string, string, number], EdgeRow>(
+        "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
+      ),
+      edgeInsert: db.prepare<[string, string, string, string, string, string]>(
+        "INSERT INTO edges (account, id, created_at, description, metadata, hostports) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
+      routeGet: db.prepare<[string, string], RouteRow>(
+        "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes WHERE account = ? AND id = ?",
+      ),
+      routesOfEdge: db.prepare<[string, string], RouteRow>(
+        "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes WHERE account = ? AND edge_id = ? ORDER BY id",
+      ),
+      routeInsert: db.prepare<[string, string, string, string, string, string]>(
+        "INSERT INTO routes (account, id, edge_id, created_at, match, match_type) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
+      routeSetSaml: db.prepare<[string | null, string, string]>("UPDATE routes SET saml = ? WHERE account = ? AND id = ?"),
+      routeSetCb: db.prepare<[string | null, string, string]>("UPDATE routes SET circuit_breaker = ? WHERE account = ? AND id = ?"),
+      fixtureKeyGet: db.prepare<[string, string], { id: string }>("SELECT id FROM fixture_keys WHERE account = ? AND key = ?"),
+      fixtureKeySet: db.prepare<[string, string, string]>(
+        "INSERT INTO fixture_keys (account, key, id) VALUES (?, ?, ?) ON CONFLICT (account, key) DO UPDATE SET id = excluded.id",
+      ),
+    };
+    // Ids stay monotonic across restarts: the generator continues after the last id this file recorded.
+    this.ids = new MonotonicKsuid(this.s.metaGet.get("last_ksuid")?.value);
+  }
+
+  transaction<T>(fn: () => T): T {
+    // Nested calls join the outer transaction (better-sqlite3 turns them into savepoints).
+    return this.db.transaction(fn)();
+  }
+
+  newId(prefix: string): { id: string; created_at: string } {
+    const { body, seconds } = this.ids.next();
+    this.s.metaSet.run("last_ksuid", body);
+    return { id: `${prefix}_${body}`, created_at: rfc3339Seconds(seconds) };
+  }
+
+  getWeightedBackend(account: string, id: string): WeightedBackendRecord | undefined {
+    const row = this.s.wbGet.get(account, id);
+    return row ? weightedFromRow(row) : undefined;
+  }
+
+  listWeightedBackends(account: string, page: PageQuery): WeightedBackendRecord[] {
+    const rows =
+      page.beforeId === undefined
+        ? this.s.wbList.all(account, page.limit)
+        : this.s.wbListBefore.all(account, page.beforeId, page.limit);
+    return rows.map(weightedFromRow);
+  }
+
+  countWeightedBackends(account: string): number {
+    return this.s.wbCount.get(account)?.n ?? 0;
+  }
+
+  insertWeightedBackend(account: string, r: WeightedBackendRecord): void {
+    this.s.wbInsert.run(account, r.id, r.created_at, r.description, r.metadata, JSON.stringify(r.backends));
+    for (const child of Object.keys(r.backends)) this.s.childInsert.run(account, r.id, child);
+  }
+
+  updateWeightedBackend(account: string, r: WeightedBackendRecord): void {
+    this.s.wbUpdate.run(r.description, r.metadata, JSON.stringify(r.backends), account, r.id);
+    this.s.childrenDelete.run(account, r.id);
+    for (const child of Object.keys(r.backends)) this.s.childInsert.run(account, r.id, child);
+  }
+
+  deleteWeightedBackend(account: string, id: string): boolean {
+    const changed = this.s.wbDelete.run(account, id).changes > 0;
+    this.s.childrenDelete.run(account, id);
+    return changed;
+  }
+
+  parentsOf(account: string, childId: string, limit: number): string[] {
+    return this.s.parents.all(account, childId, limit).map((r) => r.parent);
+  }
+
+  weightedChildrenOf(account: string, id: string): string[] {
+    return this.s.weightedChildren.all(account, id).map((r) => r.child);
+  }
+
+  backendExists(account: string, id: string): boolean {
+    if (id.startsWith(`${ID_PREFIX.weightedBackend}_`)) return this.s.wbExists.get(account, id) !== undefined;
+    return this.s.fbGet.get(account, id) !== undefined;
+  }
+
+  getFixtureBackend(account: string, id: string): FixtureBackendRecord | undefined {
+    return this.s.fbGet.get(account, id);
+  }
+
+  ensureBackend(account: string, id: string): FixtureBackendRecord {
+    const prefix = id.slice(0, id.indexOf("_"));
+    const type = FIXTURE_TYPE_BY_PREFIX.get(prefix);
+    if (!type || !isId(id, [prefix])) {
+      throw new EdgeplanError(
+        `${id} is not a fixture backend id: expected one of ${[...FIXTURE_TYPE_BY_PREFIX.keys()].map((p) => `${p}_`).join(", ")} followed by 27 base62 characters`,
+      );
+    }
+    return this.transaction(() => {
+      const existing = this.s.fbGet.get(account, id);
+      if (existing) return existing;
+      const record: FixtureBackendRecord = { id, type, created_at: this.newId(prefix).created_at };
+      this.s.fbInsert.run(account, id, type, record.created_at);
+      return record;
+    });
+  }
+
+  createBackend(account: string, type: FixtureBackendType): FixtureBackendRecord {
+    return this.transaction(() => {
+      const { id, created_at } = this.newId(FIXTURE_BACKEND_TYPES[type]);
+      this.s.fbInsert.run(account, id, type, created_at);
+      return { id, type, created_at };
+    });
+  }
+
+  getEdge(account: string, id: string): EdgeRecord | undefined {
+    const row = this.s.edgeGet.get(account, id);
+    return row ? edgeFromRow(row) : undefined;
+  }
+
+  listEdges(account: string, page: PageQuery): EdgeRecord[] {
+    const rows =
+      page.beforeId === undefined
+        ? this.s.edgeList.all(account, page.limit)
+        : this.s.edgeListBefore.all(account, page.beforeId, page.limit);
+    return rows.map(edgeFromRow);
+  }
+
+  ensureEdge(account: string, edgeId?: string, init?: { hostports?: string[] }): EdgeRecord {
+    if (edgeId !== undefined && !isId(edgeId, [ID_PREFIX.edge])) {
+      throw new EdgeplanError(`${edgeId} is not an HTTPS edge id: expected ${ID_PREFIX.edge}_ followed by 27 base62 characters`);
+    }
+    return this.transaction(() => {
+      if (edgeId !== undefined) {
+        const existing = this.getEdge(account, edgeId);
+        if (existing) return existing;
+      }
+      const made = this.newId(ID_PREFIX.edge);
+      const record: EdgeRecord = {
+        id: edgeId ?? made.id,
+        created_at: made.created_at,
+        description: "",
+        metadata: "",
+        hostports: init?.hostports ?? [],
+      };
+      this.s.edgeInsert.run(account, record.id, record.created_at, "", "", JSON.stringify(record.hostports));
+      return record;
+    });
+  }
+
+  getRoute(account: string, edgeId: string, routeId: string): RouteRecord | undefined {
+    const row = this.s.routeGet.get(account, routeId);
+    return row && row.edge_id === edgeId ? routeFromRow(row) : undefined;
+  }
+
+  routesOfEdge(account: string, edgeId: string): RouteRecord[] {
+    return this.s.routesOfEdge.all(account, edgeId).map(routeFromRow);
+  }
+
+  ensureRoute(account: string, edgeId: string, routeId?: string, init?: { match?: string; match_type?: string }): RouteRecord {
+    if (routeId !== undefined && !isId(routeId, [ID_PREFIX.route])) {
+      throw new EdgeplanError(`${routeId} is not an HTTPS edge route id: expected ${ID_PREFIX.route}_ followed by 27 base62 characters`);
+    }
+    return this.transaction(() => {
+      this.ensureEdge(account, edgeId);
+      if (routeId !== undefined) {
+        const row = this.s.routeGet.get(account, routeId);
+        if (row) {
+          if (row.edge_id !== edgeId) {
+            throw new EdgeplanError(`route ${routeId} already belongs to edge ${row.edge_id}, not ${edgeId}; a route has one edge`);
+          }
+          return routeFromRow(row);
+        }
+      }
+      const made = this.newId(ID_PREFIX.route);
+      const record: RouteRecord = {
+        id: routeId ?? made.id,
+        edge_id: edgeId,
+        created_at: made.created_at,
+        match: init?.match ?? "/",
+        match_type: init?.match_type ?? "path_prefix",
+        saml: null,
+        circuit_breaker: null,
+      };
+      this.s.routeInsert.run(account, record.id, edgeId, record.created_at, record.match, record.match_type);
+      return record;
+    });
+  }
+
+  setSaml(account: string, routeId: string, saml: StoredSaml | null): void {
+    this.s.routeSetSaml.run(saml === null ? null : JSON.stringify(saml), account, routeId);
+  }
+
+  setCircuitBreaker(account: string, routeId: string, cb: CircuitBreakerSettings | null): void {
+    this.s.routeSetCb.run(cb === null ? null : JSON.stringify(cb), account, routeId);
+  }
+
+  fixtureId(account: string, key: string): string | undefined {
+    return this.s.fixtureKeyGet.get(account, key)?.id;
+  }
+
+  setFixtureId(account: string, key: string, id: string): void {
+    this.s.fixtureKeySet.run(account, key, id);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * Weighted backends (API.md section 1): create, get, list, update, delete, with the referential rules. Every
+ * write validates and writes inside one store transaction, so a rejected request changes nothing.
+ */
+import { ID_PREFIX, isBackendId, LIMITS } from "../model/wire.js";
+import type { Handler, ServerContext } from "./context.js";
+import { describeType, fieldError, HttpError, invalidField, notFound } from "./http-error.js";
+import { buildPage, parsePageQuery, rejectQuery } from "./paging.js";
+import { renderWeightedBackend } from "./render.js";
+import type { WeightedBackendRecord } from "./store.js";
+import { isPlainObject, readString, rejectUnknownFields, type JsonObject } from "./validate.js";
+
+const CREATE_FIELDS: ReadonlySet<string> = new Set(["description", "metadata", "backends"]);
+const UPDATE_FIELDS: ReadonlySet<string> = new Set(["id", "description", "metadata", "backends"]);
+const CREATE_GENERATED: ReadonlySet<string> = new Set(["id", "uri", "created_at"]);
+const UPDATE_GENERATED: ReadonlySet<string> = new Set(["uri", "created_at"]);
+const WEIGHTED_PREFIX = `${ID_PREFIX.weightedBackend}_`;
+
+/**
+ * Checks the shape of a `backends` map: keys are backend ids (ERR_NGROK_6526), weights integers 0..10000
+ * (ERR_NGROK_6512), at most 100 children (ERR_NGROK_6511). Existence and cycles need the store: see below.
+ */
+function readBackendsMap(value: unknown): Record<string, number> {
+  if (!isPlainObject(value)) throw invalidField("backends", `expected an object of backend id to weight, got ${describeType(value)}`);
+  const keys = Object.keys(value);
+  if (keys.length > LIMITS.childrenPerWeightedBackend) {
+    throw fieldError(
+      "ERR_NGROK_6511",
+      "backends",
+      `backends: ${keys.length} children is more than the limit of ${LIMITS.childrenPerWeightedBackend} per weighted backend`,
+    );
+  }
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const field = `backends.${key}`;
+    if (!isBackendId(key)) {
+      throw fieldError(
+        "ERR_NGROK_6526",
+        field,
+        `${field}: "${key}" is not a backend id; keys are ids of backends (bkdwd_, bkdhr_, bkdtg_, bkdfo_ or bkdsc_ followed by 27 base62 characters)`,
+      );
+    }
+    const weight = value[key];
+    if (typeof weight !== "number" || !Number.isInteger(weight)) {
+      throw fieldError("ERR_NGROK_6512", field, `${field}: weight must be an integer from 0 to ${LIMITS.weightMax}, got ${describeType(weight)}`);
+    }
+    if (weight < 0 || weight > LIMITS.weightMax) {
+      throw fieldError("ERR_NGROK_6512", field, `${field}: weight ${weight} is out of range 0 to ${LIMITS.weightMax}`);
+    }
+    out[key] = weight;
+  }
+  return out;
+}
+
+/** Every child must exist in the account (ERR_NGROK_6501). */
+function checkChildrenExist(server: ServerContext, account: string, backends: Record<string, number>): void {
+  for (const child of Object.keys(backends)) {
+    if (!server.store.backendExists(account, child)) {
+      throw fieldError(
+        "ERR_NGROK_6501",
+        `backends.${child}`,
+        `backends.${child}: backend ${child} does not exist in this account; create it first or remove it from backends`,
+      );
+    }
+  }
+}
+
+/**
+ * Giving `id` these children must not make a cycle (ERR_NGROK_6524): no child may be `id` itself, nor reach `id`
+ * through the children the store holds. Depth-first over weighted children only; each node is visited once.
+ */
+function checkNoCycle(server: ServerContext, account: string, id: string, backends: Record<string, number>): void {
+  for (const child of Object.keys(backends)) {
+    if (!child.startsWith(WEIGHTED_PREFIX)) continue;
+    if (child === id) {
+      throw fieldError("ERR_NGROK_6524", `backends.${child}`, `backends.${child}: a weighted backend cannot reference itself`);
+    }
+    const visited = new Set<string>([child]);
+    const stack: { node: string; path: string[] }[] = [{ node: child, path: [id, child] }];
+    while (stack.length > 0) {
+      const { node, path } = stack.pop() as { node: string; path: string[] };
+      for (const next of server.store.weightedChildrenOf(account, node)) {
+        if (next === id) {
+          throw fieldError(
+            "ERR_NGROK_6524",
+            `backends.${child}`,
+            `backends.${child}: this reference makes a cycle (${[...path, id].join(" -> ")}); weighted backends must not reference each other in a loop`,
+          );
+        }
+        if (!visited.has(next)) {
+          visited.add(next);
+          stack.push({ node: next, path: [...path, next] });
+        }
+      }
+    }
+  }
+}
+
+function requireBody(body: JsonObject | undefined): JsonObject {
+  if (!body) throw new HttpError(400, "ERR_NGROK_213", "the request needs a JSON object body");
+  return body;
+}
+
+export const listWeightedBackends: Handler = (server, req) => {
+  const page = parsePageQuery(req.query);
+  const listUrl = `${server.baseUrl}/backends/weighted`;
+  const result = buildPage(listUrl, page, (q) => server.store.listWeightedBackends(req.account, q));
+  return {
+    status: 200,
+    body: {
+      backends: result.items.map((r) => renderWeightedBackend(server.baseUrl, r)),
+      uri: result.uri,
+      next_page_uri: result.next_page_uri,
+    },
+  };
+};
+
+export const createWeightedBackend: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const body = requireBody(req.body);
+  rejectUnknownFields(body, CREATE_FIELDS, "", CREATE_GENERATED);
+  const description = readString(body, "description", "description", LIMITS.descriptionBytes) ?? "";
+  const metadata = readString(body, "metadata", "metadata", LIMITS.metadataBytes) ?? "";
+  if (body.backends === undefined) {
+    throw invalidField("backends", "is required (an object of backend id to weight; {} for none)");
+  }
+  const backends = readBackendsMap(body.backends);
+  const record = server.store.transaction((): WeightedBackendRecord => {
+    if (server.store.countWeightedBackends(req.account) >= LIMITS.weightedBackendsPerAccount) {
+      throw new HttpError(
+        400,
+        "ERR_NGROK_6511",
+        `this account already has ${LIMITS.weightedBackendsPerAccount} weighted backends, the limit; delete some before creating more`,
+      );
+    }
+    checkChildrenExist(server, req.account, backends);
+    const { id, created_at } = server.store.newId(ID_PREFIX.weightedBackend);
+    const r: WeightedBackendRecord = { id, created_at, description, metadata, backends };
+    server.store.insertWeightedBackend(req.account, r);
+    return r;
+  });
+  return { status: 201, body: renderWeightedBackend(server.baseUrl, record) };
+};
+
+export const getWeightedBackend: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const id = req.params[0] as string;
+  const record = server.store.getWeightedBackend(req.account, id);
+  if (!record) throw notFound("weighted backend", id);
+  return { status: 200, body: renderWeightedBackend(server.baseUrl, record) };
+};
+
+export const updateWeightedBackend: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const id = req.params[0] as string;
+  const body = requireBody(req.body);
+  rejectUnknownFields(body, UPDATE_FIELDS, "", UPDATE_GENERATED);
+  const bodyId = readString(body, "id", "id");
+  if (bodyId !== undefined && bodyId !== id) {
+    throw invalidField("id", `"${bodyId.slice(0, 64)}" does not match the id in the path (${id}); leave it out or send the same id`);
+  }
+  const description = readString(body, "description", "description", LIMITS.descriptionBytes);
+  const metadata = readString(body, "metadata", "metadata", LIMITS.metadataBytes);
+  // An absent `backends` means an empty map (API.md section 1, rule 2), as the retired API did.
+  const backends = body.backends === undefined ? {} : readBackendsMap(body.backends);
+  const record = server.store.transaction((): WeightedBackendRecord => {
+    const current = server.store.getWeightedBackend(req.account, id);
+    if (!current) throw notFound("weighted backend", id);
+    checkChildrenExist(server, req.account, backends);
+    checkNoCycle(server, req.account, id, backends);
+    const next: WeightedBackendRecord = {
+      id,
+      created_at: current.created_at,
+      description: description ?? current.description,
+      metadata: metadata ?? current.metadata,
+      backends,
+    };
+    server.store.updateWeightedBackend(req.account, next);
+    return next;
+  });
+  return { status: 200, body: renderWeightedBackend(server.baseUrl, record) };
+};
+
+export const deleteWeightedBackend: Handler = (server, req) => {
+  rejectQuery(req.query);
+  const id = req.params[0] as string;
+  server.store.transaction(() => {
+    if (!server.store.getWeightedBackend(req.account, id)) throw notFound("weighted backend", id);
+    const parents = server.store.parentsOf(req.account, id, 5);
+    if (parents.length > 0) {
+      throw new HttpError(
+        400,
+        "ERR_NGROK_6502",
+        `weighted backend ${id} is still referenced by ${parents.join(", ")}${parents.length === 5 ? " and maybe others" : ""}; remove it from their backends first`,
+        { referenced_by: parents.join(",") },
+      );
+    }
+    server.store.deleteWeightedBackend(req.account, id);
+  });
+  return { status: 204 };
+};

@@ -1,0 +1,14 @@
+/**
+ * vitest global setup: end-to-end tests run the built CLI, which vitest does not build. `npm test` builds first
+ * (pretest); a bare `npx vitest` without a build stops here with the fix instead of failing test by test.
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
+
+export default function setup(): void {
+  if (!existsSync(CLI)) {
+    throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does it), then run the tests again`);
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * The store and the fixtures loader without HTTP: ids, persistence across reopen, ensure* for provisioning,
+ * fixtures parsing with positions, and idempotent loading.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { ManifestError } from "../../src/model/errors.js";
+import { accountForKey, applyFixtures, loadFixturesFile } from "../../src/server/index.js";
+import { decodeBase62, encodeBase62, ksuidSeconds, MonotonicKsuid, randomKsuid, rfc3339Seconds } from "../../src/server/ksuid.js";
+import { openSqliteStore } from "../../src/server/sqlite-store.js";
+import { fakeId } from "../helpers/server.js";
+
+const dir = mkdtempSync(join(tmpdir(), "edgeplan-store-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const FIXTURES = new URL("./fixtures/fixtures.yaml", import.meta.url).pathname;
+const INVALID = new URL("./fixtures/invalid-fixtures.yaml", import.meta.url).pathname;
+
+describe("KSUIDs", () => {
+  it("encode 20 bytes as 27 base62 characters and back", () => {
+    const zero = new Uint8Array(20);
+    expect(encodeBase62(zero)).toBe("0".repeat(27));
+    const max = new Uint8Array(20).fill(255);
+    expect(encodeBase62(max)).toBe("aWgEPTl1tmebfsQzFP4bxwgy80V");
+    const bytes = Uint8Array.from({ length: 20 }, (_, i) => i * 13);
+    expect(decodeBase62(encodeBase62(bytes))).toEqual(bytes);
+    expect(decodeBase62("!".repeat(27))).toBeUndefined();
+    expect(decodeBase62("z".repeat(27))).toBeUndefined();
+  });
+
+  it("carry the second they were made", () => {
+    const t = Date.UTC(2025, 8, 4, 10, 11, 37);
+    expect(ksuidSeconds(randomKsuid(t))).toBe(t / 1000);
+    expect(rfc3339Seconds(t / 1000)).toBe("2025-09-04T10:11:37Z");
+  });
+
+  it("are monotonic within one second, when the clock goes back, and after a restart", () => {
+    const gen = new MonotonicKsuid();
+    const t = Date.UTC(2025, 0, 1);
+    const ids = [gen.next(t), gen.next(t), gen.next(t + 999), gen.next(t - 5000), gen.next(t + 1000)].map((x) => x.body);
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(5);
+    const restarted = new MonotonicKsuid(ids[4]);
+    const after = restarted.next(t);
+    expect(after.body > (ids[4] as string)).toBe(true);
+    expect(after.seconds).toBe(t / 1000 + 1);
+  });
+});
+
+describe("the SQLite store", () => {
+  it("keeps what was written across a reopen of its file, and keeps ids monotonic", () => {
+    const file = join(dir, "reopen.db");
+    const account = accountForKey("k1");
+    const first = openSqliteStore(file);
+    const { id, created_at } = first.newId("bkdwd");
+    first.transaction(() => first.insertWeightedBackend(account, { id, created_at, description: "d", metadata: "m", backends: {} }));
+    const route = first.ensureRoute(account, fakeId("edghts", 1), fakeId("edghtsrt", 1));
+    first.setCircuitBreaker(account, route.id, {
+      enabled: true,
+      tripped_duration: 1,
+      rolling_window: 2,
+      num_buckets: 3,
+      volume_threshold: 4,
+      error_threshold_percentage: 0.5,
+    });
+    first.close();
+    const second = openSqliteStore(file);
+    try {
+      expect(second.getWeightedBackend(account, id)).toEqual({ id, created_at, description: "d", metadata: "m", backends: {} });
+      expect(second.getRoute(account, fakeId("edghts", 1), fakeId("edghtsrt", 1))?.circuit_breaker?.num_buckets).toBe(3);
+      expect(second.newId("bkdwd").id > id).toBe(true);
+      expect(second.getWeightedBackend(accountForKey("k2"), id)).toBeUndefined();
+    } finally {
+      second.close();
+    }
+  });
+
+  it("ensure* create what is missing and return what exists unchanged", () => {
+    const store = openSqliteStore();
+    const account = accountForKey("k");
+    try {
+      const edge = store.ensureEdge(account, fakeId("edghts", 7), { hostports: ["a:443"] });
+      expect(store.ensureEdge(account, fakeId("edghts", 7), { hostports: ["b:443"] })).toEqual(edge);
+      const route = store.ensureRoute(account, fakeId("edghts", 8), fakeId("edghtsrt", 8));
+      expect(route).toMatchObject({ edge_id: fakeId("edghts", 8), match: "/", match_type: "path_prefix", saml: null, circuit_breaker: null });
+      expect(store.getEdge(account, fakeId("edghts", 8))).toBeDefined();
+      expect(() => store.ensureRoute(account, fakeId("edghts", 7), fakeId("edghtsrt", 8))).toThrow(
+        `route ${fakeId("edghtsrt", 8)} already belongs to edge ${fakeId("edghts", 8)}, not ${fakeId("edghts", 7)}; a route has one edge`,
+      );
+      expect(store.ensureBackend(account, fakeId("bkdtg", 1)).type).toBe("tunnel_group");
+      expect(store.ensureBackend(account, fakeId("bkdsc", 1)).type).toBe("static_address");
+      expect(() => store.ensureBackend(account, fakeId("bkdwd", 1))).toThrow(/is not a fixture backend id/);
+      expect(() => store.ensureEdge(account, "edghts_x")).toThrow(/is not an HTTPS edge id/);
+      expect(store.backendExists(account, fakeId("bkdtg", 1))).toBe(true);
+      expect(store.backendExists(accountForKey("other"), fakeId("bkdtg", 1))).toBe(false);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe("fixtures", () => {
+  it("loads the YAML file", () => {
+    const f = loadFixturesFile(FIXTURES);
+    expect(f.edges).toHaveLength(2);
+    expect(f.edges[0]?.routes[1]).toEqual({ match: "/api", match_type: "path_prefix" });
+    expect(f.backends.map((b) => b.type)).toEqual(["http_response", "tunnel_group", "failover", "static_address"]);
+  });
+
+  it("reports every problem as file:line:col", () => {
+    let err: unknown;
+    try {
+      loadFixturesFile(INVALID);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ManifestError);
+    const lines = (err as ManifestError).message.split("\n");
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toBe(`${INVALID}:2:9: edges[0].id: expected edghts_ followed by 27 base62 characters`);
+    expect(lines[1]).toMatch(new RegExp(`^${INVALID}:5:21: edges\\[0\\]\\.routes\\[0\\]\\.match_type: .*"exact_path"`));
+    expect(lines.some((l) => l.startsWith(`${INVALID}:7:9: backends[0].id: a tunnel_group backend id is bkdtg_`))).toBe(true);
+    expect(lines.some((l) => l.startsWith(`${INVALID}:9:5: backends[1]`) && l.includes("color"))).toBe(true);
+  });
+
+  it("reports YAML syntax errors and duplicate ids", () => {
+    const bad = join(dir, "syntax.yaml");
+    writeFileSync(bad, "edges: [\n");
+    expect(() => loadFixturesFile(bad)).toThrow(new RegExp(`^${bad}:\\d+:\\d+: `));
+    const dup = join(dir, "dup.yaml");
+    writeFileSync(dup, `backends:\n  - {id: ${fakeId("bkdhr", 1)}, type: http_response}\n  - {id: ${fakeId("bkdhr", 1)}, type: http_response}\n`);
+    expect(() => loadFixturesFile(dup)).toThrow(`${dup}:3:10: backends[1].id: id ${fakeId("bkdhr", 1)} is used twice (first at backends[0]); ids are unique`);
+    expect(() => loadFixturesFile(join(dir, "missing.yaml"))).toThrow(/cannot read the fixtures file/);
+  });
+
+  it("loads idempotently: a second load into the same store creates nothing and keeps every id", () => {
+    const store = openSqliteStore(join(dir, "fixtures.db"));
+    const account = accountForKey("fixtures");
+    try {
+      const f = loadFixturesFile(FIXTURES);
+      const first = applyFixtures(store, account, f);
+      expect(first).toEqual({ edges: 2, routes: 4, backends: 4, created: 10 });
+      const snapshot = JSON.stringify(store.listEdges(account, { limit: 10 }).map((e) => [e, store.routesOfEdge(account, e.id)]));
+      const second = applyFixtures(store, account, f);
+      expect(second).toEqual({ edges: 2, routes: 4, backends: 4, created: 0 });
+      expect(JSON.stringify(store.listEdges(account, { limit: 10 }).map((e) => [e, store.routesOfEdge(account, e.id)]))).toBe(snapshot);
+      // A route added to an id-less edge is created; the rest is found again.
+      const more = structuredClone(f);
+      more.edges[1]?.routes.push({ match: "/new", match_type: "exact_path" });
+      expect(applyFixtures(store, account, more).created).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+});
