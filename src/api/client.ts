@@ -12,6 +12,7 @@ import {
   CircuitBreakerModuleSchema,
   ErrorBodySchema,
   HEADERS,
+  HttpsEdgeListSchema,
   HttpsEdgeSchema,
   SamlModuleSchema,
   WeightedBackendListSchema,
@@ -77,6 +78,12 @@ export interface ApiClient {
    * (404 without an error code, or 405). An unknown edge is an ApiError (404 ERR_NGROK_404) saying so.
    */
   getEdge(edgeId: string): Promise<HttpsEdge | "unsupported">;
+  /**
+   * Every HTTPS edge of the account with its routes and their modules inline, newest first, read page by page
+   * (limit 100) following next_page_uri; "unsupported" when the server does not offer the list (404 without an
+   * error code, or 405, on the first page).
+   */
+  listEdges(): Promise<HttpsEdge[] | "unsupported">;
   /** The module, or null when it is not set (404 ERR_NGROK_7400). An unknown route or edge: RouteNotFoundError. */
   getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null>;
   /** PUT: replaces the whole module (fields left out take their defaults). */
@@ -104,6 +111,7 @@ interface Answer {
 
 const MAX_PAGES = 1000;
 const LIST_PATH = "/backends/weighted";
+const EDGES_PATH = "/edges/https";
 
 /**
  * Makes a client. Throws an EdgeplanError when the base URL is refused (plain http to a host that is not loopback
@@ -217,6 +225,35 @@ class HttpApiClient implements ApiClient {
     if ((answer.status === 404 && body?.error_code === undefined) || answer.status === 405) return "unsupported";
     if (answer.status === 404) throw this.apiError(answer, `edge ${edgeId} does not exist`);
     throw this.apiError(answer);
+  }
+
+  async listEdges(): Promise<HttpsEdge[] | "unsupported"> {
+    const out: HttpsEdge[] = [];
+    const ids = new Set<string>();
+    const visited = new Set<string>();
+    let path = `${EDGES_PATH}?limit=100`;
+    for (let page = 0; ; page++) {
+      if (page >= MAX_PAGES) {
+        throw this.contractError("GET", path, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
+      }
+      visited.add(path);
+      const answer = await this.exchange("GET", path);
+      if (page === 0 && ((answer.status === 404 && this.errorBody(answer)?.error_code === undefined) || answer.status === 405)) {
+        return "unsupported";
+      }
+      if (answer.status !== 200) throw this.apiError(answer);
+      const list = this.parse(HttpsEdgeListSchema, answer);
+      for (const edge of list.https_edges) {
+        if (!ids.has(edge.id)) {
+          ids.add(edge.id);
+          out.push(edge);
+        }
+      }
+      if (list.next_page_uri === null) return out;
+      const next = this.pagePath(list.next_page_uri, answer, EDGES_PATH);
+      if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
+      path = next;
+    }
   }
 
   async getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null> {
@@ -407,24 +444,24 @@ class HttpApiClient implements ApiClient {
   }
 
   /** The request path of a `next_page_uri`, which must stay on our origin and on the list's path. */
-  private pagePath(next: string, answer: Answer): string {
+  private pagePath(next: string, answer: Answer, listPath: string = LIST_PATH): string {
     let url: URL;
     try {
       url = new URL(next);
     } catch {
       throw this.contractError("GET", answer.path, answer.status, answer.operationId, `next_page_uri is not a URL`);
     }
-    if (url.origin !== this.origin || url.pathname !== this.prefix + LIST_PATH) {
+    if (url.origin !== this.origin || url.pathname !== this.prefix + listPath) {
       // Following it would send the API key to another place: refuse.
       throw this.contractError(
         "GET",
         answer.path,
         answer.status,
         answer.operationId,
-        `next_page_uri leaves the list (${url.origin}${url.pathname}, expected ${this.origin}${this.prefix}${LIST_PATH}); not followed`,
+        `next_page_uri leaves the list (${url.origin}${url.pathname}, expected ${this.origin}${this.prefix}${listPath}); not followed`,
       );
     }
-    return `${LIST_PATH}${url.search}`;
+    return `${listPath}${url.search}`;
   }
 }
 

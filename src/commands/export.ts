@@ -1,0 +1,189 @@
+/**
+ * `edgeplan export [--out DIR] [--route EDGE_ID/ROUTE_ID]... [paths...]`: reads every weighted backend of the
+ * account and the modules of the chosen routes, and writes manifests for them into a new folder (all files in a
+ * temporary folder first, then one rename), so that `plan` on that folder right after shows no change but
+ * adoptions. The files written go to stdout; notes on what was left out, and the summary, to stderr.
+ */
+import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { ApiClient } from "../api/client.js";
+import { readRoutes, type RouteRead } from "../api/fetch-live.js";
+import type { CommonCliOptions } from "../api/options.js";
+import { buildExport, type ExportFile, type ExportResult, type ExportRouteInput } from "../export/build-export.js";
+import { EdgeplanError, EXIT } from "../model/errors.js";
+import { ID_PREFIX, idPattern } from "../model/wire.js";
+import type { CommandIO } from "./io.js";
+import { loadManifests, openSession } from "./session.js";
+
+export const DEFAULT_EXPORT_DIR = "exported";
+
+export interface ExportCommandOptions extends CommonCliOptions {
+  /** Manifests whose EdgeRoute documents name routes to export. */
+  paths: string[];
+  /** Folder to create (default `exported`); it must not exist, or be empty. */
+  out?: string;
+  /** `EDGE_ID/ROUTE_ID` values of `--route`. */
+  route?: string[];
+}
+
+export interface ExportCommandResult {
+  exitCode: number;
+  /** What was built (absent when the run stopped before reading the API). */
+  result?: ExportResult;
+  /** Absolute path of the folder written; absent when nothing was written. */
+  outDir?: string;
+}
+
+/** A route named on the command line. */
+export interface RouteRef {
+  edge: string;
+  route: string;
+}
+
+/** Parses one `--route` value; throws an EdgeplanError saying what is expected. */
+export function parseRouteFlag(value: string): RouteRef {
+  const parts = value.split("/");
+  const [edge, route] = parts;
+  if (parts.length !== 2 || edge === undefined || route === undefined || !idPattern(ID_PREFIX.edge).test(edge) || !idPattern(ID_PREFIX.route).test(route)) {
+    throw new EdgeplanError(
+      `--route ${JSON.stringify(value)}: expected EDGE_ID/ROUTE_ID, e.g. edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw`,
+    );
+  }
+  return { edge, route };
+}
+
+/** Throws when `dir` exists and is not an empty folder: an export never mixes its files with others. */
+async function checkOutDir(dir: string, shown: string): Promise<void> {
+  let info;
+  try {
+    info = await stat(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw new EdgeplanError(`--out ${shown}: cannot read it (${(err as NodeJS.ErrnoException).code ?? "error"}); choose another --out`);
+  }
+  if (!info.isDirectory()) throw new EdgeplanError(`--out ${shown}: it exists and is not a folder; choose another --out or remove it`);
+  if ((await readdir(dir)).length > 0) {
+    throw new EdgeplanError(`--out ${shown}: the folder exists and is not empty; choose another --out or remove it`);
+  }
+}
+
+/**
+ * Writes every file into a new temporary folder beside `dir`, then renames it to `dir`, so that the folder appears
+ * complete or not at all. An empty `dir` is replaced; a non-empty one (made since the check) is refused.
+ */
+export async function writeExportAtomic(dir: string, shown: string, files: readonly ExportFile[]): Promise<void> {
+  const parent = path.dirname(dir);
+  await mkdir(parent, { recursive: true });
+  const tmp = await mkdtemp(path.join(parent, `.${path.basename(dir)}.tmp-`));
+  try {
+    for (const file of files) {
+      const target = path.join(tmp, ...file.path.split("/"));
+      await mkdir(path.dirname(target), { recursive: true });
+      await writeFile(target, file.text, { mode: 0o644 });
+    }
+    // mkdtemp makes the folder private (0700); the export is ordinary source.
+    await chmod(tmp, 0o755);
+    await checkOutDir(dir, shown);
+    try {
+      await rmdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+    try {
+      await rename(tmp, dir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOTEMPTY" || code === "EEXIST") {
+        throw new EdgeplanError(`--out ${shown}: the folder exists and is not empty; choose another --out or remove it`);
+      }
+      throw err;
+    }
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** The live routes to export: the named ones (each read, one edge read per edge), or every route of every edge. */
+async function fetchExportRoutes(client: ApiClient, named: RouteRef[] | undefined): Promise<ExportRouteInput[]> {
+  if (named !== undefined) {
+    const reads: RouteRead[] = named.map((r) => ({ edge: r.edge, route: r.route, modules: ["saml", "circuit_breaker"] }));
+    return readRoutes(client, reads);
+  }
+  const edges = await client.listEdges();
+  if (edges === "unsupported") {
+    throw new EdgeplanError(
+      "the API does not list edges (GET /edges/https); name the routes to export with --route EDGE_ID/ROUTE_ID, or give manifests that name them",
+    );
+  }
+  return edges.flatMap((e) => e.routes.map((r) => ({ edge: e.id, route: r.id, saml: r.saml, circuit_breaker: r.circuit_breaker })));
+}
+
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** The summary line of stderr. */
+function summaryLine(result: ExportResult, stack: string, shown: string): string {
+  const count = (m: string): number => result.weightedBackends.filter((w) => w.match === m).length;
+  const owned = count("owned");
+  const pinned = result.weightedBackends.length - owned;
+  const how: string[] = [];
+  if (count("adopt") > 0) how.push(`adopts ${count("adopt")}`);
+  if (count("takeover") > 0) how.push(`takes over ${count("takeover")}`);
+  if (count("rename") > 0) how.push(`renames ${count("rename")}`);
+  const wbs =
+    `${plural(result.weightedBackends.length, "weighted backend")} (${owned} owned by stack "${stack}"` +
+    (pinned > 0 ? `, ${pinned} pinned by id: the plan ${how.join(", ")})` : ")");
+  const edges = new Set(result.routes.map((r) => r.edge)).size;
+  const skipped = result.skipped.length > 0 ? `; skipped ${result.skipped.length} (see the notes above)` : "";
+  return `exported ${wbs} and ${plural(result.routes.length, "route")} of ${plural(edges, "edge")} to ${shown}${skipped}\n`;
+}
+
+/**
+ * Runs `export`. Refuses (EdgeplanError, exit 1) an out folder that exists and is not empty, a malformed `--route`,
+ * and invalid manifests; API errors are thrown as they are. Nothing is written when anything fails.
+ */
+export async function runExport(options: ExportCommandOptions, io: CommandIO): Promise<ExportCommandResult> {
+  const shown = options.out ?? DEFAULT_EXPORT_DIR;
+  const outDir = path.resolve(io.cwd, shown);
+  const flagged = (options.route ?? []).map(parseRouteFlag);
+  await checkOutDir(outDir, shown);
+
+  const loaded = options.paths.length > 0 ? await loadManifests(options.paths, io) : undefined;
+  let named: RouteRef[] | undefined;
+  if (flagged.length > 0 || loaded) {
+    const byKey = new Map<string, RouteRef>();
+    for (const r of [...flagged, ...(loaded?.desired.edgeRoutes ?? [])]) byKey.set(`${r.edge}/${r.route}`, { edge: r.edge, route: r.route });
+    named = [...byKey.values()];
+    if (named.length === 0) io.stderr("note: the manifests name no route and no --route is given, so no route is exported\n");
+  }
+
+  const session = await openSession(options, io, loaded?.desired);
+  let result: ExportResult;
+  try {
+    const [weightedBackends, routes] = await Promise.all([session.client.listWeightedBackends(), fetchExportRoutes(session.client, named)]);
+    result = buildExport({ stack: session.stack, takeover: options.takeover === true, weightedBackends, routes });
+    const lines: string[] = [];
+    for (const r of routes) {
+      if (named !== undefined && r.saml === null && r.circuit_breaker === null) {
+        lines.push(`note: edge route ${r.edge}/${r.route} has no module set; there is nothing to export for it\n`);
+      }
+    }
+    for (const s of result.skipped) lines.push(`note: skipped ${s.what}: ${s.reason}\n`);
+    for (const n of result.notes) lines.push(`note: ${n}\n`);
+    if (lines.length > 0) io.stderr(lines.join(""));
+  } finally {
+    await session.close();
+  }
+
+  if (result.files.length === 0) {
+    io.stderr(`nothing to export: no weighted backend and no route module could be exported; ${shown} was not created\n`);
+    return { exitCode: EXIT.ok, result };
+  }
+  await writeExportAtomic(outDir, shown, result.files);
+  io.stdout(result.files.map((f) => `wrote ${path.relative(io.cwd, path.join(outDir, ...f.path.split("/"))) || f.path}\n`).join(""));
+  io.stderr(summaryLine(result, session.stack, shown));
+  const takeover = result.weightedBackends.some((w) => w.match === "takeover") ? " --takeover" : "";
+  const stack = session.stack === "default" ? "" : ` --stack ${session.stack}`;
+  io.stderr(`next: edgeplan plan${stack}${takeover} ${shown}\n`);
+  return { exitCode: EXIT.ok, result, outDir };
+}
