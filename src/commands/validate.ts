@@ -1,0 +1,46 @@
+/**
+ * `edgeplan validate [paths...]`: loads the manifests as plan would, without contacting the API, prints every
+ * diagnostic to stderr (sorted by file, line, column) and a summary line to stdout. Exit 1 when any error.
+ */
+import { EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { loadDesired, type LoadResult } from "../manifest/load.js";
+
+export interface ValidateOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** Also name the YAML files skipped because they hold no manifest. */
+  verbose?: boolean;
+  now?: Date;
+  stdout?: { write(s: string): unknown };
+  stderr?: { write(s: string): unknown };
+}
+
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** The summary line: `3 files, 5 objects: 2 errors, 1 warning`, plus the count of skipped YAML files if any. */
+export function formatSummary(result: Pick<LoadResult, "files" | "objects" | "skipped">, diagnostics: Diagnostic[]): string {
+  const errors = diagnostics.filter((d) => d.severity === "error").length;
+  const warnings = diagnostics.length - errors;
+  const skipped =
+    result.skipped.length > 0
+      ? ` (${plural(result.skipped.length, "YAML file")} without a kind skipped: not ${result.skipped.length === 1 ? "a manifest" : "manifests"})`
+      : "";
+  return `${plural(result.files.length, "file")}, ${plural(result.objects, "object")}: ${plural(errors, "error")}, ${plural(warnings, "warning")}${skipped}`;
+}
+
+/** Runs validate and returns the exit code: 1 when any error was found, else 0. */
+export async function runValidate(paths: string[], options: ValidateOptions = {}): Promise<number> {
+  const stdout = options.stdout ?? process.stdout;
+  const stderr = options.stderr ?? process.stderr;
+  const result = await loadDesired(paths, {
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    ...(options.env !== undefined ? { env: options.env } : {}),
+    ...(options.now !== undefined ? { now: options.now } : {}),
+  });
+  let text = "";
+  if (options.verbose) for (const f of result.skipped) text += `note: skipped ${f}: no document in it has a kind, so it is not a manifest\n`;
+  for (const d of result.diagnostics) text += `${formatDiagnostic(d)}\n`;
+  if (text) stderr.write(text);
+  stdout.write(`${formatSummary(result, result.diagnostics)}\n`);
+  return result.diagnostics.some((d) => d.severity === "error") ? EXIT.error : EXIT.ok;
+}

@@ -1,0 +1,462 @@
+/**
+ * Validated manifest documents to the normalised DesiredState (API defaults filled, metadata parsed, module intents
+ * spelled out), and the rules that need several fields or several objects: duplicates, references, cycles, byte
+ * limits, traffic. Every problem is returned at once, errors and warnings together. Pure.
+ */
+import { canonicalJson } from "../model/canonical.js";
+import type { Diagnostic } from "../model/errors.js";
+import type {
+  CircuitBreakerManifest,
+  EdgeRouteManifest,
+  SamlManifest,
+  WeightedBackendManifest,
+} from "../model/manifest-schema.js";
+import { ABSENT } from "../model/manifest-schema.js";
+import {
+  MARKER_KEY,
+  type DesiredEdgeRoute,
+  type DesiredState,
+  type DesiredWeightedBackend,
+  type ModuleIntent,
+  type OwnerMarker,
+  type SourcePos,
+} from "../model/state.js";
+import {
+  CIRCUIT_BREAKER_DEFAULTS,
+  LIMITS,
+  SAML_DEFAULTS,
+  type CircuitBreakerSettings,
+  type SamlSettings,
+} from "../model/wire.js";
+import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import { didYouMean } from "./suggest.js";
+
+/** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
+export const ESTIMATE_STACK = "default";
+
+/** IdP metadata of one SAML module, as read: the text, and the file it came from (display path) if any. */
+export interface SamlSource {
+  text: string;
+  file?: string;
+}
+
+export interface BuildInput {
+  /** Documents that passed their schema (or what is left of them: `partial`), in load order. */
+  documents: CheckedDocument[];
+  /** Every WeightedBackend name written, valid document or not, so that references to a broken one still resolve. */
+  declaredNames: Array<{ name: string; pos: SourcePos }>;
+  /** Every child key that names a WeightedBackend, from every WeightedBackend document, valid or not. */
+  references: Array<{ key: string; pos: SourcePos }>;
+  /**
+   * IdP metadata per EdgeRoute document whose saml module names exactly one source. `undefined`: the source could
+   * not be used and the problem was already reported.
+   */
+  samlSources: Map<CheckedDocument, SamlSource | undefined>;
+}
+
+/** Where a SAML module's IdP metadata comes from, as written. */
+export function samlSourceKind(saml: SamlManifest): "inline" | "file" | "both" | "none" {
+  const inline = saml.idp_metadata !== undefined;
+  const file = saml.idp_metadata_file !== undefined;
+  return inline && file ? "both" : inline ? "inline" : file ? "file" : "none";
+}
+
+const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
+const fmt = (p: SourcePos): string => `${p.file}:${p.line}:${p.col}`;
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Path (dotted) of the first value JSON cannot carry (a non-finite number), or undefined. */
+function nonJsonPath(value: unknown, path: string): string | undefined {
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : path;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = nonJsonPath(value[i], `${path}[${i}]`);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  if (isPlainObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      const p = nonJsonPath(v, `${path}.${k}`);
+      if (p) return p;
+    }
+  }
+  return undefined;
+}
+
+class Collector {
+  readonly diagnostics: Diagnostic[] = [];
+  /**
+   * Set while a partial document (one with schema errors, offending values taken out) is checked: its warnings
+   * would be about the values taken out ("left out", "no children"), so only its errors are kept.
+   */
+  quiet = false;
+  error(pos: SourcePos, message: string): void {
+    this.diagnostics.push({ severity: "error", pos, message });
+  }
+  warning(pos: SourcePos, message: string): void {
+    if (!this.quiet) this.diagnostics.push({ severity: "warning", pos, message });
+  }
+}
+
+/** The user's metadata as a mapping, or undefined after reporting why it cannot be one. */
+function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collector): Record<string, unknown> | undefined {
+  const written = v.metadata;
+  let meta: Record<string, unknown>;
+  if (written === undefined) {
+    meta = {};
+  } else if (typeof written === "string") {
+    if (written.trim() === "") {
+      meta = {};
+    } else {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(written);
+      } catch {
+        out.error(pin.value(["metadata"]), "metadata is text but not JSON; write a mapping, or JSON text of an object");
+        return undefined;
+      }
+      if (!isPlainObject(parsed)) {
+        out.error(pin.value(["metadata"]), "metadata is JSON text but not of an object; write a mapping, or JSON text of an object");
+        return undefined;
+      }
+      meta = parsed;
+    }
+  } else {
+    meta = written;
+  }
+  let ok = true;
+  if (Object.hasOwn(meta, MARKER_KEY)) {
+    const at = typeof written === "string" ? pin.value(["metadata"]) : pin.key(["metadata", MARKER_KEY]);
+    out.error(at, `metadata.${MARKER_KEY}: the key ${MARKER_KEY} is reserved for edgeplan's owner marker; rename it`);
+    ok = false;
+  }
+  if (typeof written === "string" && protoKeyPaths(meta).length > 0) {
+    out.error(pin.value(["metadata"]), "metadata: the key __proto__ cannot be used; rename it");
+    ok = false;
+  }
+  const bad = nonJsonPath(meta, "metadata");
+  if (bad) {
+    out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
+    ok = false;
+  }
+  return ok ? meta : undefined;
+}
+
+function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBackend" }, out: Collector): DesiredWeightedBackend | undefined {
+  const v = doc.value;
+  const pin = new Pinner(doc.src);
+  let ok = true;
+  const description = v.description ?? "";
+  const descriptionBytes = utf8Bytes(description);
+  if (descriptionBytes > LIMITS.descriptionBytes) {
+    out.error(
+      pin.value(["description"]),
+      `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`,
+    );
+    ok = false;
+  }
+  const metadata = normaliseMetadata(v, pin, out);
+  if (metadata === undefined) {
+    ok = false;
+  } else {
+    const marker: OwnerMarker = { stack: ESTIMATE_STACK, name: v.name, ...(v.protect ? { protect: true as const } : {}) };
+    const bytes = utf8Bytes(canonicalJson({ ...metadata, [MARKER_KEY]: marker }));
+    if (bytes > LIMITS.metadataBytes) {
+      out.error(
+        pin.value(["metadata"]),
+        `metadata is ${bytes} bytes once edgeplan's owner marker is added, more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`,
+      );
+      ok = false;
+    }
+  }
+  const children = Object.keys(v.backends);
+  if (children.length > LIMITS.childrenPerWeightedBackend) {
+    out.error(
+      pin.key(["backends"]),
+      `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have; split them into nested weighted backends`,
+    );
+    ok = false;
+  } else if (children.length === 0) {
+    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: it has no children; add children to backends`);
+  } else if (children.every((k) => v.backends[k] === 0)) {
+    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: every weight is 0; give at least one child a weight above 0`);
+  }
+  if (!ok) return undefined;
+  const fieldSources: Record<string, SourcePos> = {};
+  for (const f of ["name", "description", "metadata", "backends", "id", "protect"] as const) {
+    if (v[f] !== undefined) fieldSources[f] = pin.value([f]);
+  }
+  for (const k of children) fieldSources[`backends.${k}`] = pin.key(["backends", k]);
+  return {
+    kind: "WeightedBackend",
+    name: v.name,
+    description,
+    metadata: metadata ?? {},
+    backends: { ...v.backends },
+    ...(v.id !== undefined ? { id: v.id } : {}),
+    protect: v.protect ?? false,
+    source: doc.src.pos,
+    fieldSources,
+  };
+}
+
+function samlIntent(
+  doc: CheckedDocument & { kind: "EdgeRoute" },
+  source: SamlSource | undefined,
+  out: Collector,
+): (ModuleIntent<SamlSettings> & { idpMetadataFile?: string }) | undefined {
+  const written = doc.value.saml;
+  const pin = new Pinner(doc.src);
+  if (written === undefined) return { state: "unmanaged" };
+  const at = pin.key(["saml"]);
+  if (written === ABSENT) return { state: "absent", source: at };
+  const kind = samlSourceKind(written);
+  if (kind === "both") {
+    out.error(
+      pin.key(["saml", "idp_metadata_file"]),
+      "saml has both idp_metadata and idp_metadata_file; keep exactly one of them",
+    );
+    return undefined;
+  }
+  if (kind === "none") {
+    out.error(at, "saml needs the IdP's metadata; add idp_metadata_file: <path of the XML file> (or idp_metadata: <the XML>)");
+    return undefined;
+  }
+  if (source === undefined) return undefined;
+  if (written.allow_idp_initiated === undefined) {
+    out.warning(
+      at,
+      "saml.allow_idp_initiated is left out, so the API default true applies and the IdP may start logins on its own; " +
+        "write allow_idp_initiated: true (or false) to choose and silence this warning",
+    );
+  }
+  const settings: SamlSettings = {
+    enabled: written.enabled ?? SAML_DEFAULTS.enabled,
+    options_passthrough: written.options_passthrough ?? SAML_DEFAULTS.options_passthrough,
+    cookie_prefix: written.cookie_prefix ?? SAML_DEFAULTS.cookie_prefix,
+    inactivity_timeout: written.inactivity_timeout ?? SAML_DEFAULTS.inactivity_timeout,
+    maximum_duration: written.maximum_duration ?? SAML_DEFAULTS.maximum_duration,
+    idp_metadata: source.text,
+    force_authn: written.force_authn ?? SAML_DEFAULTS.force_authn,
+    allow_idp_initiated: written.allow_idp_initiated ?? SAML_DEFAULTS.allow_idp_initiated,
+    authorized_groups: [...(written.authorized_groups ?? SAML_DEFAULTS.authorized_groups)],
+    nameid_format: written.nameid_format ?? SAML_DEFAULTS.nameid_format,
+  };
+  return { state: "present", settings, source: at, ...(source.file !== undefined ? { idpMetadataFile: source.file } : {}) };
+}
+
+function circuitBreakerIntent(doc: CheckedDocument & { kind: "EdgeRoute" }): ModuleIntent<CircuitBreakerSettings> {
+  const written: CircuitBreakerManifest | typeof ABSENT | undefined = doc.value.circuit_breaker;
+  if (written === undefined) return { state: "unmanaged" };
+  const at = new Pinner(doc.src).key(["circuit_breaker"]);
+  if (written === ABSENT) return { state: "absent", source: at };
+  return {
+    state: "present",
+    source: at,
+    settings: {
+      enabled: written.enabled ?? CIRCUIT_BREAKER_DEFAULTS.enabled,
+      tripped_duration: written.tripped_duration,
+      rolling_window: written.rolling_window,
+      num_buckets: written.num_buckets,
+      volume_threshold: written.volume_threshold ?? CIRCUIT_BREAKER_DEFAULTS.volume_threshold,
+      error_threshold_percentage: written.error_threshold_percentage,
+    },
+  };
+}
+
+function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source: SamlSource | undefined, out: Collector): DesiredEdgeRoute | undefined {
+  const v: EdgeRouteManifest = doc.value;
+  const saml = samlIntent(doc, source, out);
+  const circuit_breaker = circuitBreakerIntent(doc);
+  if (saml === undefined) return undefined;
+  if (saml.state === "unmanaged" && circuit_breaker.state === "unmanaged") {
+    out.warning(
+      doc.src.pos,
+      `edge route ${v.edge}/${v.route} manages no module; add saml or circuit_breaker (settings, or absent to delete one), or remove this manifest`,
+    );
+  }
+  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, source: doc.src.pos };
+}
+
+/**
+ * Strongly connected components of a graph (Tarjan's algorithm, iterative so that a long chain of references
+ * cannot exhaust the stack), in the order their first node was visited.
+ */
+function stronglyConnected(nodes: string[], edges: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  let next = 0;
+  for (const start of nodes) {
+    if (index.has(start)) continue;
+    const work: Array<{ node: string; i: number }> = [{ node: start, i: 0 }];
+    index.set(start, next);
+    low.set(start, next);
+    next++;
+    stack.push(start);
+    onStack.add(start);
+    while (work.length > 0) {
+      const frame = work[work.length - 1] as { node: string; i: number };
+      const succ = edges.get(frame.node) ?? [];
+      if (frame.i < succ.length) {
+        const w = succ[frame.i++] as string;
+        if (!index.has(w)) {
+          index.set(w, next);
+          low.set(w, next);
+          next++;
+          stack.push(w);
+          onStack.add(w);
+          work.push({ node: w, i: 0 });
+        } else if (onStack.has(w)) {
+          low.set(frame.node, Math.min(low.get(frame.node) ?? 0, index.get(w) ?? 0));
+        }
+        continue;
+      }
+      work.pop();
+      const parent = work[work.length - 1];
+      if (parent) low.set(parent.node, Math.min(low.get(parent.node) ?? 0, low.get(frame.node) ?? 0));
+      if (low.get(frame.node) === index.get(frame.node)) {
+        const component: string[] = [];
+        let w: string | undefined;
+        do {
+          w = stack.pop();
+          if (w === undefined) break;
+          onStack.delete(w);
+          component.push(w);
+        } while (w !== frame.node);
+        out.push(component);
+      }
+    }
+  }
+  return out;
+}
+
+/** Shortest path from `start` back to itself inside `within` (breadth first), as the list of nodes visited. */
+function cycleThrough(start: string, within: Set<string>, edges: Map<string, string[]>): string[] {
+  const previous = new Map<string, string>();
+  const queue = [start];
+  for (let q = 0; q < queue.length; q++) {
+    const node = queue[q] as string;
+    for (const w of edges.get(node) ?? []) {
+      if (!within.has(w)) continue;
+      if (w === start) {
+        const path = [start];
+        for (let cur: string | undefined = node; cur !== undefined && cur !== start; cur = previous.get(cur)) path.splice(1, 0, cur);
+        path.push(start);
+        return path;
+      }
+      if (!previous.has(w)) {
+        previous.set(w, node);
+        queue.push(w);
+      }
+    }
+  }
+  return [start, start];
+}
+
+/**
+ * Builds the DesiredState from validated documents and checks every rule between objects. `desired` holds only the
+ * objects without errors (never a partial document); it is meaningful to a plan only when no error is returned.
+ */
+export function buildDesired(input: BuildInput): { desired: DesiredState; diagnostics: Diagnostic[] } {
+  const out = new Collector();
+  const desired: DesiredState = { weightedBackends: [], edgeRoutes: [] };
+
+  // Names: the first declaration wins; every later one is an error that names the first.
+  const firstByName = new Map<string, SourcePos>();
+  for (const { name, pos } of input.declaredNames) {
+    const first = firstByName.get(name);
+    if (first) {
+      out.error(pos, `name ${name} is already used by the WeightedBackend at ${fmt(first)}; names must be unique across all manifests`);
+    } else {
+      firstByName.set(name, pos);
+    }
+  }
+
+  const wbDocs = input.documents.filter((d): d is CheckedDocument & { kind: "WeightedBackend" } => d.kind === "WeightedBackend");
+  const erDocs = input.documents.filter((d): d is CheckedDocument & { kind: "EdgeRoute" } => d.kind === "EdgeRoute");
+
+  const adopted = new Map<string, { name: string; pos: SourcePos }>();
+  const declared = [...firstByName.keys()];
+  for (const doc of wbDocs) {
+    const v = doc.value;
+    const pin = new Pinner(doc.src);
+    if (v.id !== undefined) {
+      const first = adopted.get(v.id);
+      if (first) {
+        out.error(
+          pin.value(["id"]),
+          `id ${v.id} is already adopted by ${first.name} at ${fmt(first.pos)}; two manifests cannot manage the same weighted backend`,
+        );
+      } else {
+        adopted.set(v.id, { name: v.name, pos: pin.value(["id"]) });
+      }
+    }
+    out.quiet = doc.partial;
+    const wb = normaliseWeightedBackend(doc, out);
+    out.quiet = false;
+    if (wb && !doc.partial) desired.weightedBackends.push(wb);
+  }
+
+  for (const { key, pos } of input.references) {
+    if (firstByName.has(key)) continue;
+    out.error(
+      pos,
+      `backends.${key}: no WeightedBackend is named ${key}` +
+        didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)"),
+    );
+  }
+
+  // Reference cycles, through names and through the ids that manifests adopt.
+  const byName = new Map<string, CheckedDocument & { kind: "WeightedBackend" }>();
+  for (const doc of wbDocs) if (!byName.has(doc.value.name)) byName.set(doc.value.name, doc);
+  const edges = new Map<string, string[]>();
+  for (const [name, doc] of byName) {
+    const targets: string[] = [];
+    for (const key of Object.keys(doc.value.backends)) {
+      const target = key.includes("_") ? adopted.get(key)?.name : key;
+      if (target !== undefined && byName.has(target)) targets.push(target);
+    }
+    edges.set(name, targets);
+  }
+  for (const component of stronglyConnected([...byName.keys()], edges)) {
+    const first = component.length === 1 ? component[0] : [...byName.keys()].find((n) => component.includes(n));
+    if (first === undefined) continue;
+    if (component.length === 1 && !(edges.get(first) ?? []).includes(first)) continue;
+    const cycle = cycleThrough(first, new Set(component), edges);
+    const doc = byName.get(first);
+    const nextName = cycle[1] ?? first;
+    const key =
+      Object.keys(doc?.value.backends ?? {}).find((k) => k === nextName || adopted.get(k)?.name === nextName) ?? nextName;
+    const pos = doc ? new Pinner(doc.src).key(["backends", key]) : { file: "", line: 1, col: 1 };
+    out.error(
+      pos,
+      `backends.${key}: reference cycle ${cycle.join(" -> ")}; a weighted backend cannot contain itself, remove one of these references`,
+    );
+  }
+
+  const routes = new Map<string, SourcePos>();
+  for (const doc of erDocs) {
+    const v = doc.value;
+    const address = `${v.edge}/${v.route}`;
+    const first = routes.get(address);
+    if (first) {
+      out.error(
+        new Pinner(doc.src).value(["route"]),
+        `edge route ${address} is already declared at ${fmt(first)}; declare each route once, with both of its modules in one manifest`,
+      );
+      continue;
+    }
+    routes.set(address, new Pinner(doc.src).value(["route"]));
+    const source = input.samlSources.get(doc);
+    out.quiet = doc.partial;
+    const er = normaliseEdgeRoute(doc, source, out);
+    out.quiet = false;
+    if (er && !doc.partial) desired.edgeRoutes.push(er);
+  }
+  return { desired, diagnostics: out.diagnostics };
+}

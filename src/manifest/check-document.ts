@@ -1,0 +1,421 @@
+/**
+ * One manifest document against the zod schema of its kind. Every zod issue becomes a diagnostic pinned to the node
+ * it is about: the key of an unknown field, the value of a bad value, the mapping a missing field belongs to.
+ * Pure.
+ */
+import type { z } from "zod";
+import type { Node } from "yaml";
+import type { Diagnostic } from "../model/errors.js";
+import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
+import { SAML_GENERATED_FIELDS } from "../model/wire.js";
+import {
+  KIND_SCHEMAS,
+  MANIFEST_KINDS,
+  describeValue,
+  type EdgeRouteManifest,
+  type ManifestKind,
+  type WeightedBackendManifest,
+} from "../model/manifest-schema.js";
+import { closest, didYouMean } from "./suggest.js";
+import { locate, startOf, type ParsedDocument } from "./yaml-source.js";
+
+/**
+ * A document that passed its schema. `partial`: it had errors and this is what is left once the offending values
+ * are taken out; later rules still check it (so every problem is reported) but it never reaches the DesiredState.
+ */
+export type CheckedDocument =
+  | { kind: "WeightedBackend"; value: WeightedBackendManifest; src: ParsedDocument; partial: boolean }
+  | { kind: "EdgeRoute"; value: EdgeRouteManifest; src: ParsedDocument; partial: boolean };
+
+export interface CheckResult {
+  /** The document's kind when it names a known one (even if the rest is invalid). */
+  kind?: ManifestKind;
+  /** A WeightedBackend's name when it is a string (even if the rest is invalid): references to it then resolve. */
+  name?: string;
+  /**
+   * A WeightedBackend's children that name other WeightedBackends (well-formed names, found even when the rest of
+   * the document is invalid), so that unresolved references are reported in the same run.
+   */
+  references?: string[];
+  /** The validated document (possibly `partial`), when there is enough of it for the rules between objects. */
+  checked?: CheckedDocument;
+  diagnostics: Diagnostic[];
+}
+
+type Issue = z.core.$ZodIssue;
+type Path = PropertyKey[];
+
+const dotted = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+const EXPECTED: Record<string, string> = {
+  string: "text",
+  number: "a number",
+  int: "a whole number",
+  boolean: "true or false",
+  object: "a mapping",
+  record: "a mapping",
+  array: "a list",
+};
+
+/** A hint for the commonest mistakes of type: YAML 1.1 booleans, quoted numbers, empty values. */
+function typeHint(expected: string, input: unknown): string {
+  if (input === null) return "; give a value or remove the field";
+  if (expected === "boolean" && typeof input === "string") {
+    return /^(true|false)$/i.test(input)
+      ? "; write true or false without quotes"
+      : "; YAML 1.2 reads yes, no, on and off as text: write true or false";
+  }
+  if ((expected === "number" || expected === "int") && typeof input === "string" && input.trim() !== "" && Number.isFinite(Number(input))) {
+    return "; write the number without quotes";
+  }
+  if (expected === "string" && (typeof input === "number" || typeof input === "boolean")) {
+    return "; put the value in quotes";
+  }
+  return "";
+}
+
+/** Messages for issues the schemas leave to the caller; they name no field (the path is prefixed later). */
+function genericMessage(iss: z.core.$ZodRawIssue): string | undefined {
+  switch (iss.code) {
+    case "invalid_type": {
+      const expected = String(iss.expected);
+      return `expected ${EXPECTED[expected] ?? expected}, got ${describeValue(iss.input)}${typeHint(expected, iss.input)}`;
+    }
+    case "invalid_value": {
+      const values = iss.values.map((v) => String(v));
+      return (
+        `${describeValue(iss.input)} is not allowed; use ${values.join(" or ")}` +
+        (typeof iss.input === "string" ? didYouMean(iss.input, values) : "")
+      );
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Hints for required fields, by path. */
+const REQUIRED_HINT: Record<string, string> = {
+  name: "add name: with a name unique among the WeightedBackend manifests",
+  backends: "add backends: with the children and their weights ({} for none)",
+  edge: "add edge: with the edghts_ id of the HTTPS edge",
+  route: "add route: with the edghtsrt_ id of the route",
+  "circuit_breaker.tripped_duration": "add tripped_duration: the seconds the circuit stays open, more than 0",
+  "circuit_breaker.rolling_window": "add rolling_window: the seconds of the window errors are counted over, more than 0",
+  "circuit_breaker.num_buckets": "add num_buckets: the buckets of the window, 1 to 128",
+  "circuit_breaker.error_threshold_percentage": "add error_threshold_percentage: the error rate that trips the circuit, a fraction from 0 to 1",
+};
+
+/** What a field takes, for a value no branch of its union accepts. */
+const UNION_EXPECTED: Record<string, string> = {
+  metadata: "a mapping, or JSON text of an object",
+  saml: "a mapping of settings, or absent",
+  circuit_breaker: "a mapping of settings, or absent",
+};
+
+/** The field names of the object schema at a path, for "did you mean" (objects, optionals and unions followed). */
+function fieldsAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
+  let cur: unknown = schema;
+  const unwrap = (s: unknown): unknown => {
+    let x = s as { def?: { type?: string; innerType?: unknown; options?: unknown[] } };
+    while (x?.def?.type === "optional" || x?.def?.type === "nullable") x = x.def.innerType as typeof x;
+    return x;
+  };
+  const shapeOf = (s: unknown): Record<string, unknown> | undefined => {
+    const u = unwrap(s) as { def?: { type?: string; shape?: Record<string, unknown>; options?: unknown[] } };
+    if (u?.def?.type === "object") return u.def.shape;
+    if (u?.def?.type === "union") {
+      for (const o of u.def.options ?? []) {
+        const shape = shapeOf(o);
+        if (shape) return shape;
+      }
+    }
+    return undefined;
+  };
+  for (const seg of path) {
+    const shape = shapeOf(cur);
+    if (!shape) return [];
+    cur = shape[String(seg)];
+  }
+  return Object.keys(shapeOf(cur) ?? {});
+}
+
+/**
+ * The issues of a union as those of the branch the input was meant for: an object input is judged by the object
+ * branch (so `saml: {forceauthn: true}` reports the unknown field, not "expected absent").
+ */
+function expandUnion(issue: Issue & { code: "invalid_union" }): Issue[] | undefined {
+  const rootFailure = (branch: Issue[]): boolean =>
+    branch.some((i) => i.path.length === 0 && (i.code === "invalid_type" || i.code === "invalid_value"));
+  const meant = issue.errors.filter((branch) => !rootFailure(branch));
+  if (meant.length !== 1) return undefined;
+  return (meant[0] ?? []).map((i) => ({ ...i, path: [...issue.path, ...i.path] }) as Issue);
+}
+
+/** One message for an input that no branch of a union takes. */
+function unionMessage(issue: Issue & { code: "invalid_union" }, input: unknown, where: string): string {
+  const wants = new Set<string>();
+  const words: string[] = [];
+  for (const branch of issue.errors) {
+    for (const i of branch) {
+      if (i.path.length !== 0) continue;
+      if (i.code === "invalid_value") {
+        for (const v of i.values) {
+          wants.add(String(v));
+          words.push(String(v));
+        }
+      } else if (i.code === "invalid_type") {
+        wants.add(EXPECTED[String(i.expected)] ?? String(i.expected));
+      }
+    }
+  }
+  const hint = typeof input === "string" ? didYouMean(input, words) : "";
+  return `expected ${UNION_EXPECTED[where] ?? [...wants].join(" or ")}, got ${describeValue(input)}${hint}`;
+}
+
+/** Positions of the nodes of one document, by path: what every diagnostic is pinned to. */
+export class Pinner {
+  constructor(private readonly d: ParsedDocument) {}
+
+  private at(node: Node | undefined): SourcePos | undefined {
+    const offset = startOf(node);
+    return offset === undefined ? undefined : this.d.map.at(offset);
+  }
+
+  /** The value at a path, else its key, else the mapping it belongs to. */
+  value(path: ReadonlyArray<PropertyKey>): SourcePos {
+    const l = locate(this.d.doc, path);
+    return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
+  }
+
+  /** The key at a path, else the value. */
+  key(path: ReadonlyArray<PropertyKey>): SourcePos {
+    const l = locate(this.d.doc, path);
+    return this.at(l.key) ?? this.value(path);
+  }
+
+  /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
+  container(path: ReadonlyArray<PropertyKey>): SourcePos {
+    if (path.length <= 1) return this.d.pos;
+    const l = locate(this.d.doc, path.slice(0, -1));
+    return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
+  }
+}
+
+function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let cur = root;
+  for (const seg of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[seg as string];
+  }
+  return cur;
+}
+
+/** Issues with every union the input was meant for replaced by that branch's issues. */
+function flatten(issues: Issue[]): Issue[] {
+  const out: Issue[] = [];
+  const queue = [...issues];
+  while (queue.length > 0) {
+    const issue = queue.shift() as Issue;
+    const expanded = issue.code === "invalid_union" ? expandUnion(issue) : undefined;
+    if (expanded) queue.unshift(...expanded);
+    else out.push(issue);
+  }
+  return out;
+}
+
+const startsWith = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<PropertyKey>): boolean =>
+  prefix.length <= path.length && prefix.every((p, i) => String(p) === String(path[i]));
+
+/** Converts (flattened) zod issues to diagnostics, one per problem, deduplicated by field. */
+export function issuesToDiagnostics(
+  issues: Issue[],
+  d: ParsedDocument,
+  plain: unknown,
+  schema: z.ZodType,
+): Diagnostic[] {
+  const pin = new Pinner(d);
+  const out: Diagnostic[] = [];
+  const seen = new Set<string>();
+  const add = (dedupeKey: string, pos: SourcePos, message: string): void => {
+    if (seen.has(dedupeKey)) return;
+    seen.add(dedupeKey);
+    out.push({ severity: "error", pos, message });
+  };
+  // "backend" written for "backends": the unknown field's message says it all; "missing backends" would repeat it.
+  const suggested = new Set<string>();
+  for (const issue of issues) {
+    if (issue.code !== "unrecognized_keys") continue;
+    const known = fieldsAt(schema, issue.path as Path);
+    for (const key of issue.keys) {
+      const c = closest(key, known);
+      if (c !== undefined) suggested.add(dotted([...(issue.path as Path), c]));
+    }
+  }
+  for (const issue of issues) {
+    const path = issue.path as Path;
+    const where = dotted(path);
+    switch (issue.code) {
+      case "unrecognized_keys": {
+        const known = fieldsAt(schema, path);
+        for (const key of issue.keys) {
+          const field = dotted([...path, key]);
+          let hint: string;
+          if (path.length === 1 && path[0] === "saml" && (SAML_GENERATED_FIELDS as readonly string[]).includes(key)) {
+            hint = `; ${key} is generated by the API and cannot be set: remove it`;
+          } else {
+            hint = didYouMean(key, known, `; remove it (the fields here are ${known.join(", ")})`);
+          }
+          add(`key:${field}`, pin.key([...path, key]), `unknown field ${field}${hint}`);
+        }
+        break;
+      }
+      case "invalid_union":
+        add(where, pin.value(path), `${where}: ${unionMessage(issue, valueAt(plain, path), where)}`);
+        break;
+      case "invalid_key": {
+        const nested = issue.issues[0]?.message ?? issue.message;
+        add(`key:${where}`, pin.key(path), `${dotted(path.slice(0, -1))}: ${nested}`);
+        break;
+      }
+      case "invalid_type":
+        if (valueAt(plain, path) === undefined) {
+          if (!suggested.has(where)) {
+            add(where, pin.container(path), `missing required field ${where}; ${REQUIRED_HINT[where] ?? "add it"}`);
+          }
+          break;
+        }
+        add(where, pin.value(path), `${where}: ${issue.message}`);
+        break;
+      default:
+        add(where, pin.value(path), `${where}: ${issue.message}`);
+    }
+  }
+  return out;
+}
+
+function deleteAt(root: unknown, path: ReadonlyArray<PropertyKey>): void {
+  const parent = valueAt(root, path.slice(0, -1));
+  const last = path[path.length - 1];
+  if (last === undefined || parent === null || typeof parent !== "object") return;
+  if (Array.isArray(parent) && typeof last === "number") parent.splice(last, 1);
+  else delete (parent as Record<string, unknown>)[String(last)];
+}
+
+/**
+ * The document with every offending value taken out, when what is left is still a valid document; else undefined.
+ * Later checks (references, cycles, duplicates, IdP metadata files) then run on what is left, so that one run
+ * reports every problem of a document, not only its schema errors. A missing required field of a module drops the
+ * module; a missing required field of the document itself gives up.
+ */
+function salvage(schema: z.ZodType, plain: Record<string, unknown>, issues: Issue[]): unknown {
+  const value = structuredClone(plain);
+  let current = issues;
+  for (let round = 0; round < 4; round++) {
+    for (const issue of current) {
+      const path = issue.path as Path;
+      if (issue.code === "unrecognized_keys") {
+        for (const key of issue.keys) deleteAt(value, [...path, key]);
+      } else if (issue.code === "invalid_type" && valueAt(value, path) === undefined) {
+        if (path.length <= 1) return undefined;
+        deleteAt(value, path.slice(0, -1));
+      } else if (path.length === 0) {
+        return undefined;
+      } else {
+        deleteAt(value, path);
+      }
+    }
+    const again = schema.safeParse(value, { error: genericMessage });
+    if (again.success) return again.data;
+    current = flatten(again.error.issues);
+  }
+  return undefined;
+}
+
+/** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
+export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): PropertyKey[][] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...path, i]));
+  if (!isPlainObject(value)) return [];
+  return Object.keys(value).flatMap((k) =>
+    k === "__proto__" ? [[...path, k]] : protoKeyPaths(value[k], [...path, k]),
+  );
+}
+
+/**
+ * Checks one document: a mapping, with a known `kind`, valid against that kind's schema. Problems are returned,
+ * never thrown. Values under `unresolved` (variables that could not be replaced, already reported) are not judged
+ * again. A document with errors may still come back as `checked` with `partial: true` (see `salvage`).
+ */
+export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: ReadonlyArray<ReadonlyArray<PropertyKey>> = []): CheckResult {
+  const pin = new Pinner(d);
+  if (!isPlainObject(plain)) {
+    return {
+      diagnostics: [
+        {
+          severity: "error",
+          pos: d.pos,
+          message: `a manifest document must be a mapping with a kind, not ${describeValue(plain)}; start it with kind: WeightedBackend or kind: EdgeRoute`,
+        },
+      ],
+    };
+  }
+  const kind = plain.kind;
+  if (kind === undefined) {
+    return {
+      diagnostics: [{ severity: "error", pos: d.pos, message: "missing kind; add kind: WeightedBackend or kind: EdgeRoute" }],
+    };
+  }
+  if (typeof kind !== "string") {
+    return {
+      diagnostics: [
+        { severity: "error", pos: pin.value(["kind"]), message: `kind is ${describeValue(kind)}; write kind: WeightedBackend or kind: EdgeRoute` },
+      ],
+    };
+  }
+  if (!(MANIFEST_KINDS as readonly string[]).includes(kind)) {
+    return {
+      diagnostics: [
+        {
+          severity: "error",
+          pos: pin.value(["kind"]),
+          message: `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`,
+        },
+      ],
+    };
+  }
+  const protoDiagnostics: Diagnostic[] = protoKeyPaths(plain).map((p) => ({
+    severity: "error",
+    pos: pin.key(p),
+    message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,
+  }));
+  for (const p of protoDiagnostics.length > 0 ? protoKeyPaths(plain) : []) deleteAt(plain, p);
+  const k = kind as ManifestKind;
+  const name = k === "WeightedBackend" && typeof plain.name === "string" ? plain.name : undefined;
+  const references =
+    k === "WeightedBackend" && isPlainObject(plain.backends)
+      ? Object.keys(plain.backends).filter((key) => NAME_PATTERN.test(key) && key.length <= NAME_MAX)
+      : undefined;
+  const schema = KIND_SCHEMAS[k] as z.ZodType;
+  const result = schema.safeParse(plain, { reportInput: true, error: genericMessage });
+  let data: unknown;
+  let diagnostics: Diagnostic[] = protoDiagnostics;
+  if (result.success) {
+    data = result.data;
+  } else {
+    const issues = flatten(result.error.issues);
+    const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path as Path, u)));
+    diagnostics = [...protoDiagnostics, ...issuesToDiagnostics(reported, d, plain, schema)];
+    data = salvage(schema, plain, issues);
+  }
+  const partial = !result.success || unresolved.length > 0 || protoDiagnostics.length > 0;
+  const checked: CheckedDocument | undefined =
+    data === undefined
+      ? undefined
+      : k === "WeightedBackend"
+        ? { kind: k, value: data as WeightedBackendManifest, src: d, partial }
+        : { kind: k, value: data as EdgeRouteManifest, src: d, partial };
+  return { kind: k, name, ...(references ? { references } : {}), ...(checked ? { checked } : {}), diagnostics };
+}

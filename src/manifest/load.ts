@@ -1,0 +1,264 @@
+/**
+ * Loading manifests: files and folders to the normalised DesiredState, with every problem reported as a diagnostic
+ * pinned to `file:line:col`. The steps: find the files (walk.ts), guard and parse the YAML (yaml-source.ts),
+ * replace `${EDGEPLAN_VAR_*}` (interpolate.ts), check each document against its kind's schema (check-document.ts),
+ * read and check IdP metadata (idp-metadata.ts), then normalise and apply the rules between objects
+ * (build-desired.ts).
+ */
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import type { Diagnostic } from "../model/errors.js";
+import type { DesiredState, SourcePos } from "../model/state.js";
+import { LIMITS } from "../model/wire.js";
+import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
+import { Pinner, checkDocument, type CheckedDocument } from "./check-document.js";
+import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
+import { interpolateDocument, type Env } from "./interpolate.js";
+import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
+import { MAX_MANIFEST_BYTES, decodeManifest, parseManifestText, toPlain } from "./yaml-source.js";
+
+export interface LoadOptions {
+  /** Where `${EDGEPLAN_VAR_*}` values come from. Default: `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Base of relative paths, and of the paths shown in diagnostics. Default: `process.cwd()`. */
+  cwd?: string;
+  /** The time certificates are checked against. Default: now. */
+  now?: Date;
+}
+
+export interface LoadResult {
+  /** Only meaningful when `diagnostics` holds no error. */
+  desired: DesiredState;
+  /** Every problem found, errors and warnings, sorted by file, line and column. */
+  diagnostics: Diagnostic[];
+  /** The manifest files read (paths relative to the current directory). */
+  files: string[];
+  /** Absolute path of the manifest root: the folder given (or the folder of the file given); with several paths, the deepest folder holding them all. */
+  root: string;
+  /** Number of manifest documents read (empty documents left out). */
+  objects: number;
+  /** YAML files found in folders that were not read because no document in them has a `kind` (not manifests). */
+  skipped: string[];
+}
+
+/**
+ * True when a YAML text found in a folder is meant as manifests: some document has a top-level `kind` or `apiVersion`
+ * key, or the keys of a manifest that lost its kind (`name` with `backends`, `edge` with `route`), so that a missing
+ * kind is reported rather than the file skipped. Fixtures files and CI workflows match none of these.
+ */
+export function looksLikeManifest(text: string): boolean {
+  const topLevel = (key: string): boolean => new RegExp(`^["']?${key}["']?[ \\t]*:`, "m").test(text);
+  return (
+    topLevel("kind") ||
+    topLevel("apiVersion") ||
+    /^[ \t]*\{[^\n]*["']?\bkind["']?[ \t]*:/m.test(text) ||
+    (topLevel("name") && topLevel("backends")) ||
+    (topLevel("edge") && topLevel("route"))
+  );
+}
+
+const positionOrder = (a: Diagnostic, b: Diagnostic): number =>
+  a.pos.file < b.pos.file ? -1 : a.pos.file > b.pos.file ? 1 : a.pos.line - b.pos.line || a.pos.col - b.pos.col;
+
+/** Longest run of characters without a space that a message shows whole. */
+const MAX_TOKEN = 200;
+
+/**
+ * Shortens every run of more than MAX_TOKEN characters without a space (a value quoted from the manifest) to its
+ * start and end, so that a hostile manifest (a 1 MiB name, a 1 MiB variable name) cannot turn one diagnostic into
+ * megabytes of output, annotations or pull-request comments. The advice of the message is kept whole.
+ */
+export function clipMessage(message: string): string {
+  return message.replace(new RegExp(`\\S{${MAX_TOKEN + 1},}`, "g"), (run) => `${run.slice(0, 60)}...[${run.length - 72} more characters]...${run.slice(-12)}`);
+}
+
+/** Sorts by file, line and column (stable), and drops exact repeats (one IdP file named by two routes). */
+export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
+  const seen = new Set<string>();
+  return [...diagnostics].sort(positionOrder).filter((d) => {
+    const key = `${d.severity}\u0000${d.pos.file}\u0000${d.pos.line}\u0000${d.pos.col}\u0000${d.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight, keeping results in order. */
+async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+async function readManifestBytes(file: ManifestFile): Promise<{ bytes: Uint8Array } | { diagnostic: Diagnostic }> {
+  const pos = { file: file.display, line: 1, col: 1 };
+  try {
+    const info = await stat(file.path);
+    if (info.size > MAX_MANIFEST_BYTES) {
+      return {
+        diagnostic: {
+          severity: "error",
+          pos,
+          message: `file is ${info.size} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`,
+        },
+      };
+    }
+    return { bytes: await readFile(file.path) };
+  } catch (e) {
+    return {
+      diagnostic: { severity: "error", pos, message: `cannot read this file (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions` },
+    };
+  }
+}
+
+/** Diagnostics for problems of IdP metadata: inside an XML file when they have a place there, else at the manifest value. */
+function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: string | undefined): Diagnostic[] {
+  return problems.map((p) => ({
+    severity: p.severity,
+    pos: xmlFile !== undefined && p.line !== undefined ? { file: xmlFile, line: p.line, col: p.col ?? 1 } : fallback,
+    message: xmlFile === undefined ? `saml.idp_metadata: ${p.message}` : p.message,
+  }));
+}
+
+/**
+ * Loads the manifests of `paths` (default `["."]`): files as given, folders walked recursively for *.yaml and *.yml
+ * in sorted order (a YAML file in a folder whose documents have no `kind` is not a manifest and is skipped).
+ * Never throws for a problem in the manifests: each one is a diagnostic, all of them reported, and `desired` is only
+ * meaningful when none is an error. `idp_metadata_file` must stay inside the manifest root of the path it was found
+ * under.
+ */
+export async function loadDesired(paths: string[] = ["."], options: LoadOptions = {}): Promise<LoadResult> {
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  const env: Env = options.env ?? process.env;
+  const now = options.now ?? new Date();
+  const found = await collectManifestFiles(paths, cwd);
+  const diagnostics: Diagnostic[] = [...found.diagnostics];
+  const files: string[] = [];
+  const skipped: string[] = [];
+  const documents: CheckedDocument[] = [];
+  const declaredNames: Array<{ name: string; pos: SourcePos }> = [];
+  const references: Array<{ key: string; pos: SourcePos }> = [];
+  const fileOf = new Map<CheckedDocument, ManifestFile>();
+  let objects = 0;
+
+  const contents = await mapLimited(found.files, 16, readManifestBytes);
+  found.files.forEach((file, i) => {
+    const read = contents[i];
+    if (read === undefined) return;
+    if ("diagnostic" in read) {
+      files.push(file.display);
+      diagnostics.push(read.diagnostic);
+      return;
+    }
+    const decoded = decodeManifest(read.bytes, file.display);
+    if ("diagnostic" in decoded) {
+      files.push(file.display);
+      diagnostics.push(decoded.diagnostic);
+      return;
+    }
+    if (!file.explicit && !looksLikeManifest(decoded.text)) {
+      skipped.push(file.display);
+      return;
+    }
+    files.push(file.display);
+    const parsed = parseManifestText(decoded.text, file.display);
+    diagnostics.push(...parsed.diagnostics);
+    for (const d of parsed.docs) {
+      objects++;
+      const interpolation = interpolateDocument(d, env);
+      diagnostics.push(...interpolation.diagnostics);
+      const plain = toPlain(d);
+      if ("diagnostic" in plain) {
+        diagnostics.push(plain.diagnostic);
+        continue;
+      }
+      const result = checkDocument(d, plain.value, interpolation.unresolved);
+      diagnostics.push(...result.diagnostics);
+      const pin = new Pinner(d);
+      if (result.name !== undefined) declaredNames.push({ name: result.name, pos: pin.value(["name"]) });
+      for (const key of result.references ?? []) references.push({ key, pos: pin.key(["backends", key]) });
+      if (result.checked) {
+        documents.push(result.checked);
+        fileOf.set(result.checked, file);
+      }
+    }
+  });
+
+  const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
+  // One IdP metadata file may serve several routes: read and check it once.
+  const fileCache = new Map<string, Promise<{ read: IdpFileResult; problems: XmlProblem[] }>>();
+  for (const doc of documents) {
+    if (doc.kind !== "EdgeRoute") continue;
+    const saml = doc.value.saml;
+    if (saml === undefined || saml === "absent") continue;
+    const kind = samlSourceKind(saml);
+    const pin = new Pinner(doc.src);
+    if (kind === "inline") {
+      const text = saml.idp_metadata ?? "";
+      const at = pin.value(["saml", "idp_metadata"]);
+      const bytes = Buffer.byteLength(text, "utf8");
+      const problems: Diagnostic[] =
+        text === ""
+          ? [{ severity: "error", pos: at, message: "saml.idp_metadata is empty; give the IdP's EntityDescriptor XML, or use idp_metadata_file" }]
+          : bytes > LIMITS.idpMetadataBytes
+            ? [{ severity: "error", pos: at, message: `saml.idp_metadata is ${bytes} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts` }]
+            : xmlDiagnostics(checkIdpMetadataXml(text, now), at, undefined);
+      diagnostics.push(...problems);
+      samlSources.set(doc, problems.some((p) => p.severity === "error") ? undefined : { text });
+    } else if (kind === "file") {
+      const ref = saml.idp_metadata_file ?? "";
+      const at = pin.value(["saml", "idp_metadata_file"]);
+      const manifest = fileOf.get(doc) as ManifestFile;
+      const cacheKey = `${manifest.root}\u0000${path.resolve(path.dirname(manifest.path), ref)}\u0000${ref}`;
+      let pending = fileCache.get(cacheKey);
+      if (!pending) {
+        pending = readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({
+          read,
+          problems: read.ok ? checkIdpMetadataXml(read.text, now) : [],
+        }));
+        fileCache.set(cacheKey, pending);
+      }
+      const { read, problems } = await pending;
+      if (!read.ok) {
+        // A problem inside the file (its encoding) is shown there; one with the reference, at the reference.
+        const pos =
+          read.absPath !== undefined && read.line !== undefined
+            ? { file: displayPath(cwd, read.absPath), line: read.line, col: read.col ?? 1 }
+            : at;
+        diagnostics.push({ severity: "error", pos, message: read.message });
+        samlSources.set(doc, undefined);
+        continue;
+      }
+      const display = displayPath(cwd, read.absPath);
+      const xml = xmlDiagnostics(problems, { file: display, line: 1, col: 1 }, display);
+      diagnostics.push(...xml);
+      samlSources.set(doc, xml.some((p) => p.severity === "error") ? undefined : { text: read.text, file: display });
+    }
+  }
+
+  const built = buildDesired({ documents, declaredNames, references, samlSources });
+  diagnostics.push(...built.diagnostics);
+  if (files.length === 0 && found.diagnostics.length === 0) {
+    const shown = (paths.length > 0 ? paths : ["."]).join(", ");
+    diagnostics.push({
+      severity: "warning",
+      pos: { file: displayPath(cwd, path.resolve(cwd, paths[0] ?? ".")), line: 1, col: 1 },
+      message: `no manifests found in ${shown}; give the files or folders that hold the manifests`,
+    });
+  }
+  return {
+    desired: built.desired,
+    diagnostics: sortDiagnostics(diagnostics).map((d) => (d.message.length > MAX_TOKEN ? { ...d, message: clipMessage(d.message) } : d)),
+    files,
+    root: found.root,
+    objects,
+    skipped,
+  };
+}
