@@ -26,8 +26,12 @@ export function formatDiagnostic(d: Diagnostic): string {
 
 export class ManifestError extends EdgeplanError {
   override name = "ManifestError";
-  constructor(readonly diagnostics: Diagnostic[]) {
-    super(diagnostics.filter((d) => d.severity === "error").map(formatDiagnostic).join("\n"));
+  /** Without `message`, the message lists the errors, one `file:line:col: message` a line. */
+  constructor(
+    readonly diagnostics: Diagnostic[],
+    message?: string,
+  ) {
+    super(message ?? diagnostics.filter((d) => d.severity === "error").map(formatDiagnostic).join("\n"));
   }
 }
 

@@ -1,0 +1,41 @@
+/**
+ * `edgeplan demo`: the quick start. Plans the bundled examples against an embedded local server that starts empty,
+ * applies them, and plans again to show that nothing is left to do. Needs no account and no setup.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { EXIT } from "../model/errors.js";
+import { runApply } from "./apply.js";
+import type { CommandIO } from "./io.js";
+import { runPlan } from "./plan.js";
+
+/** The examples folder shipped beside dist/ (dist/src/commands/demo.js -> examples/). */
+const EXAMPLES = fileURLToPath(new URL("../../../examples", import.meta.url));
+
+/** Runs the three steps; returns 0 when the second plan has nothing to do. */
+export async function runDemo(io: CommandIO): Promise<number> {
+  const state = mkdtempSync(join(tmpdir(), "edgeplan-demo-"));
+  const demoIO: CommandIO = { ...io, env: { ...io.env, EDGEPLAN_LOCAL_DIR: state } };
+  const examples = relative(io.cwd, EXAMPLES) || ".";
+  const common = { paths: [examples], local: true, stack: "demo" };
+  const step = (n: number, text: string): void => io.stderr(`\n== ${n}/3 ${text}\n\n`);
+  try {
+    step(1, `plan: what applying ${examples} to an empty local server would do`);
+    await runPlan(common, demoIO);
+    step(2, "apply: make the changes (auto-approved, risks acknowledged for the demo)");
+    const applied = await runApply({ ...common, autoApprove: true, force: true }, demoIO);
+    if (applied.exitCode !== EXIT.ok) return applied.exitCode;
+    step(3, "plan again: the live side now matches the manifests");
+    const again = await runPlan({ ...common, detailedExitcode: true }, demoIO);
+    io.stderr(
+      again.exitCode === EXIT.ok
+        ? "\nDemo done: the second plan has nothing to do. Try `edgeplan plan --local examples` in your own folder next.\n"
+        : "\nDemo: the second plan still has changes; this is a bug, please report it.\n",
+    );
+    return again.exitCode;
+  } finally {
+    rmSync(state, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * `edgeplan plan`: load the manifests, read the live side, build the plan, print it (text, JSON or Markdown) on
+ * stdout, and save it with `--out`. Exit 0 when there is nothing to do, 2 with `--detailed-exitcode` when there are
+ * changes, 1 on any error.
+ */
+import { rename, writeFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { fetchLive } from "../api/fetch-live.js";
+import type { CommonCliOptions } from "../api/options.js";
+import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
+import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
+import type { Plan } from "../model/plan.js";
+import { renderJson } from "../render/json.js";
+import { renderMarkdown } from "../render/markdown.js";
+import { renderText } from "../render/text.js";
+import type { CommandIO } from "./io.js";
+import { loadManifests, openSession } from "./session.js";
+
+export type PlanFormat = "text" | "json" | "markdown";
+export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown"];
+
+export interface PlanFlags {
+  prune?: boolean;
+  maxShift?: string | number;
+  maxDeletes?: string | number;
+}
+
+export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
+  paths: string[];
+  format?: PlanFormat;
+  out?: string;
+  detailedExitcode?: boolean;
+}
+
+export interface PlanCommandResult {
+  exitCode: number;
+  diagnostics: Diagnostic[];
+  plan?: Plan;
+  /** The plan as Markdown (for a pull-request comment), whatever format was printed. */
+  markdown?: string;
+  hasChanges?: boolean;
+}
+
+function wholeNumberFlag(flag: string, value: string | number, max: number): number {
+  const n = typeof value === "number" ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new EdgeplanError(`${flag}: expected a whole number from 0 to ${max}, got "${value}"`);
+  return n;
+}
+
+/** Plan options from the flags; throws an EdgeplanError naming the flag for a bad value. */
+export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack: string): PlanOptions {
+  const options: PlanOptions = {
+    stack,
+    prune: flags.prune === true,
+    takeover: flags.takeover === true,
+    maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : wholeNumberFlag("--max-shift", flags.maxShift, 100),
+  };
+  if (flags.maxDeletes !== undefined) options.maxDeletes = wholeNumberFlag("--max-deletes", flags.maxDeletes, 1_000_000);
+  return options;
+}
+
+/** Whether text output may carry ANSI colours: a terminal, no NO_COLOR, no --no-color. */
+export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
+  return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
+}
+
+/** Renders the plan in the chosen format. */
+export function renderPlan(plan: Plan, format: PlanFormat, color: boolean): string {
+  if (format === "json") return renderJson(plan);
+  if (format === "markdown") return renderMarkdown(plan);
+  return renderText(plan, { color });
+}
+
+/** Writes a file so that a reader never sees it half-written: a temporary file beside it, then a rename. */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, text, { mode: 0o644 });
+  await rename(tmp, path);
+}
+
+/** Runs `plan`. Manifest errors and API errors are thrown (the CLI prints them and exits 1). */
+export async function runPlan(options: PlanCommandOptions, io: CommandIO): Promise<PlanCommandResult> {
+  const format = options.format ?? "text";
+  if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
+  const loaded = await loadManifests(options.paths, io);
+  const session = await openSession(options, io, loaded.desired);
+  try {
+    const planOptions = planOptionsFrom(options, session.stack);
+    const live = await fetchLive(session.client, loaded.desired);
+    const plan = buildPlan(loaded.desired, live, planOptions);
+    io.stdout(renderPlan(plan, format, useColor(options, io)));
+    if (options.out) {
+      await writeFileAtomic(resolve(io.cwd, options.out), renderJson(plan));
+      io.stderr(`plan saved to ${options.out}; apply it with: edgeplan apply --plan ${options.out}\n`);
+    }
+    const hasChanges = planHasChanges(plan);
+    return {
+      exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,
+      diagnostics: loaded.diagnostics,
+      plan,
+      markdown: renderMarkdown(plan),
+      hasChanges,
+    };
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * What plan, apply and export share: loading the manifests (every diagnostic printed, nothing sent when one is an
+ * error) and opening a client, either to the API named by `--api-url` or, with `--local`, to an embedded server
+ * whose state lives in `.edgeplan/local.db`.
+ */
+import { mkdirSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { createClient, type ApiClient } from "../api/client.js";
+import { CLIENT_DEFAULTS, clientOptionsFrom, type CommonCliOptions } from "../api/options.js";
+import { loadDesired, type LoadResult } from "../manifest/load.js";
+import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
+import type { DesiredState } from "../model/state.js";
+import { isBackendId, ID_PREFIX } from "../model/wire.js";
+import type { CommandIO } from "./io.js";
+
+/** The account key of the embedded `--local` server. It guards nothing: the server listens on loopback only. */
+const LOCAL_API_KEY = "edgeplan-local";
+export const LOCAL_STATE_DIR = ".edgeplan";
+export const LOCAL_DB = "local.db";
+
+/** Prints every diagnostic to stderr; returns true when none is an error. */
+export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boolean {
+  if (diagnostics.length > 0) io.stderr(diagnostics.map((d) => `${formatDiagnostic(d)}\n`).join(""));
+  return !diagnostics.some((d) => d.severity === "error");
+}
+
+/**
+ * Loads the manifests under `paths` (default `.`). Prints the diagnostics; when any is an error, says that nothing
+ * was sent and throws a ManifestError carrying them, so no command talks to the API with invalid manifests.
+ */
+export async function loadManifests(paths: string[], io: CommandIO): Promise<LoadResult> {
+  const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd });
+  if (!reportDiagnostics(io, result.diagnostics)) {
+    const errors = result.diagnostics.filter((d) => d.severity === "error").length;
+    throw new ManifestError(result.diagnostics, `${errors} error${errors === 1 ? "" : "s"} in the manifests; nothing was sent to the API`);
+  }
+  return result;
+}
+
+export interface Session {
+  client: ApiClient;
+  /** The stack whose owner markers this run manages. */
+  stack: string;
+  /** Closes the client, and the embedded server of `--local`. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a client from the common flags. With `--local`, starts an embedded server on a free loopback port with its
+ * state in `<cwd>/.edgeplan/local.db` (or `$EDGEPLAN_LOCAL_DIR/local.db`), loads `--fixtures` when given, and otherwise provisions the edges, routes and
+ * child backends that `desired` names (saying so on stderr), so that a preview needs no account and no setup.
+ */
+export async function openSession(options: CommonCliOptions, io: CommandIO, desired?: DesiredState): Promise<Session> {
+  const stack = options.stack ?? io.env.EDGEPLAN_STACK ?? "default";
+  if (!options.local) {
+    const client = createClient(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv));
+    return { client, stack, close: () => client.close() };
+  }
+
+  const { startServer, loadFixturesFile, accountForKey } = await import("../server/index.js");
+  // EDGEPLAN_LOCAL_DIR moves the state (the demo uses a fresh folder so that it always starts from nothing).
+  const dir = resolve(io.cwd, io.env.EDGEPLAN_LOCAL_DIR || LOCAL_STATE_DIR);
+  mkdirSync(dir, { recursive: true });
+  const server = await startServer({
+    host: "127.0.0.1",
+    port: 0,
+    dataFile: join(dir, LOCAL_DB),
+    apiKeys: [LOCAL_API_KEY],
+    ...(options.fixtures ? { fixtures: loadFixturesFile(resolve(io.cwd, options.fixtures)) } : {}),
+  });
+  try {
+    if (!options.fixtures && desired) {
+      const made = provisionFor(desired, server.store, accountForKey(LOCAL_API_KEY));
+      if (made.length > 0) io.stderr(`local: provisioned ${made.join(", ")} (named by the manifests; pass --fixtures FILE to choose them)\n`);
+    }
+    const shown = relative(resolve(io.cwd), join(dir, LOCAL_DB));
+    io.stderr(`local: embedded server with its state in ${shown.startsWith("..") ? join(dir, LOCAL_DB) : shown}\n`);
+    // The embedded server has no rate limit: the client's default budget (that of the retired public API) would
+    // only slow a local preview down. An explicit --rate-limit is kept.
+    const rateLimit = options.rateLimit === undefined || options.rateLimit === CLIENT_DEFAULTS.rateLimit ? "off" : options.rateLimit;
+    const client = createClient(
+      await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY }),
+    );
+    return {
+      client,
+      stack,
+      close: async () => {
+        await client.close();
+        await server.close();
+      },
+    };
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
+}
+
+type LocalStore = Awaited<ReturnType<typeof import("../server/index.js").startServer>>["store"];
+
+/** Creates the edges, routes and fixture backends `desired` names that the local store lacks; returns what it made. */
+function provisionFor(desired: DesiredState, store: LocalStore, account: string): string[] {
+  const made: string[] = [];
+  for (const r of desired.edgeRoutes) {
+    if (!store.getEdge(account, r.edge)) made.push(`edge ${r.edge}`);
+    if (!store.getRoute(account, r.edge, r.route)) made.push(`route ${r.route}`);
+    store.ensureRoute(account, r.edge, r.route);
+  }
+  const children = new Set<string>();
+  for (const wb of desired.weightedBackends) {
+    for (const key of Object.keys(wb.backends)) {
+      if (isBackendId(key) && !key.startsWith(`${ID_PREFIX.weightedBackend}_`)) children.add(key);
+    }
+  }
+  for (const id of [...children].sort()) {
+    if (!store.getFixtureBackend(account, id)) made.push(`backend ${id}`);
+    store.ensureBackend(account, id);
+  }
+  return made;
+}
