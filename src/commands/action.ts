@@ -1,0 +1,55 @@
+/**
+ * `edgeplan action`: the GitHub Action's entry. All of its logic is in src/action/; this file hands it the same
+ * plan and apply the CLI runs, and turns their results into what the action reports.
+ */
+import { runAction, type ActionRunners, type ApplyRunner, type PlanRunner } from "../action/run.js";
+import type { Plan } from "../model/plan.js";
+import { NO_CHANGES, summaryLine } from "../render/common.js";
+import { runApply, type ApplyCommandResult } from "./apply.js";
+import type { CommandIO } from "./io.js";
+import { runPlan } from "./plan.js";
+
+/** Runs the action with inputs from `io.env`; resolves to the process exit code. */
+export async function runActionCommand(io: CommandIO): Promise<number> {
+  const outcome = await runAction(io, actionRunners());
+  return outcome.exitCode;
+}
+
+/** The CLI's plan and apply, as the action calls them. */
+export function actionRunners(): ActionRunners {
+  const plan: PlanRunner = async (options, io) => {
+    const result = await runPlan(options, io);
+    return result.plan ? { ...result, summary: planSummaryLine(result.plan) } : result;
+  };
+  const apply: ApplyRunner = async (options, io) => {
+    const result = await runApply(options, io);
+    return { ...result, ...applyReport(result) };
+  };
+  return { plan, apply };
+}
+
+/** The one-line `summary` output of a plan: its summary line, and the risks an apply must acknowledge. */
+export function planSummaryLine(plan: Plan): string {
+  const line = plan.changes.length === 0 ? NO_CHANGES : summaryLine(plan);
+  const rules = [...new Set(plan.risks.map((r) => r.rule))];
+  return rules.length > 0 ? `${line} Risks: ${rules.join(", ")}.` : line;
+}
+
+/**
+ * What an apply reports: what was done first (headline, results, convergence, outputs), then the plan it ran,
+ * folded; the one-line summary is the headline and the convergence sentence.
+ */
+function applyReport(result: ApplyCommandResult): { markdown?: string; summary?: string } {
+  if (!result.summaryMarkdown) {
+    return result.plan ? { summary: planSummaryLine(result.plan) } : {};
+  }
+  const lines = result.summaryMarkdown.split("\n");
+  const headline = lines.map((l) => /^\*\*(Apply .*)\*\*$/.exec(l)?.[1]).find((l) => l !== undefined);
+  const convergence = lines.find((l) => /^(Converged|Not converged|Not checked)\b/.test(l))?.replace(/:$/, ".");
+  const summary = [headline, convergence].filter(Boolean).join(" ");
+  const markdown = [
+    result.summaryMarkdown.trimEnd(),
+    ...(result.markdown ? ["", "<details><summary>The plan that was applied</summary>", "", result.markdown.trimEnd(), "", "</details>"] : []),
+  ].join("\n");
+  return summary ? { markdown, summary } : { markdown };
+}

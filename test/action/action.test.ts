@@ -1,0 +1,307 @@
+/**
+ * The action's adapter logic with plan and apply injected: what reaches the log, the pull request, the summary and
+ * the outputs for each kind of result. The end-to-end file runs the same against the real commands and server.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { runAction, type ActionRunners, type ApplyRunOptions, type PlanRunOptions, type RunResult } from "../../src/action/run.js";
+import { captureIO, type CommandIO } from "../../src/commands/io.js";
+import { ManifestError } from "../../src/model/errors.js";
+import { runnerEnv, type RunnerOptions } from "./env.js";
+import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
+
+const CANARY = "ep_canary_Zq8vR2mWx7Lk4Tn9";
+const TOKEN = "ghs_canaryToken_Pp3Yd6Hs1Qa0";
+let gh: GitHubStandIn;
+
+beforeAll(async () => {
+  gh = await startGitHubStandIn(TOKEN);
+});
+afterAll(async () => {
+  await gh.close();
+});
+beforeEach(() => {
+  gh.calls.length = 0;
+  gh.comments.clear();
+  gh.readOnly = false;
+});
+
+interface Recorded {
+  plan: { options: PlanRunOptions; env: Record<string, string | undefined> }[];
+  apply: { options: ApplyRunOptions; env: Record<string, string | undefined> }[];
+}
+
+/** Runners that behave like the commands: print, save the plan file, and (badly) echo the key to stderr. */
+function runners(result: Partial<RunResult> | Error, recorded: Recorded = { plan: [], apply: [] }): ActionRunners & { recorded: Recorded } {
+  const respond = async (io: CommandIO, out?: string): Promise<RunResult> => {
+    io.stderr(`debug: Authorization: Bearer ${io.env.EDGEPLAN_API_KEY}\n`);
+    if (result instanceof Error) throw result;
+    io.stdout("Plan: 1 to create, 0 to update, 0 to delete.\n");
+    if (out) writeFileSync(out, JSON.stringify({ format_version: 1 }));
+    return { exitCode: 0, diagnostics: [], ...result };
+  };
+  return {
+    recorded,
+    plan: async (options, io) => {
+      recorded.plan.push({ options, env: { ...io.env } });
+      return respond(io, options.out);
+    },
+    apply: async (options, io) => {
+      recorded.apply.push({ options, env: { ...io.env } });
+      return respond(io);
+    },
+  };
+}
+
+function setup(overrides: Partial<RunnerOptions> & { inputs?: Record<string, string> } = {}) {
+  const runner = runnerEnv({
+    event: "pull_request",
+    githubApiUrl: gh.url,
+    pr: { number: 7, headSha: "a1b2c3d4e5f6" },
+    ...overrides,
+    inputs: { "api-key": CANARY, "github-token": TOKEN, stack: "prod", paths: "manifests", ...overrides.inputs },
+  });
+  const io = captureIO(runner.env, runner.workspace);
+  return { runner, io };
+}
+
+const PLAN_MD = "### edgeplan plan: stack `prod`\n\n**Plan: 1 to create, 0 to update, 0 to delete.**\n\n| change | address |\n|---|---|\n| create | `weighted_backend.checkout` |\n";
+
+/** Everything the action wrote where a person or a later step can read it. */
+function everything(io: { out: string; err: string }, runner: ReturnType<typeof runnerEnv>): string {
+  const stdout = io.out
+    .split("\n")
+    .filter((line) => !line.startsWith("::add-mask::"))
+    .join("\n");
+  const sent = gh.calls.map((c) => JSON.stringify(c.body ?? "")).join("\n");
+  const stored = [...gh.comments.values()].flat().map((c) => c.body).join("\n");
+  return [stdout, io.err, sent, stored, runner.summary(), JSON.stringify(runner.outputs())].join("\n");
+}
+
+describe("edgeplan action on a pull request", () => {
+  it("plans, comments, writes the summary and outputs, and succeeds with changes", async () => {
+    const { runner, io } = setup();
+    const fake = runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true, summary: "Plan: 1 to create, 0 to update, 0 to delete." });
+    const outcome = await runAction(io, fake);
+
+    expect(outcome.exitCode).toBe(0);
+    expect(outcome.comment).toBe("created");
+    const planFile = join(runner.dir, "temp", "edgeplan-plan-prod.json");
+    expect(runner.outputs()).toEqual({
+      "has-changes": "true",
+      exitcode: "2",
+      "plan-file": planFile,
+      summary: "Plan: 1 to create, 0 to update, 0 to delete.",
+    });
+    expect(fake.recorded.plan).toHaveLength(1);
+    expect(fake.recorded.plan[0]!.options).toEqual({
+      paths: ["manifests"],
+      stack: "prod",
+      prune: false,
+      format: "text",
+      color: false,
+      out: planFile,
+      detailedExitcode: true,
+    });
+    const childEnv = fake.recorded.plan[0]!.env;
+    expect(childEnv.EDGEPLAN_API_KEY).toBe(CANARY);
+    expect(childEnv.EDGEPLAN_STACK).toBe("prod");
+    expect(Object.keys(childEnv).filter((k) => k.startsWith("INPUT_"))).toEqual([]);
+
+    expect(runner.summary()).toBe(`${PLAN_MD.trim()}\n\n`);
+    const comments = gh.comments.get("acme/routes#7")!;
+    expect(comments).toHaveLength(1);
+    expect(comments[0]!.body).toBe(
+      "<!-- edgeplan:plan stack=prod -->\n" +
+        PLAN_MD.trim() +
+        "\n\n<sub>Commit a1b2c3d · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>\n",
+    );
+    // Masks first, then the log; the command's output sits between stop and resume lines.
+    const lines = io.out.split("\n");
+    expect(lines.slice(0, 2)).toEqual([`::add-mask::${CANARY}`, `::add-mask::${TOKEN}`]);
+    expect(lines[2]).toBe("::group::edgeplan plan");
+    expect(lines[3]).toMatch(/^::stop-commands::edgeplan-[0-9a-f-]{36}$/);
+    const token = lines[3]!.slice("::stop-commands::".length);
+    expect(lines.slice(4, 7)).toEqual(["Plan: 1 to create, 0 to update, 0 to delete.", `::${token}::`, "::endgroup::"]);
+    expect(io.out).toContain("::notice title=edgeplan::Plan: 1 to create, 0 to update, 0 to delete.\n");
+    expect(everything(io, runner)).not.toContain(CANARY);
+    expect(everything(io, runner)).not.toContain(TOKEN);
+    expect(io.err).toContain("debug: Authorization: Bearer ***\n");
+  });
+
+  it("keeps ONE comment across two runs, edited in place", async () => {
+    gh.seed("acme/routes#7", 130);
+    const first = setup();
+    await runAction(first.io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    const second = setup({ pr: { number: 7, headSha: "ffff000011112222" } });
+    const outcome = await runAction(second.io, runners({ exitCode: 0, markdown: "No changes.\n", hasChanges: false }));
+    expect(outcome.comment).toBe("updated");
+
+    const mine = gh.comments.get("acme/routes#7")!.filter((c) => c.body.includes("edgeplan:plan"));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.body).toContain("\n\nNo changes.\n\n<sub>Commit ffff000 · ");
+    const writes = gh.writes().map((c) => `${c.method} ${c.path}`);
+    expect(writes).toEqual(["POST /repos/acme/routes/issues/7/comments", `PATCH /repos/acme/routes/issues/comments/${mine[0]!.id}`]);
+    // The second run had to read past the first page to find it.
+    expect(gh.calls.filter((c) => c.method === "GET").map((c) => c.query.page ?? "1")).toEqual(["1", "2", "1", "2"]);
+    expect(second.runner.outputs()["has-changes"]).toBe("false");
+    expect(second.runner.outputs().exitcode).toBe("0");
+  });
+
+  it("keeps one comment per stack", async () => {
+    await runAction(setup().io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    await runAction(setup({ inputs: { stack: "staging" } }).io, runners({ exitCode: 0, markdown: "No changes.\n" }));
+    await runAction(setup().io, runners({ exitCode: 0, markdown: "No changes.\n" }));
+    const bodies = gh.comments.get("acme/routes#7")!.map((c) => c.body.split("\n")[0]);
+    expect(bodies).toEqual(["<!-- edgeplan:plan stack=prod -->", "<!-- edgeplan:plan stack=staging -->"]);
+    expect(gh.writes().map((c) => c.method)).toEqual(["POST", "POST", "PATCH"]);
+  });
+
+  it("annotates manifest errors at their lines and fails", async () => {
+    const { runner, io } = setup();
+    const ws = runner.workspace;
+    const error = new ManifestError([
+      // Relative to the working directory, as the manifest loader reports them.
+      { severity: "error", pos: { file: "manifests/checkout.yaml", line: 7, col: 5 }, message: "weight 10001 for bkdhr_x is out of range 0 to 10000" },
+      { severity: "warning", pos: { file: join(ws, "manifests/login.yaml"), line: 12, col: 3 }, message: "allow_idp_initiated left out: the API default true applies" },
+      { severity: "error", pos: { file: join(ws, "manifests/a,b.yaml"), line: 1, col: 1 }, message: "unknown field: 50%\nsee docs" },
+    ]);
+    const outcome = await runAction(io, runners(error));
+    expect(outcome.exitCode).toBe(1);
+    const annotations = io.out.split("\n").filter((l) => /^::(error|warning) /.test(l));
+    expect(annotations).toEqual([
+      "::error file=manifests/checkout.yaml,line=7,col=5,title=edgeplan::weight 10001 for bkdhr_x is out of range 0 to 10000",
+      "::warning file=manifests/login.yaml,line=12,col=3,title=edgeplan::allow_idp_initiated left out: the API default true applies",
+      "::error file=manifests/a%2Cb.yaml,line=1,col=1,title=edgeplan::unknown field: 50%25%0Asee docs",
+    ]);
+    expect(runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1", "plan-file": "", summary: "The plan of stack prod failed: 2 errors in the manifests." });
+    const body = gh.comments.get("acme/routes#7")![0]!.body;
+    expect(body).toContain("**The plan failed.**\n\n2 errors in the manifests; nothing was sent to the API:\n\n```text\n");
+    expect(body).toContain("manifests/checkout.yaml:7:5: weight 10001 for bkdhr_x is out of range 0 to 10000\n");
+    expect(runner.summary()).toContain("**The plan failed.**");
+  });
+
+  it("falls back to the summary with a notice when the token is read-only (a fork)", async () => {
+    gh.readOnly = true;
+    const { runner, io } = setup({ pr: { number: 9, headSha: "abcdef0123", fork: true } });
+    const outcome = await runAction(io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    expect(outcome.exitCode).toBe(0);
+    expect(outcome.comment).toBe("forbidden");
+    expect(io.out).toContain(
+      "::notice title=edgeplan::the plan could not be posted as a pull-request comment%3A the token is read-only (as it is for pull requests from forks); the plan is in the job summary\n".replace(
+        "%3A",
+        ":",
+      ),
+    );
+    expect(io.out).not.toMatch(/^::(error|warning)/m);
+    expect(runner.summary()).toContain(PLAN_MD.trim());
+    expect(runner.outputs()).toMatchObject({ "has-changes": "true", exitcode: "2" });
+    expect(gh.comments.get("acme/routes#9")).toBeUndefined();
+  });
+
+  it("fails with a hint when a fork's run has no API key", async () => {
+    const { runner, io } = setup({ pr: { number: 9, headSha: "abc", fork: true }, inputs: { "api-key": "" } });
+    const fake = runners({ exitCode: 0 });
+    const outcome = await runAction(io, fake);
+    expect(outcome.exitCode).toBe(1);
+    expect(fake.recorded.plan).toHaveLength(0);
+    expect(io.out).toContain(
+      "::error title=edgeplan::no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }}); this pull request comes from a fork, and GitHub gives no secrets to workflows of forks\n",
+    );
+    expect(runner.outputs().exitcode).toBe("1");
+  });
+
+  it("cuts a long plan to the comment limit and keeps it whole in the summary", async () => {
+    const { runner, io } = setup();
+    const long = PLAN_MD + Array.from({ length: 400 }, (_, i) => `<details><summary>change ${i}</summary>\n\n\`\`\`diff\n+ weight ${i}\n\`\`\`\n\n</details>\n`).join("\n");
+    await runAction(io, runners({ exitCode: 2, markdown: long, hasChanges: true }), { commentMaxChars: 3000 });
+    const body = gh.comments.get("acme/routes#7")![0]!.body;
+    expect(body.length).toBeLessThanOrEqual(3000);
+    expect(body).toContain(PLAN_MD.trim());
+    expect(body).toContain("The plan was cut to fit in a comment; the full plan is in the job summary of [this run](https://github.com/acme/routes/actions/runs/4242).");
+    expect(body.match(/<details>/g)!.length).toBe(body.match(/<\/details>/g)!.length);
+    expect(runner.summary()).toContain("<summary>change 399</summary>");
+  });
+
+  it("writes no comment when the comment input is false", async () => {
+    const { runner, io } = setup({ inputs: { comment: "false" } });
+    const outcome = await runAction(io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    expect(outcome.comment).toBe("skipped");
+    expect(gh.calls).toHaveLength(0);
+    expect(runner.summary()).toContain(PLAN_MD.trim());
+  });
+
+  it("fails on a wrong input, after masking", async () => {
+    const { runner, io } = setup({ inputs: { prune: "maybe" } });
+    const outcome = await runAction(io, runners({ exitCode: 0 }));
+    expect(outcome.exitCode).toBe(1);
+    expect(io.out).toBe(`::add-mask::${CANARY}\n::add-mask::${TOKEN}\n::error title=edgeplan::input prune: "maybe" is not a boolean; use true or false\n`);
+    expect(runner.outputs()).toEqual({ "has-changes": "false", exitcode: "1", "plan-file": "", summary: 'edgeplan could not start: input prune: "maybe" is not a boolean; use true or false' });
+  });
+
+  it("reports an API error as a failure without the key", async () => {
+    const { runner, io } = setup();
+    const { ApiError } = await import("../../src/model/errors.js");
+    const err = new ApiError("GET", "/backends/weighted", 401, "ERR_NGROK_203", `unknown key ${CANARY}`, "op_1");
+    const outcome = await runAction(io, runners(err));
+    expect(outcome.exitCode).toBe(1);
+    expect(io.out).toContain("::error title=edgeplan::GET /backends/weighted%3A 401 ERR_NGROK_203%3A unknown key ***".replace(/%3A/g, ":"));
+    expect(everything(io, runner)).not.toContain(CANARY);
+    expect(gh.comments.get("acme/routes#7")![0]!.body).toContain("**The plan failed.**");
+  });
+});
+
+describe("edgeplan action on push", () => {
+  it("applies with auto-approve and the acknowledged risks, and summarises", async () => {
+    const { runner, io } = setup({ event: "push", ref: "refs/heads/main", inputs: { ack: "traffic-shift\nmass-delete", prune: "true" } });
+    delete (io.env as Record<string, string | undefined>)["INPUT_GITHUB-TOKEN"];
+    const fake = runners({ exitCode: 0, markdown: "Applied 1 change. Converged.\n", hasChanges: true });
+    const outcome = await runAction(io, fake);
+    expect(outcome.exitCode).toBe(0);
+    expect(outcome.command).toBe("apply");
+    expect(fake.recorded.apply[0]!.options).toEqual({
+      paths: ["manifests"],
+      stack: "prod",
+      prune: true,
+      ack: ["traffic-shift", "mass-delete"],
+      autoApprove: true,
+      color: false,
+    });
+    expect(gh.calls).toHaveLength(0);
+    expect(runner.summary()).toBe("### edgeplan apply: stack `prod`\n\nApplied 1 change. Converged.\n\n");
+    expect(runner.outputs()).toEqual({ "has-changes": "true", exitcode: "0", "plan-file": "", summary: "The apply of stack prod converged." });
+  });
+
+  it("fails the step when the apply is refused or partly failed", async () => {
+    const { UnsafePlanError } = await import("../../src/model/errors.js");
+    const refused = setup({ event: "push", ref: "refs/heads/main" });
+    const r1 = await runAction(refused.io, runners(new UnsafePlanError("risk traffic-shift not acknowledged: add ack: traffic-shift")));
+    expect(r1.exitCode).toBe(1);
+    expect(refused.io.out).toContain("::error title=edgeplan::risk traffic-shift not acknowledged: add ack: traffic-shift\n");
+    expect(refused.runner.summary()).toContain("**The apply failed.**\n\n```text\nrisk traffic-shift not acknowledged: add ack: traffic-shift\n```");
+
+    const shown = setup({ event: "push", ref: "refs/heads/main" });
+    const risky = "#### Risks\n\n- `traffic-shift` weighted_backend.checkout: 90% of traffic moves\n";
+    const r3 = await runAction(shown.io, runners({ exitCode: 1, markdown: risky, hasChanges: true }));
+    expect(r3.exitCode).toBe(1);
+    expect(shown.runner.summary()).toBe(
+      "### edgeplan apply: stack `prod`\n\n**The apply failed.**\n\n```text\ndebug: Authorization: Bearer ***\n```\n\n" + risky + "\n",
+    );
+    expect(shown.runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1" });
+
+    const partial = setup({ event: "push", ref: "refs/heads/main" });
+    const r2 = await runAction(partial.io, runners({ exitCode: 3, markdown: "1 change failed.\n", hasChanges: true }));
+    expect(r2.exitCode).toBe(3);
+    expect(partial.runner.outputs()).toMatchObject({ exitcode: "3", summary: "The apply of stack prod finished with some changes failed." });
+  });
+
+  it("plans, not applies, on a push to another branch", async () => {
+    const { io } = setup({ event: "push", ref: "refs/heads/feature" });
+    const fake = runners({ exitCode: 0 });
+    const outcome = await runAction(io, fake);
+    expect(outcome.command).toBe("plan");
+    expect(fake.recorded.apply).toHaveLength(0);
+    expect(fake.recorded.plan).toHaveLength(1);
+  });
+});

@@ -1,0 +1,256 @@
+/**
+ * `edgeplan action` end to end: the built CLI, the real API server (in this process, port 0) and a loopback stand-in
+ * of GitHub, with a repository checkout in a temporary folder. Every byte the action writes is searched for the
+ * API key.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { apiClient, startTestServer, type TestServer } from "../helpers/server.js";
+import { runnerEnv, type RunnerOptions } from "./env.js";
+import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
+import { runActionCli, type CliRun } from "./run-cli.js";
+
+const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
+const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
+const STABLE = "bkdtg_2rFMNyLVAcCk79odY7RXLmHO5iR";
+const CANARY_BACKEND = "bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq";
+const TOKEN = "ghs_e2eToken_Ww2Ee4Rr6Tt8";
+
+let server: TestServer;
+let gh: GitHubStandIn;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    fixtures: {
+      edges: [{ id: EDGE, hostports: ["api.example.com:443"], routes: [{ id: ROUTE, match: "/v1/checkout", match_type: "path_prefix" }] }],
+      backends: [
+        { id: STABLE, type: "tunnel_group" },
+        { id: CANARY_BACKEND, type: "tunnel_group" },
+      ],
+    },
+  });
+  gh = await startGitHubStandIn(TOKEN);
+});
+afterAll(async () => {
+  await gh?.close();
+  await server?.close();
+});
+beforeEach(() => {
+  gh.calls.length = 0;
+  gh.comments.clear();
+  gh.readOnly = false;
+});
+
+function checkout(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "edgeplan-checkout-"));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, ".."), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+const checkoutYaml = (stable: number, canary: number): string =>
+  [
+    "kind: WeightedBackend",
+    "name: checkout",
+    "description: Checkout canary",
+    "backends:",
+    `  ${STABLE}: ${stable}`,
+    `  ${CANARY_BACKEND}: ${canary}`,
+    "",
+  ].join("\n");
+
+const routeYaml = [
+  "kind: EdgeRoute",
+  `edge: ${EDGE}`,
+  `route: ${ROUTE}`,
+  "circuit_breaker:",
+  "  tripped_duration: 30",
+  "  rolling_window: 60",
+  "  num_buckets: 12",
+  "  volume_threshold: 50",
+  "  error_threshold_percentage: 0.25",
+  "",
+].join("\n");
+
+async function act(workspace: string, options: Partial<RunnerOptions> & { inputs?: Record<string, string> } = {}) {
+  const runner = runnerEnv({
+    event: "pull_request",
+    githubApiUrl: gh.url,
+    pr: { number: 21, headSha: "5e5e5e5e5e5e" },
+    ...options,
+    workspace,
+    inputs: { "api-key": server.apiKey, "api-url": server.url, "github-token": TOKEN, stack: "e2e", paths: "manifests", ...options.inputs },
+  });
+  const run = await runActionCli(runner.env, workspace);
+  return { runner, run };
+}
+
+/** The key appears nowhere but in the mask command the runner consumes. */
+function expectNoKey(run: CliRun, runner: ReturnType<typeof runnerEnv>, extra: string[] = []): void {
+  const lines = run.stdout.split("\n");
+  expect(lines.filter((l) => l.includes(server.apiKey))).toEqual([`::add-mask::${server.apiKey}`]);
+  const written = [
+    lines.filter((l) => !l.startsWith("::add-mask::")).join("\n"),
+    run.stderr,
+    runner.summary(),
+    readFileSync(runner.env.GITHUB_OUTPUT!, "utf8"),
+    ...gh.calls.map((c) => JSON.stringify(c.body ?? null)),
+    ...[...gh.comments.values()].flat().map((c) => c.body),
+    ...extra,
+  ].join("\n");
+  expect(written).not.toContain(server.apiKey);
+  expect(written).not.toContain(TOKEN.slice(4));
+}
+
+describe("edgeplan action against the real server", () => {
+  it("plans a pull request twice into ONE comment, edited once, with outputs and summary", async () => {
+    const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000), "manifests/routes.yaml": routeYaml });
+    const first = await act(ws);
+    expect(first.run.stderr).not.toContain("internal error");
+    expect(first.run.code).toBe(0);
+    const outputs = first.runner.outputs();
+    expect(outputs).toEqual({
+      "has-changes": "true",
+      exitcode: "2",
+      "plan-file": join(first.runner.dir, "temp", "edgeplan-plan-e2e.json"),
+      summary: "Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.",
+    });
+    const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as { format_version: number; stack: string; changes: unknown[] };
+    expect(saved.format_version).toBe(1);
+    expect(saved.stack).toBe("e2e");
+    expect(saved.changes).toHaveLength(2);
+    expect(first.run.stdout).toContain("::notice title=edgeplan::Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.\n");
+
+    const comments = gh.comments.get("acme/routes#21")!;
+    expect(comments).toHaveLength(1);
+    const body1 = comments[0]!.body;
+    expect(body1.startsWith("<!-- edgeplan:plan stack=e2e -->\n### edgeplan plan: stack `e2e`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.**\n")).toBe(true);
+    expect(body1).toContain("weighted_backend.checkout");
+    expect(body1).toContain("<sub>Commit 5e5e5e5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>");
+    expect(first.runner.summary()).toContain("**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.**");
+    expectNoKey(first.run, first.runner, [readFileSync(outputs["plan-file"]!, "utf8")]);
+
+    // A second push changes the weights: the same comment is edited, not a second one added.
+    writeFileSync(join(ws, "manifests/checkout.yaml"), checkoutYaml(5000, 5000));
+    const second = await act(ws, { pr: { number: 21, headSha: "6f6f6f6f6f6f" } });
+    expect(second.run.code).toBe(0);
+    const after = gh.comments.get("acme/routes#21")!;
+    expect(after).toHaveLength(1);
+    expect(after[0]!.id).toBe(comments[0]!.id);
+    expect(after[0]!.body).toContain("<sub>Commit 6f6f6f6 · ");
+    expect(after[0]!.body).toContain(`${STABLE}`);
+    expect(gh.writes().map((c) => `${c.method} ${c.path}`)).toEqual([
+      "POST /repos/acme/routes/issues/21/comments",
+      `PATCH /repos/acme/routes/issues/comments/${comments[0]!.id}`,
+    ]);
+    for (const call of gh.calls) {
+      expect(call.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(call.accept).toBe("application/vnd.github+json");
+      expect(call.apiVersion).toBe("2022-11-28");
+    }
+    expectNoKey(second.run, second.runner);
+  });
+
+  it("annotates a broken manifest at its lines, sends nothing to the API and fails", async () => {
+    const ws = checkout({
+      "manifests/checkout.yaml": [
+        "kind: WeightedBackend",
+        "name: checkout",
+        "backends:",
+        `  ${STABLE}: 10001`,
+        "descripton: typo",
+        "",
+      ].join("\n"),
+    });
+    const requestsBefore = server.logLines.length;
+    const { run, runner } = await act(ws);
+    expect(run.code).toBe(1);
+    const annotations = run.stdout.split("\n").filter((l) => /^::(error|warning) file=/.test(l));
+    expect(annotations).toEqual([
+      `::error file=manifests/checkout.yaml,line=4,col=38,title=edgeplan::backends.${STABLE}: 10001 is out of range 0 to 10000`,
+      "::error file=manifests/checkout.yaml,line=5,col=1,title=edgeplan::unknown field descripton; did you mean description?",
+    ]);
+    expect(server.logLines.length).toBe(requestsBefore);
+    expect(runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1", "plan-file": "" });
+    expect(runner.outputs().summary).toBe("The plan of stack e2e failed: 2 errors in the manifests.");
+    const body = gh.comments.get("acme/routes#21")![0]!.body;
+    expect(body).toContain("**The plan failed.**\n\n2 errors in the manifests; nothing was sent to the API:\n\n```text\nmanifests/checkout.yaml:4:38: ");
+    expectNoKey(run, runner);
+  });
+
+  it("falls back to the job summary on a fork's read-only token", async () => {
+    gh.readOnly = true;
+    const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000) });
+    const { run, runner } = await act(ws, { pr: { number: 22, headSha: "7a7a7a7a", fork: true } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      "::notice title=edgeplan::the plan could not be posted as a pull-request comment: the token is read-only (as it is for pull requests from forks); the plan is in the job summary\n",
+    );
+    expect(runner.summary()).toContain("**Plan: 1 to create, 0 to update, 0 to delete.**");
+    expect(runner.outputs()).toMatchObject({ "has-changes": "true", exitcode: "2" });
+    expect(gh.writes()).toHaveLength(1);
+    expect(gh.comments.get("acme/routes#22")).toBeUndefined();
+    expectNoKey(run, runner);
+  });
+
+  it("applies on a push to the default branch, refuses an unacknowledged risk, and converges", async () => {
+    const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000), "manifests/routes.yaml": routeYaml });
+    const push = { event: "push" as const, ref: "refs/heads/main", inputs: { stack: "merge" } };
+    const first = await act(ws, push);
+    expect(first.run.stderr).not.toContain("internal error");
+    expect(first.run.code).toBe(0);
+    expect(first.runner.outputs()).toEqual({
+      "has-changes": "true",
+      exitcode: "0",
+      "plan-file": "",
+      summary: "Apply complete: 2 done. Converged: the live state matches the manifests.",
+    });
+    const summary = first.runner.summary();
+    expect(summary.startsWith("### edgeplan apply: stack `merge`\n\n**Apply complete: 2 done.**\n")).toBe(true);
+    expect(summary).toContain("\nConverged: the live state matches the manifests.\n");
+    expect(summary).toContain("<details><summary>The plan that was applied</summary>\n\n### edgeplan plan: stack `merge`");
+    expect(gh.calls).toHaveLength(0);
+    expectNoKey(first.run, first.runner);
+
+    // What the server holds now: the weighted backend with its weights and owner marker, the circuit breaker.
+    const api = apiClient(server.url, server.apiKey);
+    const list = await api.get("/backends/weighted");
+    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) =>
+      b.metadata.includes('"stack":"merge"'),
+    );
+    expect(mine.map((b) => b.backends)).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
+    const cb = await api.get(`/edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker`);
+    expect(cb.json).toMatchObject({ tripped_duration: 30, rolling_window: 60, num_buckets: 12, volume_threshold: 50, error_threshold_percentage: 0.25 });
+
+    // A plan right after has nothing to do (the drift check's exit code 0).
+    const replan = await act(ws, { ...push, inputs: { ...push.inputs, command: "plan" } });
+    expect(replan.run.code).toBe(0);
+    expect(replan.runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "0", summary: "No changes. Live state matches the manifests." });
+
+    // Moving 90 % of the traffic is a risk: refused until the ack input names it.
+    writeFileSync(join(ws, "manifests/checkout.yaml"), checkoutYaml(0, 10000));
+    const refused = await act(ws, push);
+    expect(refused.run.code).toBe(1);
+    expect(refused.run.stdout).toMatch(/^::error title=edgeplan::the plan has 1 risk that must be acknowledged before it is applied:%0A {2}traffic-shift /m);
+    expect(refused.run.stdout).toContain("%0AIn the action, name the rules in the ack input (for example `ack: traffic-shift`).\n");
+    expect(refused.runner.outputs()).toMatchObject({ exitcode: "1", "has-changes": "false" });
+    expect(refused.runner.summary()).toContain("**The apply failed.**");
+    const unchanged = await api.get("/backends/weighted");
+    expect(
+      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[])
+        .filter((b) => b.metadata.includes('"stack":"merge"'))
+        .map((b) => b.backends),
+    ).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
+
+    const acked = await act(ws, { ...push, inputs: { ...push.inputs, ack: "traffic-shift" } });
+    expect(acked.run.code).toBe(0);
+    expect(acked.runner.outputs().summary).toBe("Apply complete: 1 done. Converged: the live state matches the manifests.");
+    const finalPlan = await act(ws, { ...push, inputs: { ...push.inputs, command: "plan" } });
+    expect(finalPlan.runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "0" });
+    expectNoKey(acked.run, acked.runner);
+  });
+});
