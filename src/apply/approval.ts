@@ -1,0 +1,65 @@
+/**
+ * What must be true before a plan is applied: every risk acknowledged (`--ack RULE`, or `--force`), and a person's
+ * `yes` (or `--auto-approve`). The refusals are UnsafePlanError with a sentence that says what to pass. Pure.
+ */
+import { EdgeplanError, UnsafePlanError } from "../model/errors.js";
+import type { Plan, Risk, RiskRule } from "../model/plan.js";
+import { RISK_RULES } from "../model/plan.js";
+
+/** The question asked on a terminal; only `yes` goes on. */
+export const APPROVAL_QUESTION = "Do you want to apply these changes? Only 'yes' is accepted: ";
+
+/**
+ * The rules of `--ack` values (repeatable; a value may also list rules separated by commas). Throws an EdgeplanError
+ * naming every unknown rule and listing the rules.
+ */
+export function parseAckRules(values: readonly string[]): RiskRule[] {
+  const rules = new Set<RiskRule>();
+  const unknown: string[] = [];
+  for (const value of values) {
+    for (const part of value.split(",")) {
+      const rule = part.trim();
+      if (rule === "") continue;
+      if ((RISK_RULES as readonly string[]).includes(rule)) rules.add(rule as RiskRule);
+      else unknown.push(rule);
+    }
+  }
+  if (unknown.length > 0) {
+    const names = unknown.map((u) => `"${u}"`).join(", ");
+    throw new EdgeplanError(`--ack: unknown ${unknown.length === 1 ? "rule" : "rules"} ${names}; the rules are ${RISK_RULES.join(", ")}`);
+  }
+  return RISK_RULES.filter((r) => rules.has(r));
+}
+
+/** The risks of the plan that neither `--ack` nor `--force` covers. */
+export function unacknowledgedRisks(plan: Pick<Plan, "risks">, acks: readonly RiskRule[], force: boolean): Risk[] {
+  if (force) return [];
+  return plan.risks.filter((r) => !acks.includes(r.rule));
+}
+
+/** The refusal of a plan with unacknowledged risks: each risk with its message, and the flags that let it through. */
+export function buildRiskRefusal(risks: readonly Risk[]): UnsafePlanError {
+  const rules = RISK_RULES.filter((rule) => risks.some((r) => r.rule === rule));
+  const n = risks.length;
+  return new UnsafePlanError(
+    [
+      `the plan has ${n} ${n === 1 ? "risk" : "risks"} that must be acknowledged before it is applied:`,
+      ...risks.map((r) => `  ${r.rule} (--ack ${r.rule}): ${r.message}`),
+      `Nothing was sent. If the plan is what you want, apply it with ${rules.map((r) => `--ack ${r}`).join(" ")} (or --force to acknowledge every risk).`,
+    ].join("\n"),
+  );
+}
+
+/** The refusal when no one can be asked: no terminal and no `--auto-approve`. */
+export function buildNoTerminalRefusal(): UnsafePlanError {
+  return new UnsafePlanError(
+    "apply needs approval, and there is no terminal to ask on; nothing was sent. Review the plan above, then run again with --auto-approve " +
+      "(in CI, apply a reviewed saved plan: edgeplan apply --plan FILE --auto-approve)",
+  );
+}
+
+/** The refusal when the answer to the question was not `yes`. */
+export function buildDeclinedRefusal(answer: string): UnsafePlanError {
+  const shown = answer.trim() === "" ? "an empty answer" : `"${answer.trim().slice(0, 40)}"`;
+  return new UnsafePlanError(`apply cancelled: ${shown} is not 'yes'; nothing was sent`);
+}

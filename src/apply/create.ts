@@ -1,0 +1,92 @@
+/**
+ * A create that happens exactly once. The client never resends a POST whose outcome is unknown (the connection
+ * dropped after the request left, or a 5xx): it throws OutcomeUnknownError. Then the weighted backends are listed
+ * and searched for the owner marker `{stack, name}` the body carries:
+ * - found: the create happened; its id is taken (and when its body differs from what was meant, one PATCH with the
+ *   full body sets it right);
+ * - not found: the create did not happen, so sending it once more cannot make a duplicate.
+ */
+import equal from "fast-deep-equal";
+import type { ApiClient, WeightedBackendBody } from "../api/client.js";
+import { OutcomeUnknownError } from "../api/errors.js";
+import { parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";
+import type { WeightedBackend } from "../model/wire.js";
+
+export interface CreateTarget {
+  /** The owner marker the body carries. */
+  stack: string;
+  name: string;
+  /** For progress lines. */
+  address: string;
+  /** POSTs at most (at least 1). */
+  attempts: number;
+  progress: (line: string) => void;
+}
+
+/**
+ * The live object that carries the owner marker `{stack, name}`, or null. With several (left by an older tool or
+ * by hand), the oldest, as the plan matches it.
+ */
+export function findByMarker(backends: readonly WeightedBackend[], stack: string, name: string): WeightedBackend | null {
+  let found: WeightedBackend | null = null;
+  for (const wb of backends) {
+    const marker = parseLiveMetadata(wb.metadata).marker;
+    if (marker?.stack !== stack || marker.name !== name) continue;
+    if (found === null || wb.id < found.id) found = wb;
+  }
+  return found;
+}
+
+/** True when the live object holds what `body` asks for (metadata compared as parsed JSON). */
+export function holdsBody(wb: WeightedBackend, body: WeightedBackendBody): boolean {
+  return (
+    wb.description === body.description &&
+    equal(parseLiveMetadata(wb.metadata).value, parseLiveMetadata(body.metadata).value) &&
+    equal(sortedBackends(wb.backends), sortedBackends(body.backends))
+  );
+}
+
+/**
+ * Creates the weighted backend of `body` once. Resolves with the object (created, or found by its marker after a
+ * lost answer). Rejects with the ApiError of a refused create, or with an OutcomeUnknownError when the outcome is
+ * still unknown after `attempts` POSTs or the listing that would tell failed.
+ */
+export async function applyCreate(client: ApiClient, body: WeightedBackendBody, target: CreateTarget): Promise<WeightedBackend> {
+  const attempts = Math.max(1, target.attempts);
+  let lost: OutcomeUnknownError | undefined;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    try {
+      return await client.createWeightedBackend(body);
+    } catch (err) {
+      if (!(err instanceof OutcomeUnknownError)) throw err;
+      lost = err;
+    }
+    target.progress(`${target.address}: the answer to the create was lost: ${lost.reason}; looking for its owner marker before sending anything again`);
+    let backends: WeightedBackend[];
+    try {
+      backends = await client.listWeightedBackends();
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      throw new OutcomeUnknownError(lost.method, lost.path, lost.status, lost.errorCode, `${lost.reason}; listing to find it failed too (${why})`, lost.operationId, { cause: err });
+    }
+    const found = findByMarker(backends, target.stack, target.name);
+    if (found) {
+      if (holdsBody(found, body)) {
+        target.progress(`${target.address}: found ${found.id} by its owner marker: the create had happened`);
+        return found;
+      }
+      target.progress(`${target.address}: found ${found.id} by its owner marker, with another body: updating it with the full body`);
+      return await client.updateWeightedBackend(found.id, body);
+    }
+    if (attempt < attempts) target.progress(`${target.address}: no object carries its owner marker, so the create did not happen: sending it again`);
+  }
+  const last = lost as OutcomeUnknownError;
+  throw new OutcomeUnknownError(
+    last.method,
+    last.path,
+    last.status,
+    last.errorCode,
+    `${last.reason}; after ${attempts} attempts no object carries the owner marker; run apply again`,
+    last.operationId,
+  );
+}

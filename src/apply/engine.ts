@@ -1,0 +1,213 @@
+/**
+ * The engine of `apply`: runs a plan's changes against the API, as many at once as `concurrency` allows, each one
+ * as soon as the changes it depends on are done (./schedule.ts decides which). References by name are resolved to
+ * the ids the creates answered; a failure stops only what depends on it; an aborted signal lets the requests in
+ * flight finish and starts nothing new. A create whose answer was lost is never sent twice blindly: the engine
+ * lists the weighted backends for the owner marker first (./create.ts).
+ */
+import type { ApiClient, ModuleKind, SettingsOf } from "../api/client.js";
+import { resolveWeightedBackendBody } from "../kinds/weighted-backend.js";
+import { ApiError, InternalError } from "../model/errors.js";
+import type { Change, ModuleChange, WeightedBackendChange } from "../model/plan.js";
+import { applyCreate } from "./create.js";
+import { ApplySchedule, type ChangeStatus } from "./schedule.js";
+
+export interface ApplyOptions {
+  /** The stack of the plan: the owner marker a lost create is looked for by. */
+  stack: string;
+  /** Changes in flight at once (the client bounds its requests on its own as well). */
+  concurrency: number;
+  /** When aborted: no new change starts, the ones in flight finish. */
+  signal?: AbortSignal;
+  /** One line per event (`weighted_backend.checkout: created bkdwd_... (120 ms)`), without a newline. */
+  onProgress?: (line: string) => void;
+  /** POSTs of one create at most, each sent only after a listing showed the previous one did not happen (default 4). */
+  createAttempts?: number;
+}
+
+/** What happened to one change. */
+export interface ChangeResult {
+  address: string;
+  kind: Change["kind"];
+  action: Change["action"];
+  status: Exclude<ChangeStatus, "pending" | "running">;
+  /** The object's id: the planned one, or the id a create answered (or found by its marker); null for modules. */
+  id: string | null;
+  /** Time the change took, in ms; null when it did not run. */
+  ms: number | null;
+  /**
+   * Done: what was done (`created bkdwd_...`). Failed: the error, with the manifest position for a 400 on a write.
+   * Skipped: which failed change it waited for. Not started: why.
+   */
+  message: string;
+  /** The API error of a failed change. */
+  error?: ApiError;
+}
+
+export interface ApplyOutcome {
+  /** One result per change, in the plan's order. */
+  results: ChangeResult[];
+  /** The id of every weighted backend the run created, by address. */
+  createdIds: Record<string, string>;
+  /** True when the signal stopped the run before every change had started. */
+  interrupted: boolean;
+  counts: { done: number; failed: number; skipped: number; not_started: number };
+}
+
+const DEFAULT_CREATE_ATTEMPTS = 4;
+
+/** Past tense of a done change, for progress lines and the report. */
+export function doneVerb(change: Change): string {
+  if (change.kind !== "weighted_backend") return change.action === "delete" ? "deleted" : change.before === null ? "set" : "replaced";
+  switch (change.action) {
+    case "create":
+      return "created";
+    case "update":
+      return "updated";
+    case "delete":
+      return "deleted";
+    case "adopt":
+      return "adopted";
+    case "takeover":
+      return "taken over";
+    case "rename":
+      return `renamed from "${change.previous_owner?.name ?? ""}"`;
+  }
+}
+
+/**
+ * Applies the plan's changes and resolves with what happened to each; it never rejects for a failed change (that
+ * is a `failed` result). It rejects only with InternalError, for a plan whose dependencies form a cycle or name a change it lacks.
+ */
+export async function applyPlan(changes: readonly Change[], client: ApiClient, options: ApplyOptions): Promise<ApplyOutcome> {
+  const schedule = new ApplySchedule(changes);
+  const concurrency = Math.max(1, Math.floor(options.concurrency));
+  const progress = options.onProgress ?? (() => undefined);
+  const createdIds = new Map<string, string>();
+  const results = new Map<string, ChangeResult>();
+  const inFlight = new Set<Promise<void>>();
+  const aborted = (): boolean => options.signal?.aborted === true;
+
+  const run = async (change: Change): Promise<void> => {
+    const started = performance.now();
+    try {
+      const id = await applyChange(change, client, createdIds, options, progress);
+      const ms = Math.round(performance.now() - started);
+      if (change.kind === "weighted_backend" && change.action === "create") createdIds.set(change.address, id as string);
+      schedule.succeed(change.address);
+      const message = `${doneVerb(change)}${id !== null ? ` ${id}` : ""}`;
+      results.set(change.address, { ...base(change), status: "done", id, ms, message });
+      progress(`${change.address}: ${message} (${ms} ms)`);
+    } catch (err) {
+      const ms = Math.round(performance.now() - started);
+      const message = failureMessage(change, err);
+      const skipped = schedule.fail(change.address);
+      const result: ChangeResult = { ...base(change), status: "failed", id: change.kind === "weighted_backend" ? change.id : null, ms, message };
+      if (err instanceof ApiError) result.error = err;
+      results.set(change.address, result);
+      progress(`${change.address}: failed after ${ms} ms: ${message}`);
+      for (const address of skipped) {
+        const message = `depends on ${change.address}, which failed`;
+        const c = schedule.change(address);
+        results.set(address, { ...base(c), status: "skipped", id: c.kind === "weighted_backend" ? c.id : null, ms: null, message });
+        progress(`${address}: skipped: depends on ${change.address}, which failed`);
+      }
+    }
+  };
+
+  for (;;) {
+    if (!aborted()) {
+      for (const address of schedule.ready()) {
+        if (inFlight.size >= concurrency) break;
+        schedule.start(address);
+        const task: Promise<void> = run(schedule.change(address)).finally(() => inFlight.delete(task));
+        inFlight.add(task);
+      }
+    }
+    if (inFlight.size === 0) break;
+    await Promise.race(inFlight);
+  }
+
+  const cancelled = schedule.cancel();
+  for (const address of cancelled) {
+    const c = schedule.change(address);
+    const message = aborted() ? "the run was interrupted before it started" : "a change it depends on did not finish";
+    results.set(address, { ...base(c), status: "not_started", id: c.kind === "weighted_backend" ? c.id : null, ms: null, message });
+  }
+
+  const ordered = changes.map((c) => results.get(c.address) as ChangeResult);
+  const counts = { done: 0, failed: 0, skipped: 0, not_started: 0 };
+  for (const r of ordered) counts[r.status]++;
+  return { results: ordered, createdIds: Object.fromEntries(createdIds), interrupted: cancelled.length > 0 && aborted(), counts };
+}
+
+function base(change: Change): Pick<ChangeResult, "address" | "kind" | "action"> {
+  return { address: change.address, kind: change.kind, action: change.action };
+}
+
+/** Sends one change; resolves with the object's id (null for a module). */
+async function applyChange(
+  change: Change,
+  client: ApiClient,
+  createdIds: ReadonlyMap<string, string>,
+  options: ApplyOptions,
+  progress: (line: string) => void,
+): Promise<string | null> {
+  if (change.kind !== "weighted_backend") return applyModuleChange(change, client);
+  return applyWeightedBackendChange(change, client, createdIds, options, progress);
+}
+
+async function applyWeightedBackendChange(
+  change: WeightedBackendChange,
+  client: ApiClient,
+  createdIds: ReadonlyMap<string, string>,
+  options: ApplyOptions,
+  progress: (line: string) => void,
+): Promise<string> {
+  if (change.action === "delete") {
+    await client.deleteWeightedBackend(liveId(change));
+    return liveId(change);
+  }
+  const body = resolveWeightedBackendBody(change, createdIds);
+  if (change.action === "create") {
+    const created = await applyCreate(client, body, {
+      stack: options.stack,
+      name: change.name,
+      address: change.address,
+      attempts: options.createAttempts ?? DEFAULT_CREATE_ATTEMPTS,
+      progress,
+    });
+    return created.id;
+  }
+  // update, adopt, takeover, rename: one PATCH with the full body (an absent `backends` would empty the map).
+  const updated = await client.updateWeightedBackend(liveId(change), body);
+  return updated.id;
+}
+
+async function applyModuleChange(change: ModuleChange, client: ApiClient): Promise<null> {
+  const kind: ModuleKind = change.kind;
+  if (change.action === "delete") {
+    await client.deleteModule(change.edge, change.route, kind);
+    return null;
+  }
+  if (change.request.body === null) throw new InternalError(`${change.address}: the plan holds no body for this replace`);
+  // The plan's settings are the module's client-settable fields, as normalised by src/kinds/module.ts.
+  await client.putModule(change.edge, change.route, kind, change.request.body as unknown as SettingsOf[typeof kind]);
+  return null;
+}
+
+function liveId(change: WeightedBackendChange): string {
+  if (change.id === null) throw new InternalError(`${change.address}: the plan holds no live id for this ${change.action}`);
+  return change.id;
+}
+
+/**
+ * The message of a failed change. A 400 on a write names the manifest position that declares the object first
+ * (`manifests/checkout.yaml:3:1: POST /backends/weighted: 400 ERR_NGROK_6501: ...`), so the user sees which
+ * manifest caused it.
+ */
+export function failureMessage(change: Change, err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  if (err instanceof ApiError && err.status === 400 && change.source) return `${change.source}: ${text}`;
+  return text;
+}

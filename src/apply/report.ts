@@ -1,0 +1,146 @@
+/**
+ * The report of an apply, shown after the plan: what was done, what failed (with the API's message and, for a 400,
+ * the manifest line), what was skipped or not started, whether the live side converged, and the outputs for the
+ * IdP. As text (stdout of the CLI), Markdown (the GitHub Action's job summary) and JSON (`--format json`). Reads
+ * the report only. Pure.
+ */
+import type { SamlOutput } from "../model/plan.js";
+import { OUTPUT_FIELDS, outputText } from "../render/common.js";
+import type { ApplyOutcome, ChangeResult } from "./engine.js";
+import type { Convergence } from "./verify.js";
+
+export interface ApplyReport {
+  stack: string;
+  outcome: ApplyOutcome;
+  convergence: Convergence;
+  outputs: SamlOutput[];
+  /** What the convergence was checked against: the manifests, or a saved plan. */
+  against: "manifests" | "plan";
+  /** The signal that interrupted the run, when one did. */
+  interruptedBy?: string;
+}
+
+export const APPLY_REPORT_FORMAT_VERSION = 1;
+
+const STATUS_ORDER: ReadonlyArray<ChangeResult["status"]> = ["done", "failed", "skipped", "not_started"];
+const STATUS_LABEL: Record<ChangeResult["status"], string> = { done: "done", failed: "failed", skipped: "skipped", not_started: "not started" };
+
+/** `Apply complete: 3 done.`, `Apply finished with failures: 2 done, 1 failed, 1 skipped.`, `Apply interrupted (SIGINT): ...` */
+export function buildApplyHeadline(report: Pick<ApplyReport, "outcome" | "interruptedBy">): string {
+  const { counts, interrupted } = report.outcome;
+  const parts = [`${counts.done} done`];
+  if (counts.failed) parts.push(`${counts.failed} failed`);
+  if (counts.skipped) parts.push(`${counts.skipped} skipped`);
+  if (counts.not_started) parts.push(`${counts.not_started} not started`);
+  if (interrupted) return `Apply interrupted${report.interruptedBy ? ` (${report.interruptedBy})` : ""}: ${parts.join(", ")}.`;
+  if (counts.failed || counts.skipped || counts.not_started) return `Apply finished with failures: ${parts.join(", ")}.`;
+  return `Apply complete: ${parts.join(", ")}.`;
+}
+
+/** The sentence that says whether the live side converged. */
+export function buildConvergenceLine(report: Pick<ApplyReport, "convergence" | "against" | "outcome">): string {
+  const c = report.convergence;
+  const target = report.against === "manifests" ? "the manifests" : "the plan";
+  if (!c.checked) {
+    if (report.outcome.interrupted) return "Not checked for convergence: the run was interrupted. Run apply again to finish it (nothing is created twice).";
+    return `Not checked for convergence: ${c.error ?? "the objects could not be read again"}.`;
+  }
+  if (c.converged) return `Converged: the live state matches ${target}.`;
+  const n = c.remaining.length;
+  return `Not converged: ${n} ${n === 1 ? "object does" : "objects do"} not match ${target} yet${report.against === "manifests" ? " (edgeplan plan shows the details)" : ""}:`;
+}
+
+function resultsInOrder(outcome: ApplyOutcome): ChangeResult[] {
+  return STATUS_ORDER.flatMap((s) => outcome.results.filter((r) => r.status === s));
+}
+
+/** The report as text, starting with a blank line and ending with a newline. */
+export function renderApplyText(report: ApplyReport): string {
+  const out: string[] = ["", buildApplyHeadline(report)];
+  const results = resultsInOrder(report.outcome);
+  const width = Math.max(0, ...results.map((r) => STATUS_LABEL[r.status].length));
+  for (const r of results) {
+    const ms = r.ms !== null && r.status === "done" ? ` (${r.ms} ms)` : "";
+    out.push(`  ${STATUS_LABEL[r.status].padEnd(width)}  ${r.address}: ${indentRest(r.message, width + 4)}${ms}`);
+  }
+  out.push("");
+  out.push(buildConvergenceLine(report));
+  for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
+  if (report.outputs.length > 0) {
+    out.push("");
+    out.push("Outputs: copy these into the IdP:");
+    const labelWidth = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
+    for (const o of report.outputs) {
+      out.push(`  ${o.address}`);
+      for (const [field, label] of OUTPUT_FIELDS) out.push(`    ${`${label}:`.padEnd(labelWidth)} ${outputText(o[field], o.known_after_apply)}`);
+    }
+  }
+  return `${out.join("\n")}\n`;
+}
+
+/** Lines after the first of a multi-line message, indented under it. */
+function indentRest(text: string, indent: number): string {
+  return text.split("\n").join(`\n${" ".repeat(indent)}`);
+}
+
+function code(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  return longest > 0 ? `${fence} ${text} ${fence}` : `${fence}${text}${fence}`;
+}
+
+function cell(text: string): string {
+  return text.replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+}
+
+/** The report as Markdown (for a job summary), ending with a newline. */
+export function renderApplyMarkdown(report: ApplyReport): string {
+  const out: string[] = [`### edgeplan apply: stack ${code(report.stack)}`, "", `**${buildApplyHeadline(report)}**`];
+  const results = resultsInOrder(report.outcome);
+  if (results.length > 0) {
+    out.push("", "| change | result | detail |", "|---|---|---|");
+    for (const r of results) out.push(`| ${code(r.address)} | ${STATUS_LABEL[r.status]} | ${cell(r.message)} |`);
+  }
+  out.push("", buildConvergenceLine(report));
+  if (report.convergence.remaining.length > 0) {
+    out.push("");
+    for (const r of report.convergence.remaining) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
+  }
+  if (report.outputs.length > 0) {
+    out.push("", "#### Outputs: copy these into the IdP", "");
+    for (const o of report.outputs) {
+      out.push(`- ${code(o.address)}`);
+      for (const [field, label] of OUTPUT_FIELDS) out.push(`  - ${label}: ${code(outputText(o[field], o.known_after_apply))}`);
+    }
+  }
+  return `${out.join("\n")}\n`;
+}
+
+/** The report as one JSON document (two-space indentation, final newline). */
+export function renderApplyJson(report: ApplyReport): string {
+  const { outcome, convergence } = report;
+  const status = outcome.interrupted
+    ? "interrupted"
+    : outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0
+      ? "failed"
+      : convergence.checked && convergence.converged
+        ? "converged"
+        : "not_converged";
+  const doc = {
+    format_version: APPLY_REPORT_FORMAT_VERSION,
+    kind: "apply_report",
+    stack: report.stack,
+    status,
+    counts: outcome.counts,
+    changes: outcome.results.map((r) => ({ address: r.address, kind: r.kind, action: r.action, status: r.status, id: r.id, ms: r.ms, message: r.message })),
+    convergence: {
+      against: report.against,
+      checked: convergence.checked,
+      converged: convergence.converged,
+      remaining: convergence.remaining,
+      ...(convergence.error !== undefined ? { error: convergence.error } : {}),
+    },
+    outputs: report.outputs,
+  };
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}

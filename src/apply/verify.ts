@@ -1,0 +1,190 @@
+/**
+ * After the run: what to read again, how the re-read objects join the live state read before the run, whether the
+ * result converged, and the outputs (the SAML values for the IdP) from the modules as they are now. Pure: the reads
+ * themselves are the command's (src/commands/apply.ts).
+ *
+ * Two ways to tell convergence:
+ * - a plan made from the manifests is checked by planning again (`buildPlan`) against the merged live state: the
+ *   result is converged when that plan has no change;
+ * - a saved plan is checked against its own `after` values, because the manifests may have moved on since it was
+ *   made (and the live state it was made against was not read in full by this run).
+ */
+import equal from "fast-deep-equal";
+import type { TouchedObjects } from "../api/fetch-live.js";
+import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
+import { normaliseModuleSettings } from "../kinds/module.js";
+import { SAML } from "../kinds/saml.js";
+import { buildLiveValue, sortedBackends } from "../kinds/weighted-backend.js";
+import type { Change, Plan, SamlOutput, WeightedBackendChange } from "../model/plan.js";
+import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
+import { phraseOf } from "../render/common.js";
+import type { ApplyOutcome } from "./engine.js";
+
+/** One object that does not hold what the manifests (or the saved plan) say, after the run. */
+export interface Remaining {
+  address: string;
+  /** Words that follow the address: `will be created`, `still differs from the plan`. */
+  reason: string;
+}
+
+/** The convergence check's verdict. */
+export interface Convergence {
+  /** False when the check could not run (the run was interrupted, or the reads failed); see `error`. */
+  checked: boolean;
+  converged: boolean;
+  remaining: Remaining[];
+  /** Why the check did not run, or what went wrong while it ran. */
+  error?: string;
+}
+
+/**
+ * What to read again after the run: the weighted backends the run touched (the planned ids, and the ids the creates
+ * answered) and the modules it touched, for every change that ran (done or failed: a failed write may still have
+ * happened when its answer was lost). `extraSamlRoutes` adds the SAML modules whose outputs are shown.
+ */
+export function buildTouchedAfterRun(
+  plan: Pick<Plan, "changes">,
+  outcome: Pick<ApplyOutcome, "results" | "createdIds">,
+  extraSamlRoutes: ReadonlyArray<{ edge: string; route: string }> = [],
+): TouchedObjects {
+  const ran = new Set(outcome.results.filter((r) => r.status === "done" || r.status === "failed").map((r) => r.address));
+  const ids = new Set<string>();
+  const modules = new Map<string, TouchedObjects["modules"][number]>();
+  for (const change of plan.changes) {
+    if (!ran.has(change.address)) continue;
+    if (change.kind === "weighted_backend") {
+      const id = change.id ?? outcome.createdIds[change.address];
+      if (id !== undefined) ids.add(id);
+    } else {
+      modules.set(`${change.edge}/${change.route}/${change.kind}`, { edge: change.edge, route: change.route, module: change.kind });
+    }
+  }
+  for (const r of extraSamlRoutes) modules.set(`${r.edge}/${r.route}/saml`, { edge: r.edge, route: r.route, module: "saml" });
+  return { weightedBackendIds: [...ids].sort(), modules: [...modules.values()] };
+}
+
+const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const routeKey = (r: { edge: string; route: string }): string => `${r.edge}/${r.route}`;
+
+/**
+ * The live state read before the run with the re-read objects in place: each touched weighted backend replaced by
+ * its re-read version (or removed when it no longer exists, or added when the run created it), each touched module
+ * replaced by its re-read value. Untouched objects keep what was read before.
+ */
+export function mergeLive(before: LiveState, touched: TouchedObjects, reread: LiveState): LiveState {
+  const touchedIds = new Set(touched.weightedBackendIds);
+  const rereadById = new Map(reread.weightedBackends.map((wb) => [wb.id, wb]));
+  const weightedBackends: LiveWeightedBackend[] = before.weightedBackends.filter((wb) => !touchedIds.has(wb.id));
+  for (const id of touchedIds) {
+    const wb = rereadById.get(id);
+    if (wb) weightedBackends.push(wb);
+  }
+  const rereadRoutes = new Map(reread.routes.map((r) => [routeKey(r), r]));
+  const routes = new Map(before.routes.map((r) => [routeKey(r), { ...r, fingerprints: { ...r.fingerprints } }]));
+  for (const m of touched.modules) {
+    const now = rereadRoutes.get(routeKey(m));
+    if (!now) continue;
+    const route: LiveRoute = routes.get(routeKey(m)) ?? {
+      edge: m.edge,
+      route: m.route,
+      saml: null,
+      circuit_breaker: null,
+      fingerprints: { saml: now.fingerprints.saml, circuit_breaker: now.fingerprints.circuit_breaker },
+    };
+    if (m.module === "saml") {
+      route.saml = now.saml;
+      route.fingerprints.saml = now.fingerprints.saml;
+      if (now.samlCertificateSha256 !== undefined) route.samlCertificateSha256 = now.samlCertificateSha256;
+      else delete route.samlCertificateSha256;
+    } else {
+      route.circuit_breaker = now.circuit_breaker;
+      route.fingerprints.circuit_breaker = now.fingerprints.circuit_breaker;
+    }
+    routes.set(routeKey(m), route);
+  }
+  return {
+    weightedBackends: weightedBackends.sort(byId),
+    routes: [...routes.values()].sort((a, b) => (routeKey(a) < routeKey(b) ? -1 : routeKey(a) > routeKey(b) ? 1 : 0)),
+  };
+}
+
+/** The verdict of a plan made against the merged live state: converged when it has no change. */
+export function buildConvergenceFromReplan(replan: Pick<Plan, "changes">): Convergence {
+  const remaining = replan.changes.map((c) => ({ address: c.address, reason: phraseOf(c) }));
+  return { checked: true, converged: remaining.length === 0, remaining };
+}
+
+/**
+ * The verdict for a saved plan: every change must have run and the re-read object must hold the plan's `after`
+ * (weighted backends with their references resolved to the ids the creates answered; modules field by field; a
+ * delete must have removed the object).
+ */
+export function buildConvergenceFromPlan(
+  plan: Pick<Plan, "changes">,
+  outcome: Pick<ApplyOutcome, "results" | "createdIds">,
+  reread: LiveState,
+): Convergence {
+  const status = new Map(outcome.results.map((r) => [r.address, r.status]));
+  const wbs = new Map(reread.weightedBackends.map((wb) => [wb.id, wb]));
+  const routes = new Map(reread.routes.map((r) => [routeKey(r), r]));
+  const remaining: Remaining[] = [];
+  for (const change of plan.changes) {
+    const s = status.get(change.address);
+    if (s !== "done" && s !== "failed") {
+      remaining.push({ address: change.address, reason: `${phraseOf(change)} (${s === "skipped" ? "skipped" : "not started"})` });
+      continue;
+    }
+    const reason = change.kind === "weighted_backend" ? weightedBackendGap(change, outcome.createdIds, wbs) : moduleGap(change, routes);
+    if (reason !== null) remaining.push({ address: change.address, reason });
+  }
+  return { checked: true, converged: remaining.length === 0, remaining };
+}
+
+function weightedBackendGap(
+  change: WeightedBackendChange,
+  createdIds: Readonly<Record<string, string>>,
+  wbs: ReadonlyMap<string, LiveWeightedBackend>,
+): string | null {
+  const id = change.id ?? createdIds[change.address];
+  const live = id === undefined ? undefined : wbs.get(id);
+  if (change.action === "delete") return live ? "still exists" : null;
+  if (!live || !change.after) return change.action === "create" ? phraseOf(change) : "no longer exists";
+  const backends: Record<string, number> = {};
+  for (const [key, weight] of Object.entries(change.after.backends)) {
+    const ref = change.refs[key];
+    backends[ref === undefined ? key : (createdIds[ref] ?? key)] = weight;
+  }
+  const expected = { ...change.after, backends: sortedBackends(backends) };
+  return equal(buildLiveValue(live), expected) ? null : "still differs from the plan";
+}
+
+function moduleGap(change: Exclude<Change, WeightedBackendChange>, routes: ReadonlyMap<string, LiveRoute>): string | null {
+  const route = routes.get(routeKey(change));
+  const live = route ? route[change.kind] : null;
+  if (change.action === "delete") return live === null ? null : "still exists";
+  if (live === null) return "is still unset";
+  const spec = change.kind === "saml" ? SAML : CIRCUIT_BREAKER;
+  return equal(normaliseModuleSettings(spec, live), change.after) ? null : "still differs from the plan";
+}
+
+/**
+ * The outputs of a plan with their values taken from the routes as read now (the SAML module's generated fields
+ * and its certificate's fingerprint). An output whose route was not read keeps the plan's values.
+ */
+export function buildOutputsFromLive(outputs: readonly SamlOutput[], routes: readonly LiveRoute[]): SamlOutput[] {
+  const byKey = new Map(routes.map((r) => [routeKey(r), r]));
+  return outputs.map((o) => {
+    const route = byKey.get(routeKey(o));
+    if (!route) return { ...o };
+    const saml = route.saml;
+    return {
+      ...o,
+      known_after_apply: false,
+      entity_id: saml?.entity_id ?? null,
+      assertion_consumer_service_url: saml?.assertion_consumer_service_url ?? null,
+      single_logout_url: saml?.single_logout_url ?? null,
+      metadata_url: saml?.metadata_url ?? null,
+      certificate_sha256: saml ? (route.samlCertificateSha256 ?? null) : null,
+    };
+  });
+}

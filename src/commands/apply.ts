@@ -1,0 +1,284 @@
+/**
+ * `edgeplan apply`: plan from the manifests (or read a saved plan and check that it is not stale), show the plan,
+ * check that every risk is acknowledged and that a person said `yes` (or `--auto-approve`), run the changes
+ * (src/apply/engine.ts), read again what was touched, and report what was done, whether the live side converged,
+ * and the outputs for the IdP.
+ *
+ * Exit codes: 0 every change done and converged (or nothing to change); 1 an error before any write (invalid
+ * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan);
+ * 3 some changes failed or were skipped, or the live side does not match after the run; 130 the run was
+ * interrupted with Ctrl-C (SIGINT; 143 for SIGTERM): the requests in flight finished, nothing new started, and
+ * running apply again finishes the job.
+ */
+import { resolve } from "node:path";
+import { fetchLive, fetchTouched } from "../api/fetch-live.js";
+import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
+import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
+import { applyPlan, type ApplyOutcome } from "../apply/engine.js";
+import { renderApplyJson, renderApplyMarkdown, renderApplyText, type ApplyReport } from "../apply/report.js";
+import { fetchStale, loadSavedPlan } from "../apply/saved-plan.js";
+import { buildStalePlanError } from "../apply/stale.js";
+import {
+  buildConvergenceFromPlan,
+  buildConvergenceFromReplan,
+  buildOutputsFromLive,
+  buildTouchedAfterRun,
+  mergeLive,
+  type Convergence,
+} from "../apply/verify.js";
+import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
+import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
+import type { Plan, SamlOutput } from "../model/plan.js";
+import type { DesiredState, LiveState } from "../model/state.js";
+import { renderMarkdown } from "../render/markdown.js";
+import type { CommandIO } from "./io.js";
+import { PLAN_FORMATS, planOptionsFrom, renderPlan, useColor, type PlanFlags, type PlanFormat } from "./plan.js";
+import { loadManifests, openSession, type Session } from "./session.js";
+
+export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
+  /** Manifest files or folders (default `.`): what is planned, or re-planned with `--refresh`. */
+  paths: string[];
+  /** A saved plan (`plan --out FILE`) to apply instead of planning now. */
+  plan?: string;
+  /** Apply without asking for `yes`. */
+  autoApprove?: boolean;
+  /** Risk rules acknowledged (`--ack RULE`, repeatable; commas allowed). */
+  ack?: string[];
+  /** Acknowledge every risk. */
+  force?: boolean;
+  /** With `--plan`: when the saved plan is stale, plan again from the manifests (and show, ask, check risks as usual). */
+  refresh?: boolean;
+  /** How the plan (and the report after it) is shown on stdout. */
+  format?: PlanFormat;
+  /**
+   * Aborting it stops the run as Ctrl-C does. When absent, the command handles SIGINT and SIGTERM itself while the
+   * changes run (a second signal ends the process at once).
+   */
+  signal?: AbortSignal;
+}
+
+export interface ApplyCommandResult {
+  exitCode: number;
+  diagnostics: Diagnostic[];
+  /** The plan that was shown (and applied, when approved). */
+  plan?: Plan;
+  /** The plan as Markdown. */
+  markdown?: string;
+  hasChanges?: boolean;
+  /** What was done as Markdown: done, failed, skipped, not started; converged or not; the outputs. */
+  summaryMarkdown?: string;
+}
+
+/** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
+export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Runs `apply`. Errors before any write (manifests, reads, refusals) are thrown as EdgeplanError subclasses (the
+ * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, or 130/143).
+ */
+export async function runApply(options: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
+  const format = options.format ?? "text";
+  if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
+  const acks = parseAckRules(options.ack ?? []);
+  if (options.refresh === true && options.plan === undefined) {
+    io.stderr("--refresh has an effect only with --plan FILE; planning from the manifests as usual\n");
+  }
+
+  let diagnostics: Diagnostic[] = [];
+  let desired: DesiredState | undefined;
+  let saved: Plan | undefined;
+  if (options.plan !== undefined) {
+    saved = await loadSavedPlan(resolve(io.cwd, options.plan), options.plan);
+  } else {
+    const loaded = await loadManifests(options.paths, io);
+    desired = loaded.desired;
+    diagnostics = loaded.diagnostics;
+  }
+
+  const session = await openSession(options, io, desired);
+  try {
+    // What to apply, and what the convergence check needs: from the manifests, the desired state, the live state
+    // read before and the plan options; from a saved plan, only the plan.
+    let plan: Plan;
+    let fromManifests: { desired: DesiredState; before: LiveState; planOptions: PlanOptions } | undefined;
+    if (saved) {
+      if (saved.stack !== session.stack) {
+        io.stderr(`the saved plan is for stack "${saved.stack}"; it is applied to that stack (not "${session.stack}")\n`);
+      }
+      plan = saved;
+      if (planHasChanges(saved)) {
+        const stale = await fetchStale(session.client, saved);
+        if (stale.length > 0) {
+          if (!options.refresh) throw buildStalePlanError(options.plan as string, stale);
+          io.stderr(
+            `the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`,
+          );
+          const loaded = await loadManifests(options.paths, io);
+          diagnostics = loaded.diagnostics;
+          const planOptions = refreshedPlanOptions(saved, options);
+          const before = await fetchLive(session.client, loaded.desired);
+          plan = buildPlan(loaded.desired, before, planOptions);
+          fromManifests = { desired: loaded.desired, before, planOptions };
+        }
+      }
+    } else {
+      const planOptions = planOptionsFrom(options, session.stack);
+      const before = await fetchLive(session.client, desired as DesiredState);
+      plan = buildPlan(desired as DesiredState, before, planOptions);
+      fromManifests = { desired: desired as DesiredState, before, planOptions };
+    }
+
+    io.stdout(renderPlan(plan, format, useColor(options, io)));
+    const hasChanges = planHasChanges(plan);
+    const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, markdown: renderMarkdown(plan), hasChanges };
+    if (!hasChanges) {
+      io.stderr("Nothing to apply: no change was sent.\n");
+      return result;
+    }
+
+    const risks = unacknowledgedRisks(plan, acks, options.force === true);
+    if (risks.length > 0) throw buildRiskRefusal(risks);
+    if (options.autoApprove !== true) {
+      if (!io.stdinIsTTY) throw buildNoTerminalRefusal();
+      const answer = await io.prompt(APPROVAL_QUESTION);
+      if (answer.trim() !== "yes") throw buildDeclinedRefusal(answer);
+    }
+
+    const { outcome, interruptedBy } = await runChanges(plan, session, options, io);
+    const { convergence, outputs } = outcome.interrupted
+      ? { convergence: { checked: false, converged: false, remaining: [] } as Convergence, outputs: [] as SamlOutput[] }
+      : await checkConvergence(plan, outcome, session, fromManifests);
+
+    const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: fromManifests ? "manifests" : "plan" };
+    if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
+    io.stdout(format === "json" ? renderApplyJson(report) : format === "markdown" ? `\n${renderApplyMarkdown(report)}` : renderApplyText(report));
+    result.summaryMarkdown = renderApplyMarkdown(report);
+    result.exitCode = exitCodeOf(outcome, convergence, interruptedBy);
+    return result;
+  } finally {
+    await session.close();
+  }
+}
+
+/**
+ * The exit code after a run: interrupted 130 (143 for SIGTERM); any change failed, skipped or not started, or a
+ * convergence check that found differences, 3; else 0. A check that could not read the objects again does not turn
+ * a run whose every write the API accepted into a failure (the report says it was not checked).
+ */
+function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined): number {
+  if (outcome.interrupted) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
+  const { failed, skipped, not_started } = outcome.counts;
+  if (failed + skipped + not_started > 0) return EXIT.partial;
+  if (convergence.checked && !convergence.converged) return EXIT.partial;
+  return EXIT.ok;
+}
+
+/** The options of a re-plan of a stale saved plan: the saved plan's, with the flags given now on top. */
+function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOptions {
+  const planOptions = planOptionsFrom(
+    {
+      prune: saved.options.prune || options.prune === true,
+      takeover: saved.options.takeover || options.takeover === true,
+      maxShift: options.maxShift ?? saved.options.max_shift,
+      maxDeletes: options.maxDeletes ?? saved.options.max_deletes,
+    },
+    saved.stack,
+  );
+  return planOptions;
+}
+
+/** Runs the plan's changes with progress on stderr; SIGINT/SIGTERM (or `options.signal`) stop it gracefully. */
+async function runChanges(
+  plan: Plan,
+  session: Session,
+  options: ApplyCommandOptions,
+  io: CommandIO,
+): Promise<{ outcome: ApplyOutcome; interruptedBy: string | undefined }> {
+  const concurrency = Number(options.concurrency ?? CLIENT_DEFAULTS.concurrency);
+  const stop = wireStop(io, options.signal);
+  try {
+    const n = plan.changes.length;
+    io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
+    const outcome = await applyPlan(plan.changes, session.client, {
+      stack: plan.stack,
+      concurrency,
+      signal: stop.signal,
+      onProgress: (line) => io.stderr(`${line}\n`),
+    });
+    return { outcome, interruptedBy: stop.by() };
+  } finally {
+    stop.dispose();
+  }
+}
+
+interface Stop {
+  signal: AbortSignal;
+  /** The signal's name (`SIGINT`), or `aborted` for the caller's AbortSignal; undefined when nothing stopped the run. */
+  by(): string | undefined;
+  dispose(): void;
+}
+
+/**
+ * The AbortSignal of a run. Without a caller's signal, SIGINT and SIGTERM abort it; a second one restores the
+ * default handling and re-raises it, so the process ends at once.
+ */
+function wireStop(io: CommandIO, external: AbortSignal | undefined): Stop {
+  const controller = new AbortController();
+  let by: string | undefined;
+  if (external) {
+    const onAbort = (): void => {
+      by ??= "aborted";
+      controller.abort();
+    };
+    if (external.aborted) onAbort();
+    else external.addEventListener("abort", onAbort, { once: true });
+    return { signal: controller.signal, by: () => by, dispose: () => external.removeEventListener("abort", onAbort) };
+  }
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) {
+      dispose();
+      process.kill(process.pid, signal);
+      return;
+    }
+    by = signal;
+    io.stderr(
+      `\n${signal} received: no new request will start; waiting for the requests in flight to finish (send ${signal} again to stop at once)\n`,
+    );
+    controller.abort();
+  };
+  const dispose = (): void => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return { signal: controller.signal, by: () => by, dispose };
+}
+
+/**
+ * Reads again what the run touched and tells whether the live side converged, with the outputs as they are now.
+ * From manifests: merge into the live state read before and plan again. From a saved plan: compare with its
+ * `after` values. A failed read is reported as "not checked", never thrown: the changes already ran.
+ */
+async function checkConvergence(
+  plan: Plan,
+  outcome: ApplyOutcome,
+  session: Session,
+  fromManifests: { desired: DesiredState; before: LiveState; planOptions: PlanOptions } | undefined,
+): Promise<{ convergence: Convergence; outputs: SamlOutput[] }> {
+  try {
+    if (fromManifests) {
+      const touched = buildTouchedAfterRun(plan, outcome);
+      const reread = await fetchTouched(session.client, touched);
+      const merged = mergeLive(fromManifests.before, touched, reread);
+      const replan = buildPlan(fromManifests.desired, merged, fromManifests.planOptions);
+      return { convergence: buildConvergenceFromReplan(replan), outputs: replan.outputs };
+    }
+    const touched = buildTouchedAfterRun(plan, outcome, plan.outputs);
+    const reread = await fetchTouched(session.client, touched);
+    return { convergence: buildConvergenceFromPlan(plan, outcome, reread), outputs: buildOutputsFromLive(plan.outputs, reread.routes) };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return { convergence: { checked: false, converged: false, remaining: [], error: `the check could not run: ${message}` }, outputs: plan.outputs };
+  }
+}

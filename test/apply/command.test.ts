@@ -1,0 +1,97 @@
+/**
+ * `runApply` in this process (as the GitHub Action calls it), against the real server: the question on a terminal,
+ * the JSON output, the result's fields, and a caller's AbortSignal.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { APPROVAL_QUESTION } from "../../src/apply/approval.js";
+import { runApply } from "../../src/commands/apply.js";
+import type { CommandIO } from "../../src/commands/io.js";
+import { UnsafePlanError } from "../../src/model/errors.js";
+import { closeWorlds, HR1, HR2, startWorld, wbYaml, type World } from "./e2e.js";
+
+afterAll(closeWorlds);
+
+function io(world: World, answer?: string): CommandIO & { out: string; err: string; questions: string[] } {
+  const rec = {
+    out: "",
+    err: "",
+    questions: [] as string[],
+    stdout(text: string) {
+      rec.out += text;
+    },
+    stderr(text: string) {
+      rec.err += text;
+    },
+    env: { EDGEPLAN_API_URL: world.server.url, EDGEPLAN_API_KEY: world.server.apiKey },
+    cwd: world.dir,
+    stdoutIsTTY: false,
+    stdinIsTTY: answer !== undefined,
+    async prompt(question: string) {
+      rec.questions.push(question);
+      return answer ?? "";
+    },
+  };
+  return rec;
+}
+
+describe("runApply", () => {
+  it("asks on a terminal and applies after 'yes'", async () => {
+    const w = await startWorld();
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 100 }) });
+    const rec = io(w, "yes\n");
+    const result = await runApply({ paths: ["m"], rateLimit: "off" }, rec);
+    expect(rec.questions).toEqual(["Do you want to apply these changes? Only 'yes' is accepted: "]);
+    expect(APPROVAL_QUESTION).toBe(rec.questions[0]);
+    expect(result.exitCode).toBe(0);
+    expect(result.hasChanges).toBe(true);
+    expect(result.plan?.summary.create).toBe(1);
+    expect(result.markdown).toContain("### edgeplan plan: stack `default`");
+    expect(result.summaryMarkdown).toContain("### edgeplan apply: stack `default`\n\n**Apply complete: 1 done.**\n");
+    expect(result.summaryMarkdown).toContain("Converged: the live state matches the manifests.");
+    expect((await w.owned()).has("x")).toBe(true);
+  });
+
+  it("anything but 'yes' cancels, and nothing is sent", async () => {
+    const w = await startWorld();
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 100 }) });
+    const rec = io(w, "y");
+    await expect(runApply({ paths: ["m"], rateLimit: "off" }, rec)).rejects.toThrow(new UnsafePlanError(`apply cancelled: "y" is not 'yes'; nothing was sent`));
+    expect(rec.out).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
+    expect(w.writes()).toEqual([]);
+  });
+
+  it("--format json prints the plan, then the report, as two JSON documents", async () => {
+    const w = await startWorld();
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 60, [HR2]: 40 }) });
+    const rec = io(w);
+    const result = await runApply({ paths: ["m"], autoApprove: true, format: "json", rateLimit: "off" }, rec);
+    expect(result.exitCode).toBe(0);
+    const docs = rec.out.split(/^}\n/m).filter((d) => d.trim() !== "").map((d) => JSON.parse(`${d}}`) as Record<string, unknown>);
+    expect(docs).toHaveLength(2);
+    expect(docs[0]).toMatchObject({ format_version: 1, stack: "default", summary: { create: 1, total: 1 } });
+    const id = (await w.owned()).get("x")?.id;
+    expect(docs[1]).toEqual({
+      format_version: 1,
+      kind: "apply_report",
+      stack: "default",
+      status: "converged",
+      counts: { done: 1, failed: 0, skipped: 0, not_started: 0 },
+      changes: [{ address: "weighted_backend.x", kind: "weighted_backend", action: "create", status: "done", id, ms: expect.any(Number), message: `created ${id}` }],
+      convergence: { against: "manifests", checked: true, converged: true, remaining: [] },
+      outputs: [],
+    });
+  });
+
+  it("a caller's aborted signal starts nothing and exits 130", async () => {
+    const w = await startWorld();
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 100 }), "y.yaml": wbYaml("y", { [HR2]: 100 }) });
+    const rec = io(w);
+    const controller = new AbortController();
+    controller.abort();
+    const result = await runApply({ paths: ["m"], autoApprove: true, signal: controller.signal, rateLimit: "off" }, rec);
+    expect(result.exitCode).toBe(130);
+    expect(rec.out).toContain("\nApply interrupted: 0 done, 2 not started.\n");
+    expect(result.summaryMarkdown).toContain("| `weighted_backend.x` | not started | the run was interrupted before it started |");
+    expect(w.writes()).toEqual([]);
+  });
+});
