@@ -1,0 +1,31 @@
+/**
+ * Outputs: the generated SAML fields of every route whose SAML module the manifests manage (entity id, ACS URL,
+ * SLO URL, metadata URL, request-signing certificate fingerprint), which a person copies into the IdP. The server
+ * keeps them across replaces, so a module that exists live has them now; a module the plan creates has them only
+ * after apply. A module the plan deletes has none. Pure.
+ */
+import type { SamlOutput } from "../model/plan.js";
+import { moduleAddress } from "../model/plan.js";
+import type { DesiredEdgeRoute, LiveRoute } from "../model/state.js";
+
+/** Outputs for the given desired routes (each with its live route), sorted by address. */
+export function buildOutputs(routes: Array<{ desired: DesiredEdgeRoute; live: LiveRoute }>): SamlOutput[] {
+  const outputs: SamlOutput[] = [];
+  for (const { desired, live } of routes) {
+    if (desired.saml.state !== "present") continue;
+    const address = moduleAddress(desired.edge, desired.route, "saml");
+    const saml = live.saml;
+    outputs.push({
+      address,
+      edge: desired.edge,
+      route: desired.route,
+      known_after_apply: saml === null,
+      entity_id: saml?.entity_id ?? null,
+      assertion_consumer_service_url: saml?.assertion_consumer_service_url ?? null,
+      single_logout_url: saml?.single_logout_url ?? null,
+      metadata_url: saml?.metadata_url ?? null,
+      certificate_sha256: saml ? (live.samlCertificateSha256 ?? null) : null,
+    });
+  }
+  return outputs.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+}

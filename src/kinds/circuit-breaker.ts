@@ -1,0 +1,13 @@
+/**
+ * The circuit breaker module of an HTTPS edge route: its client-settable fields and defaults (API.md section 4).
+ * Pure.
+ */
+import { CIRCUIT_BREAKER_DEFAULTS, CircuitBreakerSettingsSchema } from "../model/wire.js";
+import type { ModuleKindSpec } from "./module.js";
+
+export const CIRCUIT_BREAKER: ModuleKindSpec = {
+  kind: "circuit_breaker",
+  label: "circuit breaker",
+  fields: Object.keys(CircuitBreakerSettingsSchema.shape),
+  defaults: CIRCUIT_BREAKER_DEFAULTS,
+};

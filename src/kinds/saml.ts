@@ -1,0 +1,19 @@
+/**
+ * The SAML module of an HTTPS edge route: its client-settable fields and defaults (API.md section 3), the auth
+ * question the risks ask of it, and the outputs a person copies into the IdP. Pure.
+ */
+import type { ModuleSettings } from "../model/plan.js";
+import { SAML_DEFAULTS, SamlSettingsSchema } from "../model/wire.js";
+import type { ModuleKindSpec } from "./module.js";
+
+export const SAML: ModuleKindSpec = {
+  kind: "saml",
+  label: "SAML",
+  fields: Object.keys(SamlSettingsSchema.shape),
+  defaults: SAML_DEFAULTS,
+};
+
+/** Whether SAML settings require a login: the module exists and is enabled. */
+export function samlEnforced(settings: ModuleSettings | null): boolean {
+  return settings !== null && settings.enabled !== false;
+}

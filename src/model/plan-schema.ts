@@ -1,0 +1,161 @@
+/**
+ * The zod schema of the JSON plan (`format_version: 1`), which is also the saved plan file (`plan --out`,
+ * `apply --plan`). Parsing with it returns the plan with its keys in the order declared here, so the JSON
+ * rendering is stable; its JSON Schema is generated into `schemas/plan.schema.json`.
+ */
+import { z } from "zod";
+import type { Plan } from "./plan.js";
+
+const json = z.json();
+const count = z.number().int().min(0);
+const sourceText = z.string().describe("file:line:col of the manifest that declares the object");
+
+const FieldDiffSchema = z.object({
+  path: z.string(),
+  op: z.enum(["add", "remove", "change"]),
+  before: json,
+  after: json,
+  lines: z.array(z.string()).nullable(),
+});
+
+const WeightChangeSchema = z.object({
+  child: z.string(),
+  name: z.string().nullable(),
+  known_after_apply: z.boolean(),
+  before: z.number().int().nullable(),
+  after: z.number().int().nullable(),
+  share_before: z.number().nullable(),
+  share_after: z.number().nullable(),
+  changed: z.boolean(),
+});
+
+const WeightedBackendValueSchema = z.object({
+  description: z.string(),
+  metadata: json,
+  backends: z.record(z.string(), z.number().int()),
+});
+
+const WeightedBackendBodySchema = z.object({
+  description: z.string(),
+  metadata: z.string(),
+  backends: z.record(z.string(), z.number().int()),
+});
+
+const OwnerMarkerSchema = z.object({
+  stack: z.string(),
+  name: z.string(),
+  protect: z.literal(true).optional(),
+});
+
+const ModuleSettingsSchema = z.record(z.string(), json);
+
+export const WeightedBackendChangeSchema = z.object({
+  kind: z.literal("weighted_backend"),
+  action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename"]),
+  address: z.string(),
+  name: z.string(),
+  id: z.string().nullable(),
+  previous_owner: OwnerMarkerSchema.nullable(),
+  fingerprint: z.string().nullable(),
+  source: sourceText.nullable(),
+  before: WeightedBackendValueSchema.nullable(),
+  after: WeightedBackendValueSchema.nullable(),
+  diffs: z.array(FieldDiffSchema),
+  weights: z.array(WeightChangeSchema),
+  request: z.object({
+    method: z.enum(["POST", "PATCH", "DELETE"]),
+    path: z.string(),
+    body: WeightedBackendBodySchema.nullable(),
+  }),
+  refs: z.record(z.string(), z.string()),
+  depends_on: z.array(z.string()),
+  notes: z.array(z.string()),
+});
+
+export const ModuleChangeSchema = z.object({
+  kind: z.enum(["saml", "circuit_breaker"]),
+  action: z.enum(["replace", "delete"]),
+  address: z.string(),
+  edge: z.string(),
+  route: z.string(),
+  fingerprint: z.string(),
+  source: sourceText.nullable(),
+  before: ModuleSettingsSchema.nullable(),
+  after: ModuleSettingsSchema.nullable(),
+  diffs: z.array(FieldDiffSchema),
+  request: z.object({
+    method: z.enum(["PUT", "DELETE"]),
+    path: z.string(),
+    body: ModuleSettingsSchema.nullable(),
+  }),
+  depends_on: z.array(z.string()),
+  notes: z.array(z.string()),
+});
+
+export const PlanSchema = z.object({
+  format_version: z.literal(1),
+  stack: z.string(),
+  options: z.object({
+    prune: z.boolean(),
+    takeover: z.boolean(),
+    max_shift: z.number(),
+    max_deletes: count,
+  }),
+  summary: z.object({
+    create: count,
+    update: count,
+    delete: count,
+    adopt: count,
+    takeover: count,
+    rename: count,
+    module_replace: count,
+    module_delete: count,
+    orphans_kept: count,
+    total: count,
+  }),
+  risks: z.array(
+    z.object({
+      rule: z.enum(["auth-removal", "traffic-shift", "no-traffic", "mass-delete"]),
+      addresses: z.array(z.string()),
+      message: z.string(),
+    }),
+  ),
+  changes: z.array(z.union([WeightedBackendChangeSchema, ModuleChangeSchema])),
+  orphans: z.array(
+    z.object({
+      address: z.string(),
+      id: z.string(),
+      name: z.string(),
+      protected: z.boolean(),
+      action: z.enum(["delete", "keep"]),
+      reason: z.string(),
+    }),
+  ),
+  outputs: z.array(
+    z.object({
+      address: z.string(),
+      edge: z.string(),
+      route: z.string(),
+      known_after_apply: z.boolean(),
+      entity_id: z.string().nullable(),
+      assertion_consumer_service_url: z.string().nullable(),
+      single_logout_url: z.string().nullable(),
+      metadata_url: z.string().nullable(),
+      certificate_sha256: z.string().nullable(),
+    }),
+  ),
+  warnings: z.array(z.string()),
+}).meta({
+  title: "edgeplan plan",
+  description: "A plan of edgeplan (format_version 1): `edgeplan plan --format json`, `plan --out FILE`, read by `apply --plan FILE`.",
+});
+
+/** The saved plan file is the JSON plan itself. */
+export const PlanFileSchema = PlanSchema;
+
+// The schema and the hand-written types must describe the same objects: these lines stop compiling when they drift.
+type Parsed = z.infer<typeof PlanSchema>;
+const toPlan = (p: Parsed): Plan => p;
+const fromPlan = (p: Plan): Parsed => p;
+void toPlan;
+void fromPlan;

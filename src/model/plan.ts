@@ -1,0 +1,204 @@
+/**
+ * A plan: plain data saying what differs between `desired` and `live` and which calls converge them. It is built by
+ * one pure function (src/core/plan.ts `buildPlan`), read by the renderers (src/render/) and by the applier, and
+ * saved as JSON (`plan --out`, schema in ./plan-schema.ts). Field names are snake_case because the JSON plan is a
+ * public format (`format_version: 1`); the TypeScript types and the JSON are the same objects.
+ */
+import type { OwnerMarker } from "./state.js";
+
+/** Any JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export const PLAN_FORMAT_VERSION = 1;
+
+export type WeightedBackendAction = "create" | "update" | "delete" | "adopt" | "takeover" | "rename";
+export type ModuleAction = "replace" | "delete";
+export type ModuleKind = "saml" | "circuit_breaker";
+export type RiskRule = "auth-removal" | "traffic-shift" | "no-traffic" | "mass-delete";
+export const RISK_RULES: readonly RiskRule[] = ["auth-removal", "traffic-shift", "no-traffic", "mass-delete"];
+
+/** One field that differs. `before` is null for an `add`, `after` is null for a `remove`. */
+export interface FieldDiff {
+  /** `description`, `metadata.<key>`, `idp_metadata`, `authorized_groups`... */
+  path: string;
+  op: "add" | "remove" | "change";
+  before: JsonValue;
+  after: JsonValue;
+  /**
+   * For long multi-line strings (IdP metadata XML): a short line diff, each line starting with `+ `, `- `, `  `
+   * (context) or `@@` (a hunk header), already cut to a readable length. Null for other values.
+   */
+  lines: string[] | null;
+}
+
+/** One child of a weighted backend, before and after, with its share of the parent's traffic. */
+export interface WeightChange {
+  /** The child's id; for a child created by this same plan, its manifest name (its id is known after apply). */
+  child: string;
+  /** The child's name: its manifest name, else the name in its owner marker of this stack; null for others. */
+  name: string | null;
+  known_after_apply: boolean;
+  /** Null when the child is absent on that side. */
+  before: number | null;
+  after: number | null;
+  /** Share of the parent's traffic in percent (0 to 100, one decimal); null when the child is absent on that side. */
+  share_before: number | null;
+  share_after: number | null;
+  /** True when the weight differs (a child added, removed or re-weighted). */
+  changed: boolean;
+}
+
+/** A weighted backend as compared: metadata parsed (an object), or the raw text when it is not a JSON object. */
+export interface WeightedBackendValue {
+  description: string;
+  metadata: JsonValue;
+  /** Children by id (or by name for a child known after apply), sorted by key. */
+  backends: Record<string, number>;
+}
+
+/** The JSON body of a POST or PATCH of a weighted backend: always complete (an absent `backends` empties the map). */
+export interface WeightedBackendBody {
+  description: string;
+  /** Canonical JSON of the user's metadata plus the owner marker. */
+  metadata: string;
+  /** Keys are backend ids, except the keys listed in the change's `refs` (manifest names resolved at apply time). */
+  backends: Record<string, number>;
+}
+
+export interface PlannedRequest<M extends string, B> {
+  method: M;
+  /** Relative to the API base URL. For a create, the path of the collection. */
+  path: string;
+  /** The full body to send; null for a DELETE. */
+  body: B | null;
+}
+
+export interface WeightedBackendChange {
+  kind: "weighted_backend";
+  action: WeightedBackendAction;
+  /** `weighted_backend.<name>`; an orphan without a free name uses its id. */
+  address: string;
+  /** The manifest name (for an orphan, the name in its marker). */
+  name: string;
+  /** The live id; null for a create. */
+  id: string | null;
+  /** The owner marker the live object carried (adopt: null; takeover: another stack's; rename: the old name). */
+  previous_owner: OwnerMarker | null;
+  /** Fingerprint of the live object this change was planned against; null for a create. */
+  fingerprint: string | null;
+  /** Where the manifest declares the object, `file:line:col`; null for an orphan. */
+  source: string | null;
+  before: WeightedBackendValue | null;
+  after: WeightedBackendValue | null;
+  /**
+   * Differences of description and metadata (children are in `weights`). For a create every field is an `add`,
+   * for a delete a `remove`.
+   */
+  diffs: FieldDiff[];
+  /** Every child of either side, sorted by `child`. */
+  weights: WeightChange[];
+  request: PlannedRequest<"POST" | "PATCH" | "DELETE", WeightedBackendBody>;
+  /** Body keys that are manifest names, mapped to the address of the create that gives their id. */
+  refs: Record<string, string>;
+  /** Addresses of the changes that must succeed before this one runs. */
+  depends_on: string[];
+  /** Sentences a reviewer should read (why an object was matched as it was). */
+  notes: string[];
+}
+
+/** Settings of a module as compared and sent (all client-settable fields, defaults filled). */
+export type ModuleSettings = Record<string, JsonValue>;
+
+export interface ModuleChange {
+  kind: ModuleKind;
+  /** `replace` is a PUT of the whole module (whether it existed or not); `delete` removes it. */
+  action: ModuleAction;
+  /** `edge_route.<edge>/<route>.saml` or `.circuit_breaker`. */
+  address: string;
+  edge: string;
+  route: string;
+  /** Fingerprint of the live module as read (the fingerprint of `null` when it was unset). */
+  fingerprint: string;
+  source: string | null;
+  /** Client-settable fields of the live module; null when it is unset. */
+  before: ModuleSettings | null;
+  after: ModuleSettings | null;
+  /** Field by field; every field is an `add` when the module is unset live, a `remove` when it is deleted. */
+  diffs: FieldDiff[];
+  request: PlannedRequest<"PUT" | "DELETE", ModuleSettings>;
+  depends_on: string[];
+  notes: string[];
+}
+
+export type Change = WeightedBackendChange | ModuleChange;
+
+/** A live object owned by the stack that no manifest names. */
+export interface Orphan {
+  address: string;
+  id: string;
+  name: string;
+  protected: boolean;
+  /** `delete` when the plan deletes it (with --prune), else `keep`. */
+  action: "delete" | "keep";
+  /** Why it is kept or deleted, as a sentence. */
+  reason: string;
+}
+
+export interface Risk {
+  rule: RiskRule;
+  addresses: string[];
+  /** What the risk is and how to proceed. */
+  message: string;
+}
+
+/** The generated SAML fields a person copies into the IdP. Null values are known after apply. */
+export interface SamlOutput {
+  address: string;
+  edge: string;
+  route: string;
+  known_after_apply: boolean;
+  entity_id: string | null;
+  assertion_consumer_service_url: string | null;
+  single_logout_url: string | null;
+  metadata_url: string | null;
+  certificate_sha256: string | null;
+}
+
+export interface PlanSummary {
+  create: number;
+  update: number;
+  delete: number;
+  adopt: number;
+  takeover: number;
+  rename: number;
+  module_replace: number;
+  module_delete: number;
+  /** Orphans the plan leaves in place. */
+  orphans_kept: number;
+  /** Number of changes. */
+  total: number;
+}
+
+export interface Plan {
+  format_version: typeof PLAN_FORMAT_VERSION;
+  stack: string;
+  options: { prune: boolean; takeover: boolean; max_shift: number; max_deletes: number };
+  summary: PlanSummary;
+  risks: Risk[];
+  /** Sorted by address. */
+  changes: Change[];
+  orphans: Orphan[];
+  outputs: SamlOutput[];
+  /** Things a reviewer should know that are not changes (e.g. two objects carrying the same marker). */
+  warnings: string[];
+}
+
+/** Address of a weighted backend. */
+export function weightedBackendAddress(nameOrId: string): string {
+  return `weighted_backend.${nameOrId}`;
+}
+
+/** Address of a module of a route. */
+export function moduleAddress(edge: string, route: string, kind: ModuleKind): string {
+  return `edge_route.${edge}/${route}.${kind}`;
+}

@@ -1,0 +1,117 @@
+/**
+ * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
+ * Plan; they never compute what it contains. Pure.
+ */
+import type { Change, JsonValue, Plan, WeightChange } from "../model/plan.js";
+
+export const NO_CHANGES = "No changes. Live state matches the manifests.";
+
+/** The marker of a change, as Terraform draws them (`+`, `~`, `-`), plus edgeplan's own for ownership. */
+export type ChangeSymbol = "+" | "~" | "-" | ">" | "!" | "=>";
+
+export const SYMBOL_LEGEND: ReadonlyArray<[ChangeSymbol, string]> = [
+  ["+", "create"],
+  ["~", "update in place"],
+  ["-", "delete"],
+  [">", "adopt (add the owner marker)"],
+  ["!", "take over from another stack"],
+  ["=>", "rename (rewrite the owner marker, keep the id)"],
+];
+
+export function symbolOf(change: Change): ChangeSymbol {
+  if (change.kind === "weighted_backend") {
+    switch (change.action) {
+      case "create":
+        return "+";
+      case "update":
+        return "~";
+      case "delete":
+        return "-";
+      case "adopt":
+        return ">";
+      case "takeover":
+        return "!";
+      case "rename":
+        return "=>";
+    }
+  }
+  if (change.action === "delete") return "-";
+  return change.before === null ? "+" : "~";
+}
+
+/** `will be created`, `will be updated in place`, ... */
+export function phraseOf(change: Change): string {
+  if (change.kind === "weighted_backend") {
+    switch (change.action) {
+      case "create":
+        return "will be created";
+      case "update":
+        return "will be updated in place";
+      case "delete":
+        return "will be deleted";
+      case "adopt":
+        return "will be adopted";
+      case "takeover":
+        return "will be taken over";
+      case "rename":
+        return `will be renamed from "${change.previous_owner?.name ?? ""}"`;
+    }
+  }
+  if (change.action === "delete") return "will be deleted";
+  return change.before === null ? "will be set (the route has none yet)" : "will be replaced";
+}
+
+/** The address followed by the live id, when there is one. */
+export function titleOf(change: { address: string; id?: string | null }): string {
+  return change.id && !change.address.endsWith(change.id) ? `${change.address} (${change.id})` : change.address;
+}
+
+/** A child of a weighted backend as shown: its id, its name when it has one, or `name (known after apply)`. */
+export function childLabel(w: WeightChange): string {
+  if (w.known_after_apply) return `${w.child} (known after apply)`;
+  return w.name !== null ? `${w.child} (${w.name})` : w.child;
+}
+
+/** `9000 (90%)` */
+export function weightText(weight: number | null, share: number | null): string {
+  return `${weight ?? 0} (${share ?? 0}%)`;
+}
+
+/** A value in a diff line: JSON (strings quoted, objects compact). */
+export function valueText(value: JsonValue): string {
+  return JSON.stringify(value);
+}
+
+/** Children shown in a diff: those whose weight or share moves. The others are only counted. */
+export function visibleWeights(weights: WeightChange[]): { shown: WeightChange[]; hidden: number } {
+  const shown = weights.filter((w) => w.changed || w.share_before !== w.share_after);
+  return { shown, hidden: weights.length - shown.length };
+}
+
+/** `Plan: 1 to create, 2 to update, 0 to delete.` plus every other kind of change that occurs. */
+export function summaryLine(plan: Plan): string {
+  const s = plan.summary;
+  const parts = [`${s.create} to create`, `${s.update} to update`, `${s.delete} to delete`];
+  if (s.adopt) parts.push(`${s.adopt} to adopt`);
+  if (s.takeover) parts.push(`${s.takeover} to take over`);
+  if (s.rename) parts.push(`${s.rename} to rename`);
+  if (s.module_replace) parts.push(`${s.module_replace} ${s.module_replace === 1 ? "module" : "modules"} to replace`);
+  if (s.module_delete) parts.push(`${s.module_delete} ${s.module_delete === 1 ? "module" : "modules"} to delete`);
+  return `Plan: ${parts.join(", ")}.`;
+}
+
+/** Field labels of the outputs, in the order a person fills them into an IdP. */
+export const OUTPUT_FIELDS = [
+  ["entity_id", "entity id"],
+  ["assertion_consumer_service_url", "ACS URL"],
+  ["single_logout_url", "SLO URL"],
+  ["metadata_url", "metadata URL"],
+  ["certificate_sha256", "certificate SHA-256"],
+] as const;
+
+export const KNOWN_AFTER_APPLY = "(known after apply)";
+
+/** An output value as shown: the value, `(known after apply)`, or `(not available)` when the server gave none. */
+export function outputText(value: string | null, knownAfterApply: boolean): string {
+  return value ?? (knownAfterApply ? KNOWN_AFTER_APPLY : "(not available)");
+}

@@ -1,0 +1,178 @@
+/**
+ * The plan as Markdown for a pull-request comment or a job summary: the summary line, risks first, a table of the
+ * changes, orphans, outputs, then the details of each change in a `<details>` block. Kept under `maxChars` (GitHub
+ * refuses longer comments) by cutting details first, and only for very large plans rows of the tables too; never the
+ * summary or the risks. Every cut is said in the comment. Reads the Plan only. Pure.
+ */
+import type { Change, FieldDiff, Plan } from "../model/plan.js";
+import {
+  childLabel,
+  NO_CHANGES,
+  OUTPUT_FIELDS,
+  outputText,
+  phraseOf,
+  summaryLine,
+  symbolOf,
+  titleOf,
+  valueText,
+  visibleWeights,
+  weightText,
+} from "./common.js";
+
+export interface MarkdownOptions {
+  /** Upper bound of the rendering's length (GitHub refuses comments over 65,536 characters). Default 60,000. */
+  maxChars?: number;
+}
+
+export const DEFAULT_MARKDOWN_MAX_CHARS = 60_000;
+
+/** Inline code that survives backticks in the text. */
+function code(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  return longest > 0 ? `${fence} ${text} ${fence}` : `${fence}${text}${fence}`;
+}
+
+/** Text safe inside a table cell. */
+function cell(text: string): string {
+  return text.replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+}
+
+function html(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+/** A fenced block that no line of the content can close early. */
+function fenced(lang: string, lines: string[]): string {
+  const longest = Math.max(0, ...(lines.join("\n").match(/`{3,}/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `${fence}${lang}\n${lines.join("\n")}\n${fence}`;
+}
+
+/** A part of the comment made of items (table rows, outputs, details) that can be cut from the end. */
+interface Section {
+  /** Lines before the first item (a heading, a table header). */
+  head: string;
+  items: string[];
+  /** What the cut note calls an item: `changes`, `orphans`... */
+  noun: string;
+}
+
+/** The longest cut note, kept free for each section so that the notes never push the comment over maxChars. */
+const NOTE_ROOM = 240;
+
+/**
+ * Renders the plan as Markdown, ending with a newline, at most `maxChars` long. The heading, the summary line, the
+ * risks and the warnings are never cut; when the rest does not fit, items are cut from the end of each part in this
+ * order of importance: the table of changes, the outputs, the orphans, the details; each cut is said in a note.
+ * Only a summary and risks longer than `maxChars` by themselves make a longer comment.
+ */
+export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
+  const maxChars = options.maxChars ?? DEFAULT_MARKDOWN_MAX_CHARS;
+  const head: string[] = [];
+  head.push(`### edgeplan plan: stack ${code(plan.stack)}`);
+  head.push("");
+  head.push(plan.changes.length === 0 ? `**${NO_CHANGES}**` : `**${summaryLine(plan)}**`);
+  if (plan.risks.length > 0) {
+    head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
+    for (const risk of plan.risks) head.push(`- **${code(risk.rule)}**: ${cell(risk.message)}`);
+  }
+  if (plan.warnings.length > 0) {
+    head.push("", "#### Warnings", "");
+    for (const w of plan.warnings) head.push(`- ${cell(w)}`);
+  }
+  const fixed = `${head.join("\n")}\n`;
+
+  const changes: Section = {
+    head: "\n#### Changes\n\n| | address | change | manifest |\n|:-:|---|---|---|\n",
+    items: plan.changes.map((c) => `| ${code(symbolOf(c))} | ${code(titleOf(c))} | ${cell(phraseOf(c))} | ${c.source ? code(c.source) : ""} |\n`),
+    noun: "changes",
+  };
+  const orphans: Section = {
+    head: `\n#### Orphans of stack ${code(plan.stack)}\n\n| address | id | plan | why |\n|---|---|---|---|\n`,
+    items: plan.orphans.map((o) => `| ${code(o.address)} | ${code(o.id)} | ${o.action} | ${cell(o.reason)} |\n`),
+    noun: "orphans",
+  };
+  const outputs: Section = {
+    head: "\n#### Outputs: copy these into the IdP\n",
+    items: plan.outputs.map((o) => {
+      const rows = OUTPUT_FIELDS.map(([field, label]) => {
+        const value = o[field];
+        return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
+      });
+      return `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${rows.join("")}`;
+    }),
+    noun: "outputs",
+  };
+  const details: Section = { head: "\n#### Details\n", items: plan.changes.map(renderDetails), noun: "change details" };
+
+  // Fill the room left in order of importance; notes have room kept for them.
+  const display = [changes, orphans, outputs, details].filter((sec) => sec.items.length > 0);
+  const priority = [changes, outputs, orphans, details].filter((sec) => sec.items.length > 0);
+  let room = maxChars - fixed.length - NOTE_ROOM * display.length;
+  const kept = new Map<Section, number>();
+  for (const sec of priority) {
+    let n = 0;
+    let used = sec.head.length;
+    if (used <= room) {
+      for (const item of sec.items) {
+        if (used + item.length > room) break;
+        used += item.length;
+        n++;
+      }
+    }
+    kept.set(sec, n);
+    if (n > 0) room -= used;
+  }
+  let body = fixed;
+  for (const sec of display) {
+    const n = kept.get(sec) ?? 0;
+    if (n > 0) body += sec.head + sec.items.slice(0, n).join("");
+    if (n < sec.items.length) {
+      body +=
+        `\n_${n === 0 ? "All" : "The last"} ${sec.items.length - n} of ${sec.items.length} ${sec.noun} were cut to keep this comment under ` +
+        `${maxChars} characters; the JSON plan (\`edgeplan plan --format json\`) has all of them._\n`;
+    }
+  }
+  return body;
+}
+
+function renderDetails(change: Change): string {
+  const lines: string[] = [];
+  if (change.source) lines.push(`# ${change.source}`);
+  for (const note of change.notes) lines.push(`# ${note}`);
+  if (change.depends_on.length > 0) lines.push(`# after ${change.depends_on.join(", ")}`);
+  for (const diff of change.diffs) lines.push(...diffLines(diff));
+  if (change.kind === "weighted_backend") {
+    const { shown, hidden } = visibleWeights(change.weights);
+    if (shown.length > 0 || change.action === "create" || change.action === "delete") {
+      lines.push(`  backends:${change.weights.length === 0 ? " {}" : ""}`);
+      for (const w of shown) {
+        if (w.before !== null && (w.changed || w.after === null)) lines.push(`-     ${childLabel(w)}: ${weightText(w.before, w.share_before)}`);
+        if (w.after !== null && (w.changed || w.before === null)) lines.push(`+     ${childLabel(w)}: ${weightText(w.after, w.share_after)}`);
+        if (!w.changed && w.before !== null && w.after !== null) {
+          lines.push(`      ${childLabel(w)}: ${weightText(w.before, w.share_before)} -> ${weightText(w.after, w.share_after)}`);
+        }
+      }
+      if (hidden > 0) lines.push(`      # (${hidden} unchanged ${hidden === 1 ? "child" : "children"} hidden)`);
+    }
+  }
+  const summary = `<code>${html(`${symbolOf(change)} ${titleOf(change)}`)}</code> ${html(phraseOf(change))}`;
+  return `\n<details><summary>${summary}</summary>\n\n${fenced("diff", lines)}\n\n</details>\n`;
+}
+
+function diffLines(diff: FieldDiff): string[] {
+  if (diff.lines !== null) {
+    const sign = diff.op === "add" ? "+" : diff.op === "remove" ? "-" : " ";
+    return [
+      `${sign} ${diff.path}:`,
+      ...diff.lines.map((l) => {
+        const first = l.charAt(0);
+        return first === "+" || first === "-" ? `${first}     ${l.slice(2)}` : `      ${l.startsWith("  ") ? l.slice(2) : l}`;
+      }),
+    ];
+  }
+  if (diff.op === "add") return [`+ ${diff.path}: ${valueText(diff.after)}`];
+  if (diff.op === "remove") return [`- ${diff.path}: ${valueText(diff.before)}`];
+  return [`- ${diff.path}: ${valueText(diff.before)}`, `+ ${diff.path}: ${valueText(diff.after)}`];
+}

@@ -1,0 +1,150 @@
+/**
+ * The plan as text for a terminal, drawn like Terraform's: risks first, then each change with `+ ~ -` markers
+ * (and `>`, `!`, `=>` for adopt, take over and rename), orphans, outputs, and the summary line. Reads the Plan only.
+ * Pure.
+ */
+import type { Change, FieldDiff, Plan } from "../model/plan.js";
+import {
+  childLabel,
+  NO_CHANGES,
+  OUTPUT_FIELDS,
+  outputText,
+  phraseOf,
+  summaryLine,
+  SYMBOL_LEGEND,
+  symbolOf,
+  titleOf,
+  valueText,
+  visibleWeights,
+  weightText,
+  type ChangeSymbol,
+} from "./common.js";
+
+export interface TextOptions {
+  /** ANSI colours; callers pass false when NO_COLOR is set or stdout is not a terminal. */
+  color: boolean;
+}
+
+type Paint = (style: keyof typeof STYLES, text: string) => string;
+
+const STYLES = {
+  green: "32",
+  yellow: "33",
+  red: "31",
+  cyan: "36",
+  magenta: "35",
+  bold: "1",
+  dim: "2",
+} as const;
+
+const SYMBOL_STYLE: Record<ChangeSymbol, keyof typeof STYLES> = {
+  "+": "green",
+  "~": "yellow",
+  "-": "red",
+  ">": "cyan",
+  "!": "magenta",
+  "=>": "cyan",
+};
+
+const DIFF_STYLE: Record<string, keyof typeof STYLES> = { "+": "green", "-": "red", "~": "yellow", "@": "cyan" };
+
+/** Renders the plan as text, ending with a newline. */
+export function renderText(plan: Plan, options: TextOptions): string {
+  const paint: Paint = options.color ? (style, text) => `\x1b[${STYLES[style]}m${text}\x1b[0m` : (_style, text) => text;
+  const out: string[] = [];
+
+  if (plan.risks.length > 0) {
+    out.push(paint("bold", paint("red", `Risks: apply needs --ack RULE for each rule below (or --force):`)));
+    for (const risk of plan.risks) out.push(`  ${paint("red", "!")} ${paint("bold", risk.rule)}: ${risk.message}`);
+    out.push("");
+  }
+  if (plan.warnings.length > 0) {
+    out.push("Warnings:");
+    for (const w of plan.warnings) out.push(`  ${paint("yellow", "!")} ${w}`);
+    out.push("");
+  }
+
+  if (plan.changes.length === 0) {
+    out.push(NO_CHANGES);
+  } else {
+    const used = new Set(plan.changes.map(symbolOf));
+    out.push(`edgeplan will make these changes (stack "${plan.stack}"); symbols:`);
+    for (const [symbol, meaning] of SYMBOL_LEGEND) {
+      if (used.has(symbol)) out.push(`  ${paint(SYMBOL_STYLE[symbol], symbol.padEnd(2))} ${meaning}`);
+    }
+    for (const change of plan.changes) {
+      out.push("");
+      out.push(...renderChange(change, paint));
+    }
+  }
+
+  if (plan.orphans.length > 0) {
+    out.push("");
+    out.push(`Orphans: objects of stack "${plan.stack}" that no manifest names:`);
+    for (const o of plan.orphans) {
+      const mark = o.action === "delete" ? paint("red", "-") : " ";
+      out.push(`  ${mark} ${titleOf(o)}: ${o.reason}`);
+    }
+  }
+
+  if (plan.outputs.length > 0) {
+    out.push("");
+    out.push("Outputs: copy these into the IdP:");
+    const width = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
+    for (const o of plan.outputs) {
+      out.push(`  ${o.address}`);
+      for (const [field, label] of OUTPUT_FIELDS) {
+        out.push(`    ${`${label}:`.padEnd(width)} ${outputText(o[field], o.known_after_apply)}`);
+      }
+    }
+  }
+
+  if (plan.changes.length > 0) {
+    out.push("");
+    out.push(paint("bold", summaryLine(plan)));
+  }
+  return `${out.join("\n")}\n`;
+}
+
+function renderChange(change: Change, paint: Paint): string[] {
+  const symbol = symbolOf(change);
+  const lines: string[] = [];
+  lines.push(paint("bold", `  # ${change.address} ${phraseOf(change)}`) + (change.source ? ` (${change.source})` : ""));
+  for (const note of change.notes) lines.push(`  # ${note}`);
+  if (change.depends_on.length > 0) lines.push(`  # after ${change.depends_on.join(", ")}`);
+  lines.push(`  ${paint(SYMBOL_STYLE[symbol], symbol)} ${titleOf(change)}`);
+  for (const diff of change.diffs) lines.push(...renderFieldDiff(diff, paint));
+  if (change.kind === "weighted_backend") {
+    const { shown, hidden } = visibleWeights(change.weights);
+    const mark = change.action === "create" ? "+" : change.action === "delete" ? "-" : "~";
+    if (shown.length > 0 || change.action === "create" || change.action === "delete") {
+      lines.push(`      ${paint(DIFF_STYLE[mark] ?? "yellow", mark)} backends:${change.weights.length === 0 ? " {}" : ""}`);
+      for (const w of shown) {
+        if (w.before === null) lines.push(`          ${paint("green", "+")} ${childLabel(w)}: ${weightText(w.after, w.share_after)}`);
+        else if (w.after === null) lines.push(`          ${paint("red", "-")} ${childLabel(w)}: ${weightText(w.before, w.share_before)}`);
+        else {
+          const m = w.changed ? paint("yellow", "~") : " ";
+          lines.push(`          ${m} ${childLabel(w)}: ${weightText(w.before, w.share_before)} -> ${weightText(w.after, w.share_after)}`);
+        }
+      }
+      if (hidden > 0) lines.push(`          # (${hidden} unchanged ${hidden === 1 ? "child" : "children"} hidden)`);
+    }
+  }
+  return lines;
+}
+
+function renderFieldDiff(diff: FieldDiff, paint: Paint): string[] {
+  const mark = diff.op === "add" ? "+" : diff.op === "remove" ? "-" : "~";
+  const head = `      ${paint(DIFF_STYLE[mark] ?? "yellow", mark)} ${diff.path}:`;
+  if (diff.lines !== null) {
+    return [head, ...diff.lines.map((l) => `          ${paintDiffLine(l, paint)}`)];
+  }
+  if (diff.op === "add") return [`${head} ${valueText(diff.after)}`];
+  if (diff.op === "remove") return [`${head} ${valueText(diff.before)}`];
+  return [`${head} ${valueText(diff.before)} -> ${valueText(diff.after)}`];
+}
+
+function paintDiffLine(line: string, paint: Paint): string {
+  const style = DIFF_STYLE[line.charAt(0)];
+  return style ? paint(style, line) : line;
+}
