@@ -6,7 +6,7 @@
  *   full body sets it right);
  * - not found: the create did not happen, so sending it once more cannot make a duplicate.
  */
-import equal from "fast-deep-equal";
+import { jsonEqual as equal } from "../model/json-equal.js";
 import type { ApiClient, WeightedBackendBody } from "../api/client.js";
 import { OutcomeUnknownError } from "../api/errors.js";
 import { parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";

@@ -9,7 +9,7 @@
  * - a saved plan is checked against its own `after` values, because the manifests may have moved on since it was
  *   made (and the live state it was made against was not read in full by this run).
  */
-import equal from "fast-deep-equal";
+import { jsonEqual as equal } from "../model/json-equal.js";
 import type { TouchedObjects } from "../api/fetch-live.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";

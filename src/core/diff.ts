@@ -1,7 +1,7 @@
 /**
  * Field-level differences of normalised objects, and short line diffs of long text (IdP metadata XML). Pure.
  */
-import equal from "fast-deep-equal";
+import { jsonEqual as equal } from "../model/json-equal.js";
 import type { FieldDiff, JsonValue } from "../model/plan.js";
 
 /** Lines of context around each changed run in a line diff. */

@@ -3,7 +3,7 @@
  * is unset live or any client-settable field differs (IdP metadata compared as the exact string); a module they
  * want absent is deleted when it exists; an unmanaged module is not looked at. Pure.
  */
-import equal from "fast-deep-equal";
+import { jsonEqual as equal } from "../model/json-equal.js";
 import type { ModuleChange } from "../model/plan.js";
 import { moduleAddress } from "../model/plan.js";
 import type { ModuleIntent, SourcePos } from "../model/state.js";

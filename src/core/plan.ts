@@ -3,7 +3,7 @@
  * `id:` or owner marker (DESIGN.md section 2), proposes renames instead of delete + create, diffs the normalised
  * sides field by field, orders the changes, and names the risks and outputs. Same input, same Plan.
  */
-import equal from "fast-deep-equal";
+import { jsonEqual as equal } from "../model/json-equal.js";
 import { canonicalJson } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { ManifestError } from "../model/errors.js";

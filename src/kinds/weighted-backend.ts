@@ -2,7 +2,7 @@
  * The weighted backend kind: owner markers in metadata, normalisation of both sides, field diffs, traffic shares
  * and the bodies of its writes. Pure.
  */
-import equal from "fast-deep-equal";
+import { jsonEqual as equal } from "../model/json-equal.js";
 import { canonicalJson } from "../model/canonical.js";
 import { InternalError } from "../model/errors.js";
 import type { FieldDiff, JsonValue, WeightChange, WeightedBackendBody, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
