@@ -1,0 +1,18 @@
+/** The quick start's main job: `edgeplan demo` plans, applies and re-plans the examples on an embedded server. */
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/server.js";
+
+describe("edgeplan demo", () => {
+  it("applies the examples from nothing, then shows that nothing is left to do", async () => {
+    const res = await runCli(["demo"], { NO_COLOR: "1" }, 60_000);
+    expect(res.code).toBe(0);
+    expect(res.stderr).toContain("== 1/3 plan");
+    expect(res.stderr).toContain("local: provisioned edge ");
+    expect(res.stderr).toMatch(/weighted_backend\.storefront-blue: created bkdwd_[0-9A-Za-z]{27}/);
+    expect(res.stderr).toContain("Demo done: the second plan has nothing to do.");
+    // The first plan creates everything the examples declare; the last one has nothing to do.
+    expect(res.stdout).toContain("Plan: 4 to create, 0 to update, 0 to delete, 5 modules to replace.");
+    expect(res.stdout).toContain("Converged: the live state matches the manifests.");
+    expect(res.stdout.trimEnd().split("\n").filter((l) => l === "No changes. Live state matches the manifests.")).toHaveLength(1);
+  });
+});

@@ -1,0 +1,105 @@
+/**
+ * `edgeplan plan` end to end: the built CLI against the real server over loopback, checking what a user sees:
+ * exit codes, the three formats on stdout, the saved plan, and the requests the run made.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { PlanSchema } from "../../src/model/plan-schema.js";
+import { closeWorlds, EDGE, HR1, HR2, R1, startWorld } from "../apply/e2e.js";
+
+afterAll(closeWorlds);
+
+const CHECKOUT = `kind: WeightedBackend
+name: checkout
+description: Checkout
+backends:
+  ${HR1}: 9000
+  ${HR2}: 1000
+`;
+const ROUTE = `kind: EdgeRoute
+edge: ${EDGE}
+route: ${R1}
+circuit_breaker:
+  tripped_duration: 60
+  rolling_window: 120
+  num_buckets: 10
+  error_threshold_percentage: 0.5
+`;
+
+describe("edgeplan plan (built CLI, real server)", () => {
+  it("exits 0 with changes, 2 with --detailed-exitcode, and 0 once applied; reads with the fewest requests", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT, "route.yaml": ROUTE });
+
+    const from = w.log().length;
+    const first = await w.cli(["plan", "m"]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain("+ weighted_backend.checkout");
+    expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
+    expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.");
+    // One page of weighted backends and one read of the edge: nothing else.
+    expect(w.log(from).map((l) => `${l.method} ${l.path}`).sort()).toEqual([`GET /backends/weighted`, `GET /edges/https/${EDGE}`]);
+    expect(w.writes(from)).toEqual([]);
+
+    expect((await w.cli(["plan", "m", "--detailed-exitcode"])).code).toBe(2);
+    expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
+    const after = await w.cli(["plan", "m", "--detailed-exitcode"]);
+    expect(after.code).toBe(0);
+    expect(after.stdout).toContain("No changes. Live state matches the manifests.");
+  });
+
+  it("prints valid JSON and Markdown on stdout only, and saves the plan with --out", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT });
+
+    const json = await w.cli(["plan", "m", "--format", "json", "--out", "saved.json"]);
+    expect(json.code).toBe(0);
+    const plan = PlanSchema.parse(JSON.parse(json.stdout));
+    expect(plan.format_version).toBe(1);
+    expect(plan.changes.map((c) => [c.address, c.action])).toEqual([["weighted_backend.checkout", "create"]]);
+    expect(json.stderr).toContain("plan saved to saved.json; apply it with: edgeplan apply --plan saved.json");
+    expect(JSON.parse(readFileSync(join(w.dir, "saved.json"), "utf8"))).toEqual(plan);
+
+    const md = await w.cli(["plan", "m", "--format", "markdown"]);
+    expect(md.code).toBe(0);
+    expect(md.stdout).toContain("weighted_backend.checkout");
+    expect(md.stdout).toContain("<details>");
+    expect(md.stdout).not.toContain("\u001b[");
+
+    const bad = await w.cli(["plan", "m", "--format", "yaml"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("--format");
+  });
+
+  it("exits 1 on invalid manifests and sends nothing", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT.replace("9000", "10001") });
+    const from = w.log().length;
+    const res = await w.cli(["plan", "m"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^m\/checkout\.yaml:5:\d+: .*10001/m);
+    expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API");
+    expect(res.stdout).toBe("");
+    expect(w.log(from)).toEqual([]);
+  });
+
+  it("exits 1 with a key problem explained when the key is refused, and never prints the key", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT });
+    const wrong = "edgeplan-wrong-key-7f3a9c";
+    const res = await w.cli(["plan", "m"], { EDGEPLAN_API_KEY: wrong });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("401");
+    expect(res.stderr).toContain("EDGEPLAN_API_KEY");
+    expect(res.stdout + res.stderr).not.toContain(wrong);
+  });
+
+  it("refuses plain http to a host that is not loopback before sending anything", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT });
+    const res = await w.cli(["plan", "m", "--api-url", "http://api.example.com"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("--insecure-http");
+  });
+});
