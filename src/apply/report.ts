@@ -6,6 +6,7 @@
  */
 import type { SamlOutput } from "../model/plan.js";
 import { OUTPUT_FIELDS, outputText } from "../render/common.js";
+import { cell, code } from "../render/markdown.js";
 import type { ApplyOutcome, ChangeResult } from "./engine.js";
 import type { Convergence } from "./verify.js";
 
@@ -81,16 +82,6 @@ export function renderApplyText(report: ApplyReport): string {
 /** Lines after the first of a multi-line message, indented under it. */
 function indentRest(text: string, indent: number): string {
   return text.split("\n").join(`\n${" ".repeat(indent)}`);
-}
-
-function code(text: string): string {
-  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
-  const fence = "`".repeat(longest + 1);
-  return longest > 0 ? `${fence} ${text} ${fence}` : `${fence}${text}${fence}`;
-}
-
-function cell(text: string): string {
-  return text.replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
 }
 
 /** The report as Markdown (for a job summary), ending with a newline. */

@@ -27,14 +27,14 @@ export interface MarkdownOptions {
 export const DEFAULT_MARKDOWN_MAX_CHARS = 60_000;
 
 /** Inline code that survives backticks in the text. */
-function code(text: string): string {
+export function code(text: string): string {
   const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
   const fence = "`".repeat(longest + 1);
   return longest > 0 ? `${fence} ${text} ${fence}` : `${fence}${text}${fence}`;
 }
 
 /** Text safe inside a table cell. */
-function cell(text: string): string {
+export function cell(text: string): string {
   return text.replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
 }
 
