@@ -37,19 +37,15 @@ export function planSummaryLine(plan: Plan): string {
 
 /**
  * What an apply reports: what was done first (headline, results, convergence, outputs), then the plan it ran,
- * folded; the one-line summary is the headline and the convergence sentence.
+ * folded; the one-line summary is the apply's own.
  */
 function applyReport(result: ApplyCommandResult): { markdown?: string; summary?: string } {
   if (!result.summaryMarkdown) {
     return result.plan ? { summary: planSummaryLine(result.plan) } : {};
   }
-  const lines = result.summaryMarkdown.split("\n");
-  const headline = lines.map((l) => /^\*\*(Apply .*)\*\*$/.exec(l)?.[1]).find((l) => l !== undefined);
-  const convergence = lines.find((l) => /^(Converged|Not converged|Not checked)\b/.test(l))?.replace(/:$/, ".");
-  const summary = [headline, convergence].filter(Boolean).join(" ");
   const markdown = [
     result.summaryMarkdown.trimEnd(),
     ...(result.markdown ? ["", "<details><summary>The plan that was applied</summary>", "", result.markdown.trimEnd(), "", "</details>"] : []),
   ].join("\n");
-  return summary ? { markdown, summary } : { markdown };
+  return result.summary ? { markdown, summary: result.summary } : { markdown };
 }

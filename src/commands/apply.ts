@@ -15,7 +15,7 @@ import { fetchLive, fetchTouched } from "../api/fetch-live.js";
 import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan, type ApplyOutcome } from "../apply/engine.js";
-import { renderApplyJson, renderApplyMarkdown, renderApplyText, type ApplyReport } from "../apply/report.js";
+import { buildApplyHeadline, buildConvergenceLine, renderApplyJson, renderApplyMarkdown, renderApplyText, type ApplyReport } from "../apply/report.js";
 import { fetchStale, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError } from "../apply/stale.js";
 import {
@@ -67,6 +67,8 @@ export interface ApplyCommandResult {
   hasChanges?: boolean;
   /** What was done as Markdown: done, failed, skipped, not started; converged or not; the outputs. */
   summaryMarkdown?: string;
+  /** What was done in one line: the headline and the convergence sentence. */
+  summary?: string;
 }
 
 /** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
@@ -153,6 +155,7 @@ export async function runApply(options: ApplyCommandOptions, io: CommandIO): Pro
     if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
     io.stdout(format === "json" ? renderApplyJson(report) : format === "markdown" ? `\n${renderApplyMarkdown(report)}` : renderApplyText(report));
     result.summaryMarkdown = renderApplyMarkdown(report);
+    result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
     result.exitCode = exitCodeOf(outcome, convergence, interruptedBy);
     return result;
   } finally {
