@@ -1,8 +1,9 @@
 /**
  * The request pipeline of the server, in the order every request goes through it:
  * operation id -> fail-rate fault -> auth -> rate and in-flight limits -> latency fault -> version header -> path
- * and method -> id format -> body (size, content type, JSON) -> handler (one store transaction) -> drop-rate
- * fault -> answer -> one log line. Errors at any step become the API's error body; nothing else reaches the client.
+ * and method -> id format -> body (size, content type, JSON) -> client still connected -> handler (one store
+ * transaction) -> drop-rate fault -> answer -> one log line. Errors at any step become the API's error body; nothing
+ * else reaches the client.
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -91,6 +92,17 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
       if (o.failRate && Math.random() < o.failRate) {
         throw new HttpError(503, "ERR_NGROK_503", "the server is unavailable (a fault injected by --fail-rate); retry later");
       }
+      // Node keeps the first of several Authorization headers; a proxy in front may keep another one. A request
+      // whose credential depends on who reads it is refused rather than served as either account.
+      if ((req.headersDistinct.authorization?.length ?? 0) > 1) {
+        throw new HttpError(
+          401,
+          "ERR_NGROK_201",
+          "the request has several Authorization headers; send exactly one: Authorization: Bearer <API key>",
+          {},
+          { "WWW-Authenticate": "Bearer" },
+        );
+      }
       account = keys.authenticate(req.headers.authorization);
       o.rateLimiter?.take(account, Date.now());
       if (o.inflight) {
@@ -144,6 +156,9 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
       } else {
         body = parseJsonBody(req.headers["content-type"], read.bytes);
       }
+      // A request whose client has gone is not carried out: nobody would learn its outcome, and the client may
+      // already be looking for what it did (a lost create is listed for before it is sent again).
+      if (req.socket.destroyed) return { status: 0, drop: true, aborted: true };
       let reply = handler(context, { account, params: match.params, query, body });
       if (reply instanceof Promise) reply = await reply;
       if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && Math.random() < o.dropRate) {

@@ -21,6 +21,9 @@ export function readBody(req: IncomingMessage, limit: number): BodyResult | Prom
   const length = req.headers["content-length"];
   if (length === undefined && req.headers["transfer-encoding"] === undefined) return { kind: "ok", bytes: EMPTY };
   if (length === "0") return { kind: "ok", bytes: EMPTY };
+  // A client that left while the request waited (injected latency, a full in-flight limit) has taken its body
+  // with it: its stream is already closed, so waiting for `end` or `close` would wait forever.
+  if (req.destroyed) return { kind: "aborted" };
   const declared = length === undefined ? NaN : Number(length);
   if (declared > DRAIN_MAX) return { kind: "too-large", drained: false };
   return new Promise<BodyResult>((resolve) => {

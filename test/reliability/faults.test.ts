@@ -1,0 +1,165 @@
+/**
+ * The fault matrix: `edgeplan apply` (the built CLI) against `edgeplan serve` (the built CLI) started with its test
+ * faults: --fail-rate, --drop-rate, --latency beyond the client's --timeout (all of it, and some of it), --rate-limit
+ * far below the run's needs with the client's own limit off, and a mix. In every case each apply either converges
+ * or exits 1 or 3 saying what is left; no object is ever created twice (the server's SQLite file is read directly
+ * after every run: one object per owner marker), every create an apply reported is in the store, and once the
+ * faults are gone (the same data file served again without them) the next apply converges and plan shows nothing.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { randomKey, spawnServer, type SpawnedServer } from "../helpers/server.js";
+import { runEdgeplan, tempDir, type CliResult } from "./cli.js";
+import { FIXTURES_YAML, markersInStore, reportedCreates, VARIANT_NAMES, writeWorld } from "./world.js";
+
+interface FaultCase {
+  name: string;
+  serve: string[];
+  client: string[];
+  /** Applies under the fault (at most). */
+  attempts: number;
+  /** What the server's request log (or the applies' output) must show, so that the fault really happened. */
+  evidence: (log: Array<Record<string, unknown>>, output: string) => boolean;
+  /** True when no apply may write anything (every request fails). */
+  nothingWritten?: boolean;
+}
+
+const CASES: FaultCase[] = [
+  {
+    name: "--fail-rate 0.4",
+    serve: ["--fail-rate", "0.4"],
+    client: ["--retries", "2"],
+    attempts: 4,
+    evidence: (log) => log.some((l) => l.status === 503),
+  },
+  {
+    name: "--drop-rate 0.4 (writes committed, answers lost)",
+    serve: ["--drop-rate", "0.4"],
+    client: ["--retries", "3"],
+    attempts: 4,
+    evidence: (log) => log.some((l) => l.dropped === true),
+  },
+  {
+    name: "--latency 400 beyond the client's --timeout 150",
+    serve: ["--latency", "400"],
+    client: ["--timeout", "150", "--retries", "1"],
+    attempts: 1,
+    evidence: (_log, output) => /no answer within the timeout \(TIMEOUT\)/.test(output),
+    nothingWritten: true,
+  },
+  {
+    name: "--latency 10-300 around the client's --timeout 150",
+    serve: ["--latency", "10-300"],
+    client: ["--timeout", "150", "--retries", "3"],
+    attempts: 4,
+    evidence: (_log, output) => /TIMEOUT/.test(output),
+  },
+  {
+    name: "--rate-limit 4/1s with the client's limit off",
+    serve: ["--rate-limit", "4/1s"],
+    client: ["--rate-limit", "off", "--concurrency", "4"],
+    attempts: 2,
+    evidence: (log) => log.some((l) => l.status === 429),
+  },
+  {
+    name: "a mix: --fail-rate 0.15 --drop-rate 0.15 --latency 0-60 --rate-limit 20/1s",
+    serve: ["--fail-rate", "0.15", "--drop-rate", "0.15", "--latency", "0-60", "--rate-limit", "20/1s"],
+    client: ["--rate-limit", "off", "--retries", "3", "--timeout", "2000"],
+    attempts: 4,
+    evidence: (log) => log.some((l) => l.status === 503 || l.dropped === true),
+  },
+];
+
+function parseLog(stderr: string): Array<Record<string, unknown>> {
+  return stderr
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe.concurrent("fault matrix", () => {
+  const dirs: Array<{ remove(): void }> = [];
+  afterAll(() => {
+    for (const d of dirs) d.remove();
+  });
+
+  for (const c of CASES) {
+    it(c.name, async () => {
+      const dir = tempDir("faults");
+      dirs.push(dir);
+      writeFileSync(join(dir.path, "fixtures.yaml"), FIXTURES_YAML);
+      writeWorld(dir.path, 0);
+      const data = join(dir.path, "data.db");
+      const apiKey = randomKey();
+      const stack = "faults";
+      const names = VARIANT_NAMES[0] as readonly string[];
+      const cli = (server: SpawnedServer, args: string[]): Promise<CliResult> =>
+        runEdgeplan([...args, "manifests", "--stack", stack], { cwd: dir.path, env: { EDGEPLAN_API_URL: server.url, EDGEPLAN_API_KEY: apiKey }, timeoutMs: 90_000 });
+      // spawnServer runs in the repository; the data and fixtures paths must be absolute.
+      const fixtures = join(dir.path, "fixtures.yaml");
+      const serveAt = (flags: string[]): Promise<SpawnedServer> =>
+        spawnServer(["--fixtures", fixtures, "--data", data, ...flags], {}, { apiKey });
+
+      const acknowledged = new Map<string, string>();
+      const checkStore = (underFault: boolean): void => {
+        const { byMarker } = markersInStore(data, apiKey);
+        for (const [marker, ids] of byMarker) expect(ids, `objects carrying the marker ${marker}`).toHaveLength(1);
+        for (const [name, id] of acknowledged) expect(byMarker.get(`${stack}/${name}`), `reported create of ${name}`).toEqual([id]);
+        if (underFault && c.nothingWritten) expect(byMarker.size).toBe(0);
+      };
+
+      const faulty = await serveAt(c.serve);
+      let lastCode: number | null = null;
+      let output = "";
+      try {
+        for (let attempt = 0; attempt < c.attempts; attempt++) {
+          const r = await cli(faulty, ["apply", "--auto-approve", ...c.client]);
+          lastCode = r.code;
+          output += r.stdout + r.stderr;
+          expect([0, 1, 3], `apply exited ${r.code}:\n${r.stdout}\n${r.stderr}`).toContain(r.code);
+          expect(r.stderr).not.toMatch(/internal error/);
+          if (r.code === 3) {
+            // Says what is left: the headline, and every change that did not happen, by address.
+            expect(r.stdout).toMatch(/^Apply finished with failures: \d+ done(, \d+ failed)?(, \d+ skipped)?(, \d+ not started)?\.$/m);
+            expect(r.stdout).toMatch(/^ {2}(failed|skipped|not started) +(weighted_backend|edge_route)\./m);
+          }
+          if (r.code === 1) expect(r.stderr).toMatch(/^edgeplan: \S.*$/m);
+          for (const [name, id] of reportedCreates(r.stdout + r.stderr)) acknowledged.set(name, id);
+          checkStore(true);
+          if (r.code === 0) {
+            // Every change was acknowledged; the re-read that checks convergence may itself have met the fault, and
+            // then says so (the clean plan below proves the state).
+            expect(r.stdout, r.stdout).toMatch(
+              /^(Converged: the live state matches the manifests\.|No changes\. Live state matches the manifests\.|Not checked for convergence: the check could not run: .+)$/m,
+            );
+            break;
+          }
+        }
+        expect(c.evidence(parseLog(faulty.stderr()), output), `the server's log shows the fault (${c.name})`).toBe(true);
+      } finally {
+        await faulty.stop();
+      }
+
+      // The same data served without faults: an apply that said "converged" left nothing to do; the next apply
+      // finishes whatever the faults left, and creates nothing twice.
+      const clean = await serveAt(["--quiet"]);
+      try {
+        const plan = await cli(clean, ["plan", "--detailed-exitcode"]);
+        if (lastCode === 0) expect(plan.code, plan.stdout).toBe(0);
+        else expect([0, 2]).toContain(plan.code);
+        const finish = await cli(clean, ["apply", "--auto-approve"]);
+        expect(finish.code, finish.stdout + finish.stderr).toBe(0);
+        for (const [name, id] of reportedCreates(finish.stdout + finish.stderr)) acknowledged.set(name, id);
+        const again = await cli(clean, ["plan", "--detailed-exitcode"]);
+        expect(again.code, again.stdout).toBe(0);
+        checkStore(false);
+        const { byMarker, total } = markersInStore(data, apiKey);
+        expect([...byMarker.keys()].sort()).toEqual(names.map((n) => `${stack}/${n}`).sort());
+        expect(total).toBe(names.length);
+      } finally {
+        await clean.stop();
+      }
+    }, 150_000);
+  }
+});

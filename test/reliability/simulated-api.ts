@@ -1,0 +1,211 @@
+/**
+ * An in-memory stand-in for the API client that enforces the rules of API.md a reconciler can break (a child must
+ * exist, no cycles, no deleting what is referenced, PATCH without `backends` empties the map, a module PUT
+ * replaces the whole module with defaults for what it leaves out) and injects faults on writes: refused before
+ * anything is done, or carried out with the answer lost. It lets the real plan and apply engine run thousands of
+ * times without a socket.
+ */
+import type { ApiClient, ClientStats, ModuleKind, ModuleOf, SettingsOf, WeightedBackendBody } from "../../src/api/client.js";
+import { OutcomeUnknownError } from "../../src/api/errors.js";
+import { ApiError } from "../../src/model/errors.js";
+import {
+  CIRCUIT_BREAKER_DEFAULTS,
+  SAML_DEFAULTS,
+  type CircuitBreakerModule,
+  type HttpsEdge,
+  type SamlModule,
+  type WeightedBackend,
+} from "../../src/model/wire.js";
+
+export interface SimRoute {
+  edge: string;
+  route: string;
+  saml: SamlModule | null;
+  circuit_breaker: CircuitBreakerModule | null;
+}
+
+/** Decides the fate of one write: go through, refuse before doing anything, or do it and lose the answer. */
+export type FaultPlan = (method: string, path: string) => "ok" | "refuse" | "lose";
+
+const BASE = "http://sim.invalid";
+
+export class SimulatedApi implements ApiClient {
+  readonly baseUrl = BASE;
+  readonly backends = new Map<string, WeightedBackend>();
+  readonly routes: SimRoute[];
+  /** Fixture backend ids (children that are not weighted backends). */
+  readonly fixtures: Set<string>;
+  /** Writes that changed the store. */
+  writes = 0;
+  requests = 0;
+  fault: FaultPlan = () => "ok";
+  private next = 1;
+
+  constructor(init: { backends: WeightedBackend[]; routes: SimRoute[]; fixtures: string[] }) {
+    for (const b of init.backends) this.backends.set(b.id, structuredClone(b));
+    this.routes = structuredClone(init.routes);
+    this.fixtures = new Set(init.fixtures);
+    // New ids sort after every existing one, as the API's KSUIDs do.
+    this.next = init.backends.length + 1000;
+  }
+
+  private newId(): string {
+    return `bkdwd_${String(this.next++).padStart(27, "0")}`;
+  }
+
+  /** Runs a write under the fault plan: `apply` is the store change. */
+  private write<T>(method: string, path: string, apply: () => T): T {
+    this.requests++;
+    const fate = this.fault(method, path);
+    if (fate === "refuse") throw new ApiError(method, path, 503, "ERR_NGROK_503", "the server is unavailable (simulated)", undefined);
+    const result = apply();
+    this.writes++;
+    if (fate === "lose") {
+      if (method === "POST") throw new OutcomeUnknownError(method, path, 0, undefined, "the connection closed before the answer (simulated)", undefined);
+      throw new ApiError(method, path, 0, undefined, "no answer after every retry (simulated)", undefined);
+    }
+    return result;
+  }
+
+  private checkChildren(id: string | null, children: Record<string, number>, method: string, path: string): void {
+    for (const [child, weight] of Object.entries(children)) {
+      if (!Number.isInteger(weight) || weight < 0 || weight > 10_000) throw new ApiError(method, path, 400, "ERR_NGROK_6512", `weight ${weight}`, undefined);
+      if (!this.backends.has(child) && !this.fixtures.has(child)) throw new ApiError(method, path, 400, "ERR_NGROK_6501", `${child} does not exist`, undefined);
+    }
+    if (id === null) return;
+    // A cycle: `id` reachable from its own children.
+    const seen = new Set<string>();
+    const stack = Object.keys(children);
+    while (stack.length > 0) {
+      const c = stack.pop() as string;
+      if (c === id) throw new ApiError(method, path, 400, "ERR_NGROK_6524", "cycle", undefined);
+      if (seen.has(c)) continue;
+      seen.add(c);
+      stack.push(...Object.keys(this.backends.get(c)?.backends ?? {}));
+    }
+  }
+
+  async listWeightedBackends(): Promise<WeightedBackend[]> {
+    this.requests++;
+    return [...this.backends.values()].sort((a, b) => (a.id < b.id ? 1 : -1)).map((b) => structuredClone(b));
+  }
+
+  async getWeightedBackend(id: string): Promise<WeightedBackend | null> {
+    this.requests++;
+    const b = this.backends.get(id);
+    return b ? structuredClone(b) : null;
+  }
+
+  async createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend> {
+    const path = "/backends/weighted";
+    this.checkChildren(null, body.backends, "POST", path);
+    return this.write("POST", path, () => {
+      const id = this.newId();
+      const wb: WeightedBackend = { id, uri: `${BASE}${path}/${id}`, created_at: "2026-01-01T00:00:00Z", description: body.description, metadata: body.metadata, backends: { ...body.backends } };
+      this.backends.set(id, wb);
+      return structuredClone(wb);
+    });
+  }
+
+  async updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend> {
+    const path = `/backends/weighted/${id}`;
+    const old = this.backends.get(id);
+    if (!old) throw new ApiError("PATCH", path, 404, "ERR_NGROK_404", `${id} was not found`, undefined);
+    // API.md: an absent `backends` empties the map.
+    const backends = body.backends ?? {};
+    this.checkChildren(id, backends, "PATCH", path);
+    return this.write("PATCH", path, () => {
+      const wb = { ...old, description: body.description ?? old.description, metadata: body.metadata ?? old.metadata, backends: { ...backends } };
+      this.backends.set(id, wb);
+      return structuredClone(wb);
+    });
+  }
+
+  async deleteWeightedBackend(id: string): Promise<void> {
+    const path = `/backends/weighted/${id}`;
+    if (!this.backends.has(id)) throw new ApiError("DELETE", path, 404, "ERR_NGROK_404", `${id} was not found`, undefined);
+    const parent = [...this.backends.values()].find((b) => Object.hasOwn(b.backends, id));
+    if (parent) throw new ApiError("DELETE", path, 400, "ERR_NGROK_6502", `${id} is referenced by ${parent.id}`, undefined);
+    this.write("DELETE", path, () => this.backends.delete(id));
+  }
+
+  async getEdge(edgeId: string): Promise<HttpsEdge | "unsupported"> {
+    this.requests++;
+    const routes = this.routes.filter((r) => r.edge === edgeId);
+    if (routes.length === 0) throw new ApiError("GET", `/edges/https/${edgeId}`, 404, "ERR_NGROK_404", `edge ${edgeId} was not found`, undefined);
+    return {
+      id: edgeId,
+      uri: `${BASE}/edges/https/${edgeId}`,
+      created_at: "2026-01-01T00:00:00Z",
+      description: "",
+      metadata: "",
+      hostports: [],
+      routes: routes.map((r) => ({
+        id: r.route,
+        edge_id: r.edge,
+        uri: `${BASE}/edges/https/${r.edge}/routes/${r.route}`,
+        created_at: "2026-01-01T00:00:00Z",
+        match: "/",
+        match_type: "path_prefix",
+        saml: structuredClone(r.saml),
+        circuit_breaker: structuredClone(r.circuit_breaker),
+      })),
+    };
+  }
+
+  async listEdges(): Promise<HttpsEdge[]> {
+    const edges = [...new Set(this.routes.map((r) => r.edge))].sort().reverse();
+    const out: HttpsEdge[] = [];
+    for (const e of edges) out.push((await this.getEdge(e)) as HttpsEdge);
+    return out;
+  }
+
+  private route(edge: string, route: string, method: string): SimRoute {
+    const r = this.routes.find((x) => x.edge === edge && x.route === route);
+    if (!r) throw new ApiError(method, `/edges/https/${edge}/routes/${route}`, 404, "ERR_NGROK_404", "route not found", undefined);
+    return r;
+  }
+
+  async getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null> {
+    this.requests++;
+    return structuredClone(this.route(edge, route, "GET")[kind]) as ModuleOf[K] | null;
+  }
+
+  async putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]> {
+    const r = this.route(edge, route, "PUT");
+    return this.write("PUT", `/edges/https/${edge}/routes/${route}/${kind}`, () => {
+      if (kind === "saml") {
+        const base = `https://idp.example/saml/${route}`;
+        // A replace keeps the signing certificate of a module that was already set.
+        const pem = r.saml?.request_signing_certificate_pem ?? `cert-${route}-${this.next++}`;
+        r.saml = {
+          ...SAML_DEFAULTS,
+          ...(settings as SettingsOf["saml"]),
+          entity_id: base,
+          assertion_consumer_service_url: `${base}/acs`,
+          single_logout_url: `${base}/slo`,
+          request_signing_certificate_pem: pem,
+          metadata_url: base,
+          idp_metadata_url: "",
+        };
+      } else {
+        r.circuit_breaker = { ...CIRCUIT_BREAKER_DEFAULTS, ...(settings as SettingsOf["circuit_breaker"]) };
+      }
+      return structuredClone(r[kind]) as ModuleOf[K];
+    });
+  }
+
+  async deleteModule(edge: string, route: string, kind: ModuleKind): Promise<void> {
+    const r = this.route(edge, route, "DELETE");
+    if (r[kind] === null) throw new ApiError("DELETE", `/edges/https/${edge}/routes/${route}/${kind}`, 404, "ERR_NGROK_7400", "module not set", undefined);
+    this.write("DELETE", `/edges/https/${edge}/routes/${route}/${kind}`, () => {
+      r[kind] = null;
+    });
+  }
+
+  stats(): ClientStats {
+    return { requests: this.requests, retries: 0, byStatus: {}, status429: 0 };
+  }
+
+  async close(): Promise<void> {}
+}
