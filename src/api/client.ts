@@ -161,21 +161,54 @@ class HttpApiClient implements ApiClient {
     await this.pool.close();
   }
 
+  /**
+   * Runs a list's chain of pages holding one place of the semaphore from its first page to its last. The pages
+   * cannot overlap each other (each names the next), so the chain is what the whole read waits for: were the place
+   * given back between two pages, an independent request waiting for one would take it, and the chain would wait
+   * for that request to end. The place is asked for ahead of the other waiters.
+   */
+  private async inChainLease<T>(run: () => Promise<T>): Promise<T> {
+    await this.semaphore.acquire(true);
+    try {
+      return await run();
+    } finally {
+      this.semaphore.release();
+    }
+  }
+
   // ---- weighted backends ------------------------------------------------------------------------------------------
 
-  async listWeightedBackends(): Promise<WeightedBackend[]> {
+  listWeightedBackends(): Promise<WeightedBackend[]> {
+    return this.inChainLease(() => this.listWeightedBackendPages());
+  }
+
+  private async listWeightedBackendPages(): Promise<WeightedBackend[]> {
     const out: WeightedBackend[] = [];
     const ids = new Set<string>();
-    const visited = new Set<string>();
     let path = `${LIST_PATH}?limit=100`;
+    const visited = new Set<string>([path]);
+    let pending = this.exchange("GET", path, undefined, true);
     for (let page = 0; ; page++) {
-      if (page >= MAX_PAGES) {
-        throw this.contractError("GET", path, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
-      }
-      visited.add(path);
-      const answer = await this.exchange("GET", path);
+      const answer = await pending;
       if (answer.status !== 200) throw this.apiError(answer);
-      const list = this.parse(WeightedBackendListSchema, answer);
+      const json = safeJson(answer.text);
+      // The pages are a chain (each names the next), so every step of it adds up: the next page is asked for as
+      // soon as this one names it, and this one is checked while the next travels.
+      const named = (json as { next_page_uri?: unknown } | undefined)?.next_page_uri;
+      if (typeof named === "string") {
+        const next = this.pagePath(named, answer);
+        if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
+        if (page + 1 >= MAX_PAGES) {
+          throw this.contractError("GET", next, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
+        }
+        visited.add(next);
+        path = next;
+        pending = this.exchange("GET", next, undefined, true);
+        // Handled where it is awaited; this only keeps a page that is never awaited (this one failed its check)
+        // from being reported as unhandled.
+        pending.catch(() => undefined);
+      }
+      const list = this.parse(WeightedBackendListSchema, answer, json);
       for (const wb of list.backends) {
         if (!ids.has(wb.id)) {
           ids.add(wb.id);
@@ -183,9 +216,6 @@ class HttpApiClient implements ApiClient {
         }
       }
       if (list.next_page_uri === null) return out;
-      const next = this.pagePath(list.next_page_uri, answer);
-      if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
-      path = next;
     }
   }
 
@@ -227,7 +257,11 @@ class HttpApiClient implements ApiClient {
     throw this.apiError(answer);
   }
 
-  async listEdges(): Promise<HttpsEdge[] | "unsupported"> {
+  listEdges(): Promise<HttpsEdge[] | "unsupported"> {
+    return this.inChainLease(() => this.listEdgePages());
+  }
+
+  private async listEdgePages(): Promise<HttpsEdge[] | "unsupported"> {
     const out: HttpsEdge[] = [];
     const ids = new Set<string>();
     const visited = new Set<string>();
@@ -237,7 +271,7 @@ class HttpApiClient implements ApiClient {
         throw this.contractError("GET", path, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
       }
       visited.add(path);
-      const answer = await this.exchange("GET", path);
+      const answer = await this.exchange("GET", path, undefined, true);
       if (page === 0 && ((answer.status === 404 && this.errorBody(answer)?.error_code === undefined) || answer.status === 405)) {
         return "unsupported";
       }
@@ -284,20 +318,22 @@ class HttpApiClient implements ApiClient {
    * Sends one request with retries and returns the last answer whatever its status (callers decide what a 404
    * means). Throws OutcomeUnknownError for a POST that may have been carried out, and ApiError (status 0) when no
    * answer came after every retry, or at once when retrying cannot help (a TLS failure, an unknown host).
+   * `inChain`: the request is a page of a list whose caller holds a place for the whole chain (`inChainLease`),
+   * so it takes no place of its own, and it goes first through the limiter.
    */
-  private async exchange(method: string, path: string, body?: unknown): Promise<Answer> {
+  private async exchange(method: string, path: string, body?: unknown, inChain = false): Promise<Answer> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = payload === undefined ? this.headers : { ...this.headers, "content-type": "application/json" };
     const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
     let afterUnknown = false;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) this.counts.retries++;
-      await this.semaphore.acquire();
+      if (!inChain) await this.semaphore.acquire();
       let result: { status: number; headers: Answer["headers"]; text: string } | undefined;
       let failure: unknown;
       let ms = 0;
       try {
-        const slot = this.limiter ? await this.limiter.acquire() : null;
+        const slot = this.limiter ? await this.limiter.acquire(inChain) : null;
         const started = this.clock.now();
         try {
           const res = await this.pool.request({
@@ -315,7 +351,7 @@ class HttpApiClient implements ApiClient {
           slot?.done();
         }
       } finally {
-        this.semaphore.release();
+        if (!inChain) this.semaphore.release();
       }
       this.counts.requests++;
 
@@ -423,8 +459,7 @@ class HttpApiClient implements ApiClient {
     return this.apiError(answer);
   }
 
-  private parse<S extends z.ZodType>(schema: S, answer: Answer): z.infer<S> {
-    const json = safeJson(answer.text);
+  private parse<S extends z.ZodType>(schema: S, answer: Answer, json: unknown = safeJson(answer.text)): z.infer<S> {
     if (json === undefined) {
       throw this.contractError(answer.method, answer.path, answer.status, answer.operationId, "the answer is not JSON");
     }

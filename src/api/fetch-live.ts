@@ -52,12 +52,26 @@ export async function fetchLive(client: ApiClient, desired: DesiredState): Promi
   return buildLiveState(weightedBackends, routes);
 }
 
+/** How `fetchTouched` may read. */
+export interface FetchTouchedOptions {
+  /**
+   * How many weighted backends the account holds now, as far as the caller knows (after an apply: those read
+   * before it, plus its creates, minus its deletes). When listing them all takes fewer requests than reading the
+   * touched ones one by one, they are listed instead (a list page holds 100).
+   */
+  accountWeightedBackends?: number;
+}
+
+/** Weighted backends per list page. */
+const PAGE_SIZE = 100;
+
 /**
- * Reads again only the given objects (a saved plan's staleness check, the convergence check after apply): each
- * weighted backend by id (one that no longer exists is absent from the result) and the modules by route, with one
+ * Reads again only the given objects (a saved plan's staleness check, the convergence check after apply): the
+ * weighted backends by id, or by listing them all when `options.accountWeightedBackends` says that takes fewer
+ * requests (one that no longer exists is absent from the result either way), and the modules by route, with one
  * edge read per edge when the server offers it. Modules not asked for are reported as null.
  */
-export async function fetchTouched(client: ApiClient, touched: TouchedObjects): Promise<LiveState> {
+export async function fetchTouched(client: ApiClient, touched: TouchedObjects, options: FetchTouchedOptions = {}): Promise<LiveState> {
   const byRoute = new Map<string, RouteRead>();
   for (const m of touched.modules) {
     const key = `${m.edge}/${m.route}`;
@@ -66,14 +80,19 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects): 
     byRoute.set(key, read);
   }
   const ids = [...new Set(touched.weightedBackendIds)];
-  const [weightedBackends, routes] = await Promise.all([
-    Promise.all(ids.map((id) => client.getWeightedBackend(id))),
-    readRoutes(client, [...byRoute.values()]),
-  ]);
-  return buildLiveState(
-    weightedBackends.filter((wb): wb is WeightedBackend => wb !== null),
-    routes,
-  );
+  const known = options.accountWeightedBackends;
+  const listPages = known === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.ceil(known / PAGE_SIZE));
+  const readWeightedBackends = async (): Promise<WeightedBackend[]> => {
+    if (ids.length === 0) return [];
+    if (listPages < ids.length) {
+      const wanted = new Set(ids);
+      return (await client.listWeightedBackends()).filter((wb) => wanted.has(wb.id));
+    }
+    const read = await Promise.all(ids.map((id) => client.getWeightedBackend(id)));
+    return read.filter((wb): wb is WeightedBackend => wb !== null);
+  };
+  const [weightedBackends, routes] = await Promise.all([readWeightedBackends(), readRoutes(client, [...byRoute.values()])]);
+  return buildLiveState(weightedBackends, routes);
 }
 
 /**

@@ -39,26 +39,31 @@ export const systemClock: Clock = {
     }),
 };
 
-/** A FIFO counting semaphore: at most `size` holders at once. */
+/**
+ * A counting semaphore: at most `size` holders at once, waiters served in order, urgent ones first. Urgent is for
+ * the requests of a chain (list pages, each naming the next): a chain cannot be overlapped with itself, so every
+ * wait it makes behind an independent request lengthens the whole run.
+ */
 export class Semaphore {
   private held = 0;
   private readonly waiters: Array<() => void> = [];
+  private readonly urgentWaiters: Array<() => void> = [];
 
   constructor(readonly size: number) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`semaphore size must be a whole number >= 1, got ${size}`);
   }
 
   /** Resolves when a place is free; the caller must call `release()` exactly once afterwards. */
-  acquire(): Promise<void> {
-    if (this.held < this.size && this.waiters.length === 0) {
+  acquire(urgent = false): Promise<void> {
+    if (this.held < this.size && this.waiters.length === 0 && this.urgentWaiters.length === 0) {
       this.held++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return new Promise((resolve) => (urgent ? this.urgentWaiters : this.waiters).push(resolve));
   }
 
   release(): void {
-    const next = this.waiters.shift();
+    const next = this.urgentWaiters.shift() ?? this.waiters.shift();
     // The place passes straight to the next waiter: `held` stays the same.
     if (next) next();
     else this.held--;
@@ -89,6 +94,7 @@ export class SlidingWindowLimiter {
   private readonly ends: number[] = [];
   private inFlight = 0;
   private readonly queue: Array<() => void> = [];
+  private readonly urgentQueue: Array<() => void> = [];
   private pumping = false;
   private wake: (() => void) | null = null;
   private readonly marginMs: number;
@@ -103,10 +109,13 @@ export class SlidingWindowLimiter {
     this.marginMs = 5 + limit.windowMs / 1000;
   }
 
-  /** Resolves when a request may start; the returned slot's `done()` must be called when its exchange ends. */
-  acquire(): Promise<LimiterSlot> {
+  /**
+   * Resolves when a request may start; the returned slot's `done()` must be called when its exchange ends. Urgent
+   * requests (a chain's, see Semaphore) go before the others that wait.
+   */
+  acquire(urgent = false): Promise<LimiterSlot> {
     return new Promise<LimiterSlot>((resolve) => {
-      this.queue.push(() => {
+      const admit = (): void => {
         this.inFlight++;
         let released = false;
         resolve({
@@ -118,7 +127,8 @@ export class SlidingWindowLimiter {
             this.poke();
           },
         });
-      });
+      };
+      (urgent ? this.urgentQueue : this.queue).push(admit);
       void this.pump();
     });
   }
@@ -148,11 +158,11 @@ export class SlidingWindowLimiter {
     }
     this.pumping = true;
     try {
-      while (this.queue.length > 0) {
+      while (this.queue.length + this.urgentQueue.length > 0) {
         const now = this.clock.now();
         this.prune(now);
         if (this.inFlight + this.ends.length < this.limit.count) {
-          (this.queue.shift() as () => void)();
+          ((this.urgentQueue.shift() ?? this.queue.shift()) as () => void)();
           continue;
         }
         // Full: wait until the oldest ended request leaves the window, or until an in-flight one ends.

@@ -41,6 +41,15 @@ export class ApplySchedule {
   private readonly nodes = new Map<string, Node>();
   /** Addresses in start priority. */
   private readonly order: string[];
+  /** Position of each address in `order`. */
+  private readonly rank = new Map<string, number>();
+  /** Dependencies of each change not done yet. */
+  private readonly waiting = new Map<string, number>();
+  /**
+   * Pending changes whose dependencies are all done, in start priority. Kept up to date as changes finish, because
+   * the engine asks for it after every change: scanning the whole plan each time made a run of n changes cost n^2.
+   */
+  private readyList: string[] = [];
 
   constructor(changes: readonly Change[]) {
     // Validates the graph (unknown dependencies, cycles) and gives an order in which heights can be computed.
@@ -71,6 +80,12 @@ export class ApplySchedule {
           isDelete(a) - isDelete(b) || b.height - a.height || b.reach - a.reach || cmp(a.change.address, b.change.address),
       )
       .map((n) => n.change.address);
+    this.order.forEach((address, i) => {
+      this.rank.set(address, i);
+      const waiting = this.node(address).deps.length;
+      this.waiting.set(address, waiting);
+      if (waiting === 0) this.readyList.push(address);
+    });
   }
 
   /** The change at an address. */
@@ -90,10 +105,7 @@ export class ApplySchedule {
 
   /** Pending changes whose dependencies are all done, in start priority. */
   ready(): string[] {
-    return this.order.filter((a) => {
-      const node = this.node(a);
-      return node.state.status === "pending" && node.deps.every((d) => this.node(d).state.status === "done");
-    });
+    return [...this.readyList];
   }
 
   /** Marks a ready change as running. Throws InternalError when it is not ready. */
@@ -103,11 +115,32 @@ export class ApplySchedule {
       throw new InternalError(`apply: ${address} was started while it was ${node.state.status} or waiting for a dependency`);
     }
     node.state.status = "running";
+    // The engine starts ready changes in order, so this is nearly always the first one.
+    const at = this.readyList.indexOf(address);
+    if (at >= 0) this.readyList.splice(at, 1);
   }
 
   /** Marks a running change done. */
   succeed(address: string): void {
     this.finish(address, "done");
+    for (const dependent of this.node(address).dependents) {
+      const waiting = (this.waiting.get(dependent) ?? 0) - 1;
+      this.waiting.set(dependent, waiting);
+      if (waiting === 0 && this.node(dependent).state.status === "pending") this.insertReady(dependent);
+    }
+  }
+
+  /** Puts a change that became ready in its place by start priority. */
+  private insertReady(address: string): void {
+    const rank = this.rank.get(address) as number;
+    let lo = 0;
+    let hi = this.readyList.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.rank.get(this.readyList[mid] as string) as number) < rank) lo = mid + 1;
+      else hi = mid;
+    }
+    this.readyList.splice(lo, 0, address);
   }
 
   /**
@@ -139,6 +172,7 @@ export class ApplySchedule {
         cancelled.push(a);
       }
     }
+    this.readyList = [];
     return cancelled;
   }
 

@@ -259,6 +259,22 @@ function wireStop(io: CommandIO, external: AbortSignal | undefined): Stop {
 }
 
 /**
+ * How many weighted backends the account holds after the run, as far as this run knows: those read before it, plus
+ * its creates, minus its deletes. It lets the convergence check list them all instead of reading every touched one
+ * by id when that takes fewer requests (a 1,000-change run reads back in 10 pages, not 1,000 GETs).
+ */
+function countAfterRun(before: LiveState, plan: Plan, outcome: ApplyOutcome): number {
+  const done = new Set(outcome.results.filter((r) => r.status === "done").map((r) => r.address));
+  let count = before.weightedBackends.length;
+  for (const change of plan.changes) {
+    if (change.kind !== "weighted_backend" || !done.has(change.address)) continue;
+    if (change.action === "create") count++;
+    else if (change.action === "delete") count--;
+  }
+  return count;
+}
+
+/**
  * Reads again what the run touched and tells whether the live side converged, with the outputs as they are now.
  * From manifests: merge into the live state read before and plan again. From a saved plan: compare with its
  * `after` values. A failed read is reported as "not checked", never thrown: the changes already ran.
@@ -272,7 +288,7 @@ async function checkConvergence(
   try {
     if (fromManifests) {
       const touched = buildTouchedAfterRun(plan, outcome);
-      const reread = await fetchTouched(session.client, touched);
+      const reread = await fetchTouched(session.client, touched, { accountWeightedBackends: countAfterRun(fromManifests.before, plan, outcome) });
       const merged = mergeLive(fromManifests.before, touched, reread);
       const replan = buildPlan(fromManifests.desired, merged, fromManifests.planOptions);
       return { convergence: buildConvergenceFromReplan(replan), outputs: replan.outputs };

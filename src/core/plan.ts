@@ -16,6 +16,7 @@ import type {
   WeightedBackendValue,
 } from "../model/plan.js";
 import { PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
+import { ID_PREFIX } from "../model/wire.js";
 import type {
   DesiredEdgeRoute,
   DesiredState,
@@ -26,6 +27,7 @@ import type {
   OwnerMarker,
   SourcePos,
 } from "../model/state.js";
+import { MARKER_KEY } from "../model/state.js";
 import {
   buildLiveValue,
   buildMarker,
@@ -76,7 +78,7 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 interface Resolved {
   backends: Record<string, number>;
   /** Keys of `backends` that are names of objects this plan creates. */
-  pending: Set<string>;
+  pending: ReadonlySet<string>;
 }
 
 /**
@@ -235,31 +237,37 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   for (const d of desiredWbs) {
     if (!matches.has(d.name)) continue; // an error was reported for it
     const resolved = resolveChildren(d, nameToId, desiredNames);
-    for (const key of Object.keys(d.backends).sort()) {
-      if (!key.includes("_") && !desiredNames.has(key)) {
-        error(posOf(d, `backends.${key}`), `weighted backend "${d.name}": child "${key}" is neither a backend id nor the name of a weighted backend in the manifests`);
+    const keys = Object.keys(d.backends);
+    // Children given by id alone are distinct and known: only names need these checks.
+    if (keys.some((k) => !k.includes("_"))) {
+      const seen = new Map<string, string>();
+      for (const key of keys.sort()) {
+        if (!key.includes("_") && !desiredNames.has(key)) {
+          error(posOf(d, `backends.${key}`), `weighted backend "${d.name}": child "${key}" is neither a backend id nor the name of a weighted backend in the manifests`);
+        }
+        const target = key.includes("_") ? key : (nameToId.get(key) ?? key);
+        const first = seen.get(target);
+        if (first !== undefined) {
+          error(posOf(d, `backends.${key}`), `weighted backend "${d.name}": children "${first}" and "${key}" are the same object (${target}); keep one of them`);
+        } else seen.set(target, key);
       }
-    }
-    const seen = new Map<string, string>();
-    for (const key of Object.keys(d.backends).sort()) {
-      const target = key.includes("_") ? key : (nameToId.get(key) ?? key);
-      const first = seen.get(target);
-      if (first !== undefined) {
-        error(posOf(d, `backends.${key}`), `weighted backend "${d.name}": children "${first}" and "${key}" are the same object (${target}); keep one of them`);
-      } else seen.set(target, key);
     }
     resolvedByName.set(d.name, resolved);
   }
 
   // 3b. Children that lead back to their parent through an id (names alone are checked by the loader): the API
   // refuses such a cycle (ERR_NGROK_6524), and no order of writes could reach it.
-  const unmanaged = new Map(liveWbs.filter((l) => !claimedBy.has(l.id)).map((l) => [l.id, l.backends]));
-  reportIdCycles(desiredWbs.filter((d) => resolvedByName.has(d.name)), nameToId, desiredNames, unmanaged, (d, key, path) =>
-    error(
-      posOf(d, `backends.${key}`),
-      `weighted backend "${d.name}": its children lead back to it (${path.join(" -> ")}); the API refuses cycles, remove one of these references`,
-    ),
-  );
+  // A cycle through an id needs a manifest whose children name a weighted backend by id; usually none does.
+  const idChildren = desiredWbs.some((d) => Object.keys(d.backends).some((key) => key.startsWith(`${ID_PREFIX.weightedBackend}_`)));
+  if (idChildren) {
+    const unmanaged = new Map(liveWbs.filter((l) => !claimedBy.has(l.id)).map((l) => [l.id, l.backends]));
+    reportIdCycles(desiredWbs.filter((d) => resolvedByName.has(d.name)), nameToId, desiredNames, unmanaged, (d, key, path) =>
+      error(
+        posOf(d, `backends.${key}`),
+        `weighted backend "${d.name}": its children lead back to it (${path.join(" -> ")}); the API refuses cycles, remove one of these references`,
+      ),
+    );
+  }
 
   // 4. Routes: every route the manifests name must have been read.
   const liveRoutes = new Map(live.routes.map((r) => [`${r.edge}/${r.route}`, r]));
@@ -286,13 +294,14 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
 
   // 5. Orphans: owned by the stack, named by no manifest. Deleted only with prune, never when protected or when
   // something that stays still references them (the API would refuse the delete).
-  const usedAddresses = new Set(desiredWbs.map((d) => weightedBackendAddress(d.name)));
+  // An orphan is addressed by the name in its marker, or by its id when a manifest or an earlier orphan has that
+  // name (names never contain "_", so an id never meets a name).
+  const usedNames = new Set(desiredNames);
   const orphans = unclaimedOwned().map((l) => {
     const marker = markerOf(l.id) as OwnerMarker;
-    let address = weightedBackendAddress(marker.name);
-    if (usedAddresses.has(address)) address = weightedBackendAddress(l.id);
-    usedAddresses.add(address);
-    return { live: l, marker, address };
+    const taken = usedNames.has(marker.name);
+    usedNames.add(marker.name);
+    return { live: l, marker, address: weightedBackendAddress(taken ? l.id : marker.name) };
   });
   const deleting = new Set(options.prune ? orphans.filter((o) => o.marker.protect !== true).map((o) => o.live.id) : []);
   const keptReason = new Map<string, string>();
@@ -305,15 +314,23 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     else referrers.set(child, [by]);
   };
   const referrerIds = new Map<string, string>(); // the label of a referrer -> its live id, when it has one
-  for (const l of liveWbs) {
-    const name = claimedBy.get(l.id);
-    const children = name !== undefined ? (resolvedByName.get(name)?.backends ?? {}) : l.backends;
-    const label = name !== undefined ? weightedBackendAddress(name) : l.id;
-    referrerIds.set(label, l.id);
-    for (const child of Object.keys(children)) if (child !== l.id) addReferrer(child, label);
-  }
-  for (const d of creates) {
-    for (const child of Object.keys(resolvedByName.get(d.name)?.backends ?? {})) addReferrer(child, weightedBackendAddress(d.name));
+  // Only references to objects being deleted matter, and most plans delete nothing: nothing else is recorded.
+  if (deleting.size > 0) {
+    for (const l of liveWbs) {
+      const name = claimedBy.get(l.id);
+      const children = name !== undefined ? (resolvedByName.get(name)?.backends ?? {}) : l.backends;
+      for (const child of Object.keys(children)) {
+        if (child === l.id || !deleting.has(child)) continue;
+        const label = name !== undefined ? weightedBackendAddress(name) : l.id;
+        referrerIds.set(label, l.id);
+        addReferrer(child, label);
+      }
+    }
+    for (const d of creates) {
+      for (const child of Object.keys(resolvedByName.get(d.name)?.backends ?? {})) {
+        if (deleting.has(child)) addReferrer(child, weightedBackendAddress(d.name));
+      }
+    }
   }
   for (let changed = true; changed; ) {
     changed = false;
@@ -342,26 +359,43 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
 
   // 6. Weighted backend changes.
   // Names shown beside child ids: the manifest name, else the name in the child's marker of this stack.
-  const idToName = new Map<string, string>();
-  for (const l of liveWbs) {
-    const marker = markerOf(l.id);
-    if (marker?.stack === stack) idToName.set(l.id, marker.name);
-  }
-  for (const [name, id] of nameToId) idToName.set(id, name);
+  // Looked up for the children of changed objects only, so it is not built for every live object.
+  const idToName = {
+    get(id: string): string | undefined {
+      const claimed = claimedBy.get(id);
+      if (claimed !== undefined) return claimed;
+      const marker = markerOf(id);
+      return marker?.stack === stack ? marker.name : undefined;
+    },
+  };
   const changes: Change[] = [];
   for (const d of desiredWbs) {
     const m = matches.get(d.name) as Match;
     const resolved = resolvedByName.get(d.name) as Resolved;
+    const marker = buildMarker(stack, d.name, d.protect);
+    const parsedLive = m.live === null ? undefined : parsed.get(m.live.id);
+    // Most objects of a large stack are unchanged: they are compared field by field and dropped before anything is
+    // built for them. Key order does not matter to the comparison, so the manifest's metadata is compared as it is;
+    // when that says "different", the normalised values below decide (sorting never makes equal values differ).
+    const unchanged = (metadata: unknown): boolean =>
+      m.live !== null &&
+      m.action === "update" &&
+      m.live.description === d.description &&
+      sameWeights(m.live.backends, resolved.backends) &&
+      equal(parsedLive?.value, metadata);
+    if (unchanged({ ...d.metadata, [MARKER_KEY]: marker })) continue;
     const after: WeightedBackendValue = {
       description: d.description,
-      metadata: buildMetadata(d.metadata, buildMarker(stack, d.name, d.protect)),
-      backends: sortedBackends(resolved.backends),
+      metadata: buildMetadata(d.metadata, marker),
+      backends: { ...resolved.backends }, // sorted by resolveChildren
     };
+    if (unchanged(after.metadata)) continue;
+    const before = m.live === null ? null : buildLiveValue(m.live, parsedLive);
     const refs: Record<string, string> = {};
     for (const p of [...resolved.pending].sort()) refs[p] = weightedBackendAddress(p);
     const address = weightedBackendAddress(d.name);
     const source = formatPos(d.source);
-    if (m.live === null) {
+    if (m.live === null || before === null) {
       changes.push({
         kind: "weighted_backend",
         action: "create",
@@ -382,8 +416,6 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
       });
       continue;
     }
-    const before = buildLiveValue(m.live, parsed.get(m.live.id));
-    if (m.action === "update" && equal(before, after)) continue;
     changes.push({
       kind: "weighted_backend",
       action: m.action,
@@ -522,9 +554,21 @@ function reportIdCycles(
   for (const d of desired) if (!state.has(d.name)) visit(d.name);
 }
 
+const NO_PENDING: ReadonlySet<string> = new Set<string>();
+
+/** Two backends maps with the same children and weights, whatever their key order. */
+function sameWeights(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (!Object.hasOwn(b, key) || a[key] !== b[key]) return false;
+  return true;
+}
+
 function resolveChildren(d: DesiredWeightedBackend, nameToId: ReadonlyMap<string, string>, desiredNames: ReadonlySet<string>): Resolved {
   const backends: Record<string, number> = {};
-  const pending = new Set<string>();
+  // Most objects name no object of the plan: they share one empty set instead of each making its own.
+  let pending: Set<string> | undefined;
+  let renamed = false;
   for (const key of Object.keys(d.backends).sort()) {
     const weight = d.backends[key] as number;
     if (key.includes("_")) {
@@ -532,13 +576,16 @@ function resolveChildren(d: DesiredWeightedBackend, nameToId: ReadonlyMap<string
       continue;
     }
     const id = nameToId.get(key);
-    if (id !== undefined) backends[id] = weight;
-    else {
+    if (id !== undefined) {
+      backends[id] = weight;
+      renamed = true;
+    } else {
       backends[key] = weight;
-      if (desiredNames.has(key)) pending.add(key);
+      if (desiredNames.has(key)) (pending ??= new Set<string>()).add(key);
     }
   }
-  return { backends: sortedBackends(backends), pending };
+  // Keys went in sorted; only a name replaced by its id can be out of place.
+  return { backends: renamed ? sortedBackends(backends) : backends, pending: pending ?? NO_PENDING };
 }
 
 function summarise(changes: Change[], orphans: Orphan[]): PlanSummary {

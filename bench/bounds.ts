@@ -1,0 +1,37 @@
+/**
+ * The time the fewest requests need, from the latency of one request and the client's concurrency (or the
+ * server's rate limit). Only the server's latency counts: transport, JSON, schema checks and the plan itself are
+ * what a run may spend on top (the targets allow 1.2 times the bound). Pure.
+ */
+
+/**
+ * A chain of `chain` requests that must run one after the other (list pages: each names the next) beside
+ * `parallel` independent requests (edge reads), on `concurrency` slots, each request taking `latencyMs`: the chain
+ * holds one slot throughout and the others share the rest, so the makespan is
+ * `max(chain, ceil((chain + parallel) / concurrency))` latencies.
+ */
+export function overlappedBoundMs(chain: number, parallel: number, concurrency: number, latencyMs: number): number {
+  if (chain + parallel === 0) return 0;
+  const c = Math.max(1, Math.floor(concurrency));
+  return Math.max(chain, Math.ceil((chain + parallel) / c)) * latencyMs;
+}
+
+/** Changes run level by level of the dependency graph, `concurrency` at a time: the sum of `ceil(level / c)`. */
+export function levelsBoundMs(levelSizes: readonly number[], concurrency: number, latencyMs: number): number {
+  const c = Math.max(1, Math.floor(concurrency));
+  return levelSizes.reduce((sum, n) => sum + Math.ceil(n / c), 0) * latencyMs;
+}
+
+/**
+ * The earliest the last of `requests` requests can be answered under a limit of `count` requests per rolling
+ * `windowMs`: the first `count` go at once, and each later group of `count` one window after the group before.
+ */
+export function rateBoundMs(requests: number, count: number, windowMs: number, latencyMs = 0): number {
+  if (requests === 0) return 0;
+  return Math.floor((requests - 1) / count) * windowMs + latencyMs;
+}
+
+/** Pages a list of `items` takes at `pageSize` (an empty list still takes one). */
+export function listPages(items: number, pageSize = 100): number {
+  return Math.max(1, Math.ceil(items / pageSize));
+}

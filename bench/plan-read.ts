@@ -1,0 +1,116 @@
+/**
+ * Benchmark `plan-read`: `edgeplan plan` over 5,000 weighted backends and 1,000 routes on 50 edges with both
+ * modules, 2 % of them changed, against a server that delays every answer by 20 ms. The fewest requests are the
+ * list pages plus one read per edge. The bound is the time they need at the run's concurrency: the list pages form
+ * a chain (each names the next) that holds one slot, and the edge reads share the others; each request takes what
+ * one list page takes alone on this machine (`request_ms`, measured just before; `latency_bound_ms` is the same
+ * bound with the injected latency only). edgeplan runs several times (cold processes), the median reported. The
+ * reference strategy reads the same live side one request at a time, module by module.
+ */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { CLIENT_DEFAULTS } from "../src/api/options.js";
+import { listPages, overlappedBoundMs } from "./bounds.js";
+import { makeWorkDir, provisionFleet, seedLive, writeFleet, type FleetSpec } from "./fleet.js";
+import { builtCli, repoRoot, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { checkSummary, medianRun, ratio, runEdgeplanPlan, runReferencePlan, type RunFigures } from "./runs.js";
+import { seedDataFile, startBenchServer, warmUp, type BenchServer } from "./traffic.js";
+
+export interface PlanReadSize {
+  fleet: FleetSpec;
+  latencyMs: number;
+  /** Runs of edgeplan (the median is reported). */
+  runs: number;
+  /** Also run the reference strategy (slow: one request at a time). */
+  reference: boolean;
+}
+
+export const PLAN_READ_SIZES: { full: PlanReadSize; quick: PlanReadSize } = {
+  full: {
+    fleet: { same: 4900, changed: 100, created: 0, orphans: 0, edges: 50, routesPerEdge: 20, changedRoutes: 20 },
+    latencyMs: 20,
+    runs: 3,
+    reference: true,
+  },
+  quick: {
+    fleet: { same: 980, changed: 20, created: 0, orphans: 0, edges: 10, routesPerEdge: 10, changedRoutes: 2 },
+    latencyMs: 20,
+    runs: 3,
+    reference: true,
+  },
+};
+
+/** Runs plan-read at a size and returns its figures. */
+export async function measurePlanRead(size: PlanReadSize, log: (line: string) => void = () => undefined): Promise<Measurement> {
+  const { fleet: spec, latencyMs } = size;
+  const dir = makeWorkDir();
+  let server: BenchServer | undefined;
+  try {
+    const dataFile = join(dir, "live.db");
+    const fleet = await seedDataFile(dataFile, async (store, account) => {
+      const ids = provisionFleet(store, account, spec);
+      const made = await writeFleet(repoRoot(), spec, ids, dir);
+      await seedLive(store, account, spec, made, ids);
+      return made;
+    });
+    const cli = builtCli();
+    server = await startBenchServer(cli, { dataFile, latencyMs });
+    const [pageMs = latencyMs] = await warmUp(server, ["/backends/weighted?limit=100", `/edges/https/${fleet.desired.edgeRoutes[0]?.edge ?? ""}`]);
+    const concurrency = CLIENT_DEFAULTS.concurrency;
+
+    log(`plan-read: edgeplan plan over ${spec.same + spec.changed} weighted backends, ${spec.edges * spec.routesPerEdge} routes on ${spec.edges} edges, ${size.runs} runs`);
+    const runs: RunFigures[] = [];
+    for (let i = 0; i < size.runs; i++) {
+      const run = await runEdgeplanPlan(cli, server, fleet, { concurrency });
+      checkSummary("plan-read", run.summary, fleet.expected);
+      runs.push(run);
+    }
+    const { run, spans, requests } = medianRun(runs);
+
+    const pages = listPages(spec.same + spec.changed + spec.orphans);
+    const figures = {
+      requests: Math.max(...requests),
+      minimal_requests: pages + spec.edges,
+      wall_ms: round1(run.traffic.spanMs),
+      bound_ms: round1(overlappedBoundMs(pages, spec.edges, concurrency, pageMs)),
+      status_429: runs.reduce((n, r) => n + r.traffic.status429, 0),
+    };
+    const latencyBound = overlappedBoundMs(pages, spec.edges, concurrency, latencyMs);
+    const result: Measurement = {
+      ...figures,
+      ...requestTargets(figures),
+      wall_ms_runs: JSON.stringify(spans),
+      request_ms: round1(pageMs),
+      latency_bound_ms: latencyBound,
+      wall_vs_latency_bound: ratio(figures.wall_ms, latencyBound),
+      command_ms: round1(run.commandMs),
+      weighted_backends: spec.same + spec.changed,
+      routes: spec.edges * spec.routesPerEdge,
+      edges: spec.edges,
+      changes: run.summary.total,
+      concurrency,
+      latency_ms: latencyMs,
+      requests_by_kind: JSON.stringify(run.traffic.byKind),
+    };
+
+    if (size.reference) {
+      log("plan-read: the reference strategy (one request at a time, one GET per module)");
+      const ref = await runReferencePlan(server, fleet.desired);
+      checkSummary("plan-read reference", ref.summary, fleet.expected);
+      result.reference_requests = ref.traffic.requests;
+      result.reference_wall_ms = round1(ref.traffic.spanMs);
+      result.reference_requests_ratio = ratio(ref.traffic.requests, run.traffic.requests);
+      result.reference_wall_ratio = ratio(ref.traffic.spanMs, run.traffic.spanMs);
+    }
+    return result;
+  } finally {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const planReadScenario: Scenario = {
+  name: "plan-read",
+  description: "edgeplan plan: 5,000 weighted backends, 1,000 routes on 50 edges with both modules, 2 % changed, 20 ms latency",
+  run: ({ quick }) => measurePlanRead(quick ? PLAN_READ_SIZES.quick : PLAN_READ_SIZES.full, (line) => process.stderr.write(`bench: ${line}\n`)),
+};

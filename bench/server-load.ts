@@ -1,0 +1,140 @@
+/**
+ * Benchmark `server`: `edgeplan serve --data FILE` (its request log written, as in service) under load from this
+ * process: 32 connections, each sending its next request as soon as its answer arrived. First GETs of weighted
+ * backends by id, then durable PATCHes (full bodies, each one SQLite transaction committed to the write-ahead log
+ * before the answer), each phase for a fixed time. Reports answers per second and latency percentiles. Targets:
+ * at least 5,000 GETs/s and 1,000 PATCHes/s on this 2-core machine.
+ */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { Pool } from "undici";
+import { buildMarker, buildMetadata } from "../src/kinds/weighted-backend.js";
+import { canonicalJson } from "../src/model/canonical.js";
+import { makeWorkDir } from "./fleet.js";
+import { builtCli, percentile, round1, type Measurement, type Scenario } from "./measure.js";
+import { BENCH_KEY, seedDataFile, startBenchServer, type BenchServer } from "./traffic.js";
+
+export interface ServerLoadSize {
+  /** Weighted backends in the store (the ids requests pick from). */
+  objects: number;
+  connections: number;
+  /** Length of each phase, in ms. */
+  phaseMs: number;
+}
+
+export const SERVER_LOAD_SIZES: { full: ServerLoadSize; quick: ServerLoadSize } = {
+  full: { objects: 1000, connections: 32, phaseMs: 3000 },
+  quick: { objects: 200, connections: 32, phaseMs: 1000 },
+};
+
+const TARGET_GETS = 5000;
+const TARGET_PATCHES = 1000;
+
+interface Phase {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  answers: number;
+  errors: number;
+}
+
+/** `connections` loops, each sending its next request when its answer is read, until `ms` have passed. */
+async function load(pool: Pool, connections: number, ms: number, next: (i: number) => { method: "GET" | "PATCH"; path: string; body?: string }): Promise<Phase> {
+  const headers = { authorization: `Bearer ${BENCH_KEY}`, "ngrok-version": "2" };
+  const bodyHeaders = { ...headers, "content-type": "application/json" };
+  const latencies: number[] = [];
+  let errors = 0;
+  let n = 0;
+  const started = performance.now();
+  const deadline = started + ms;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < deadline) {
+      const req = next(n++);
+      const t = performance.now();
+      const res = await pool.request({ method: req.method, path: req.path, headers: req.body ? bodyHeaders : headers, body: req.body ?? null });
+      await res.body.text();
+      latencies.push(performance.now() - t);
+      if (res.statusCode !== 200) errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  const elapsed = performance.now() - started;
+  return {
+    perSecond: Math.round((latencies.length / elapsed) * 1000),
+    p50: round1(percentile(latencies, 50)),
+    p99: round1(percentile(latencies, 99)),
+    answers: latencies.length,
+    errors,
+  };
+}
+
+/** Runs the load test at a size. */
+export async function measureServerLoad(size: ServerLoadSize): Promise<Measurement> {
+  const dir = makeWorkDir();
+  let server: BenchServer | undefined;
+  let pool: Pool | undefined;
+  try {
+    const dataFile = join(dir, "server.db");
+    const { ids, children } = await seedDataFile(dataFile, (store, account) =>
+      store.transaction(() => {
+        const kids = [store.createBackend(account, "http_response").id, store.createBackend(account, "tunnel_group").id];
+        const made: string[] = [];
+        for (let i = 0; i < size.objects; i++) {
+          const { id, created_at } = store.newId("bkdwd");
+          store.insertWeightedBackend(account, {
+            id,
+            created_at,
+            description: `service ${i}`,
+            metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}` }, buildMarker("bench", `svc-${i}`, false))),
+            backends: { [kids[0] as string]: 9000, [kids[1] as string]: 1000 },
+          });
+          made.push(id);
+        }
+        return { ids: made, children: kids };
+      }),
+    );
+    server = await startBenchServer(builtCli(), { dataFile, discardLog: true });
+    pool = new Pool(server.url, { connections: size.connections });
+    const pick = (i: number): string => ids[(i * 7919) % ids.length] as string;
+
+    // A short warm-up, so that the figures are those of a server in service, not of its first requests.
+    await load(pool, size.connections, 300, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
+    const gets = await load(pool, size.connections, size.phaseMs, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
+    const patches = await load(pool, size.connections, size.phaseMs, (i) => ({
+      method: "PATCH",
+      path: `/backends/weighted/${pick(i)}`,
+      body: JSON.stringify({
+        description: `service ${i}, revision ${i}`,
+        metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}`, revision: String(i) }, buildMarker("bench", `svc-${i}`, false))),
+        backends: { [children[0] as string]: 9000 - (i % 100), [children[1] as string]: 1000 + (i % 100) },
+      }),
+    }));
+    const rss = server.rssMb();
+    const ok = gets.perSecond >= TARGET_GETS && patches.perSecond >= TARGET_PATCHES && gets.errors + patches.errors === 0;
+    return {
+      wall_ms: size.phaseMs * 2,
+      rss_mb: rss,
+      connections: size.connections,
+      get_per_s: gets.perSecond,
+      get_p50_ms: gets.p50,
+      get_p99_ms: gets.p99,
+      patch_per_s: patches.perSecond,
+      patch_p50_ms: patches.p50,
+      patch_p99_ms: patches.p99,
+      errors: gets.errors + patches.errors,
+      ok,
+      target: `>= ${TARGET_GETS} GETs/s and >= ${TARGET_PATCHES} durable PATCHes/s at ${size.connections} connections`,
+      summary: `GET ${gets.perSecond}/s (p99 ${gets.p99} ms), PATCH ${patches.perSecond}/s (p99 ${patches.p99} ms)`,
+    };
+  } finally {
+    await pool?.close();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const serverScenario: Scenario = {
+  name: "server",
+  description: "edgeplan serve --data: GETs by id, then durable PATCHes, at 32 connections",
+  run: ({ quick }) => measureServerLoad(quick ? SERVER_LOAD_SIZES.quick : SERVER_LOAD_SIZES.full),
+};

@@ -1,0 +1,107 @@
+/**
+ * Every benchmark scenario at a very small size: it runs end to end against the built CLI and server on loopback
+ * and returns a well-formed result. Request counts are asserted exactly (they do not depend on the machine); times
+ * are not (speed targets belong to `npm run bench`).
+ */
+import { describe, expect, it } from "vitest";
+import { measureApplyWrite } from "../../bench/apply-write.js";
+import { measureColdStart } from "../../bench/cold-start.js";
+import { measureDiffCpu } from "../../bench/diff-cpu.js";
+import { SCENARIOS } from "../../bench/run.js";
+import { measurePlanRead } from "../../bench/plan-read.js";
+import { measureRateLimited } from "../../bench/rate-limited.js";
+import { measureServerLoad } from "../../bench/server-load.js";
+
+const none = { same: 0, changed: 0, created: 0, orphans: 0, edges: 0, routesPerEdge: 0, changedRoutes: 0 };
+
+function expectTimes(result: Record<string, unknown>, fields: string[]): void {
+  for (const f of fields) {
+    expect(typeof result[f], f).toBe("number");
+    expect(Number.isFinite(result[f]), f).toBe(true);
+    expect(result[f] as number, f).toBeGreaterThanOrEqual(0);
+  }
+}
+
+describe("bench scenarios at a tiny size", () => {
+  it("registers every scenario of the benchmark once", () => {
+    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "cold-start", "server"]);
+  });
+
+  it("plan-read: the list pages plus one read per edge; the reference reads every module", async () => {
+    const r = await measurePlanRead({
+      fleet: { ...none, same: 140, changed: 10, edges: 2, routesPerEdge: 3, changedRoutes: 1 },
+      latencyMs: 2,
+      runs: 1,
+      reference: true,
+    });
+    expect(r.requests).toBe(2 + 2);
+    expect(r.minimal_requests).toBe(4);
+    expect(r.status_429).toBe(0);
+    expect(r.changes).toBe(10 + 2);
+    expect(JSON.parse(r.requests_by_kind as string)).toEqual({ "GET /backends/weighted": 2, "GET /edges/https/:id": 2 });
+    // The reference: the same 2 pages, then one GET per module of the 6 routes.
+    expect(r.reference_requests).toBe(2 + 12);
+    expectTimes(r, ["wall_ms", "bound_ms", "latency_bound_ms", "command_ms", "reference_wall_ms"]);
+  }, 60_000);
+
+  it("apply-write: one request per change, the reads before, and one list page to tell convergence", async () => {
+    const r = await measureApplyWrite({
+      fleet: { ...none, changed: 5, created: 12, orphans: 3 },
+      latencyMs: 2,
+      runs: 1,
+      reference: true,
+    });
+    expect(r.requests).toBe(1 + 20 + 1);
+    expect(r.minimal_requests).toBe(22);
+    expect(r.status_429).toBe(0);
+    expect(JSON.parse(r.requests_by_kind as string)).toEqual({
+      "GET /backends/weighted": 2,
+      "POST /backends/weighted": 12,
+      "PATCH /backends/weighted/:id": 5,
+      "DELETE /backends/weighted/:id": 3,
+    });
+    // new-00009 refers to new-00008 by name: two levels.
+    expect(JSON.parse(r.dependency_levels as string)).toEqual([19, 1]);
+    // The reference: one page, the 20 writes, then the 20 objects read back one by one.
+    expect(r.reference_requests).toBe(1 + 20 + 20);
+    expectTimes(r, ["wall_ms", "bound_ms", "command_ms", "reference_wall_ms"]);
+  }, 60_000);
+
+  it("rate-limited: no 429 under the server's limit, and the fewest requests", async () => {
+    const r = await measureRateLimited({
+      fleet: { ...none, changed: 3, created: 5, orphans: 1, edges: 1, routesPerEdge: 2, changedRoutes: 1 },
+      rateLimit: "10/1s",
+    });
+    expect(r.status_429).toBe(0);
+    expect(r.plan_requests).toBe(1 + 1);
+    expect(r.apply_requests).toBe(2 + 11 + 2);
+    expect(r.requests).toBe(r.minimal_requests);
+    expect(r.bound_ms).toBe(1000);
+    expectTimes(r, ["wall_ms", "plan_wall_ms", "apply_wall_ms"]);
+  }, 60_000);
+
+  it("diff-cpu: times buildPlan in a process of its own", async () => {
+    const r = await measureDiffCpu({ fleet: { ...none, same: 40, changed: 2, created: 2, orphans: 2, edges: 2, routesPerEdge: 2, changedRoutes: 1 }, runs: 2 });
+    expect(r.weighted_backends).toBe(44);
+    expect(r.live_weighted_backends).toBe(44);
+    expect(r.modules).toBe(8);
+    expect(r.changes).toBe(2 + 2 + 2 + 2);
+    expect(r.runs).toBe(2);
+    expect(r.rss_mb as number).toBeGreaterThan(0);
+    expectTimes(r, ["wall_ms", "first_run_ms"]);
+  }, 60_000);
+
+  it("cold-start: --version and validate examples exit 0", async () => {
+    const r = await measureColdStart({ runs: 1 });
+    expect(r.runs).toBe(1);
+    expectTimes(r, ["wall_ms", "validate_examples_ms", "node_ms"]);
+  }, 60_000);
+
+  it("server: answers every GET and PATCH under load", async () => {
+    const r = await measureServerLoad({ objects: 20, connections: 4, phaseMs: 200 });
+    expect(r.errors).toBe(0);
+    expect(r.get_per_s as number).toBeGreaterThan(0);
+    expect(r.patch_per_s as number).toBeGreaterThan(0);
+    expectTimes(r, ["get_p50_ms", "get_p99_ms", "patch_p50_ms", "patch_p99_ms", "rss_mb"]);
+  }, 60_000);
+});
