@@ -13,10 +13,10 @@ import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../src/api/options.js";
 import { dependencyLevels } from "../src/core/graph.js";
 import { levelsBoundMs, listPages, overlappedBoundMs } from "./bounds.js";
-import { makeWorkDir, provisionFleet, seedLive, writeFleet, type FleetSpec } from "./fleet.js";
-import { builtCli, repoRoot, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
+import { builtCli, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, medianRun, ratio, runEdgeplanApply, runReferenceApply, type RunFigures } from "./runs.js";
-import { copyDataFile, seedDataFile, startBenchServer, warmUp, type BenchServer, type Traffic } from "./traffic.js";
+import { copyDataFile, startBenchServer, warmUp, type BenchServer, type Traffic } from "./traffic.js";
 
 export interface ApplyWriteSize {
   fleet: FleetSpec;
@@ -67,12 +67,7 @@ export async function measureApplyWrite(size: ApplyWriteSize, log: (line: string
   const servers: BenchServer[] = [];
   try {
     const pristine = join(dir, "pristine.db");
-    const fleet = await seedDataFile(pristine, async (store, account) => {
-      const ids = provisionFleet(store, account, spec);
-      const made = await writeFleet(repoRoot(), spec, ids, dir);
-      await seedLive(store, account, spec, made, ids);
-      return made;
-    });
+    const fleet = await seedFleet(pristine, spec, dir);
     const cli = builtCli();
     const concurrency = CLIENT_DEFAULTS.concurrency;
 

@@ -16,6 +16,8 @@ import type { PlanSummary } from "../src/model/plan.js";
 import type { CircuitBreakerSettings, SamlSettings } from "../src/model/wire.js";
 import type { Store, StoredSaml } from "../src/server/index.js";
 import { makeSigningKeyPair } from "../src/server/saml-certificate.js";
+import { repoRoot } from "./measure.js";
+import { seedDataFile } from "./traffic.js";
 
 /** How many objects of each sort the fleet holds. */
 export interface FleetSpec {
@@ -240,5 +242,15 @@ export async function seedLive(store: Store, account: string, spec: FleetSpec, f
       store.setSaml(account, r.route, stored);
       store.setCircuitBreaker(account, r.route, cb);
     }
+  });
+}
+
+/** Seeds `dataFile` with the fleet's live state and writes its manifests into `dir`; returns the fleet. */
+export function seedFleet(dataFile: string, spec: FleetSpec, dir: string): Promise<Fleet> {
+  return seedDataFile(dataFile, async (store, account) => {
+    const ids = provisionFleet(store, account, spec);
+    const made = await writeFleet(repoRoot(), spec, ids, dir);
+    await seedLive(store, account, spec, made, ids);
+    return made;
   });
 }

@@ -11,10 +11,10 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../src/api/options.js";
 import { listPages, overlappedBoundMs } from "./bounds.js";
-import { makeWorkDir, provisionFleet, seedLive, writeFleet, type FleetSpec } from "./fleet.js";
-import { builtCli, repoRoot, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
+import { builtCli, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, medianRun, ratio, runEdgeplanPlan, runReferencePlan, type RunFigures } from "./runs.js";
-import { seedDataFile, startBenchServer, warmUp, type BenchServer } from "./traffic.js";
+import { startBenchServer, warmUp, type BenchServer } from "./traffic.js";
 
 export interface PlanReadSize {
   fleet: FleetSpec;
@@ -47,12 +47,7 @@ export async function measurePlanRead(size: PlanReadSize, log: (line: string) =>
   let server: BenchServer | undefined;
   try {
     const dataFile = join(dir, "live.db");
-    const fleet = await seedDataFile(dataFile, async (store, account) => {
-      const ids = provisionFleet(store, account, spec);
-      const made = await writeFleet(repoRoot(), spec, ids, dir);
-      await seedLive(store, account, spec, made, ids);
-      return made;
-    });
+    const fleet = await seedFleet(dataFile, spec, dir);
     const cli = builtCli();
     server = await startBenchServer(cli, { dataFile, latencyMs });
     const [pageMs = latencyMs] = await warmUp(server, ["/backends/weighted?limit=100", `/edges/https/${fleet.desired.edgeRoutes[0]?.edge ?? ""}`]);

@@ -10,10 +10,10 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseRateLimit } from "../src/api/options.js";
 import { listPages, rateBoundMs } from "./bounds.js";
-import { makeWorkDir, provisionFleet, seedLive, writeFleet, type FleetSpec } from "./fleet.js";
-import { builtCli, repoRoot, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
+import { builtCli, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, runEdgeplanApply, runEdgeplanPlan } from "./runs.js";
-import { seedDataFile, startBenchServer, type BenchServer } from "./traffic.js";
+import { startBenchServer, type BenchServer } from "./traffic.js";
 
 export interface RateLimitedSize {
   fleet: FleetSpec;
@@ -56,12 +56,7 @@ export async function measureRateLimited(size: RateLimitedSize, log: (line: stri
   let server: BenchServer | undefined;
   try {
     const dataFile = join(dir, "live.db");
-    const fleet = await seedDataFile(dataFile, async (store, account) => {
-      const ids = provisionFleet(store, account, spec);
-      const made = await writeFleet(repoRoot(), spec, ids, dir);
-      await seedLive(store, account, spec, made, ids);
-      return made;
-    });
+    const fleet = await seedFleet(dataFile, spec, dir);
     const cli = builtCli();
     server = await startBenchServer(cli, { dataFile, rateLimit: size.rateLimit });
     const settings = { rateLimit: size.rateLimit };
