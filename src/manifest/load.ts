@@ -11,11 +11,12 @@ import type { Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS } from "../model/wire.js";
 import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
-import { Pinner, checkDocument, type CheckedDocument } from "./check-document.js";
+import { Pinner, type CheckedDocument } from "./check-document.js";
+import { checkManifestText, emptyCheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
-import { interpolateDocument, type Env } from "./interpolate.js";
+import type { Env } from "./interpolate.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
-import { MAX_MANIFEST_BYTES, decodeManifest, parseManifestText, toPlain } from "./yaml-source.js";
+import { MAX_MANIFEST_BYTES, decodeManifest } from "./yaml-source.js";
 
 export interface LoadOptions {
   /** Where `${EDGEPLAN_VAR_*}` values come from. Default: `process.env`. */
@@ -139,14 +140,12 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   const env: Env = options.env ?? process.env;
   const now = options.now ?? new Date();
   const found = await collectManifestFiles(paths, cwd);
-  const diagnostics: Diagnostic[] = [...found.diagnostics];
+  const checked = emptyCheckedTexts();
+  const { diagnostics, documents, declaredNames, references } = checked;
+  diagnostics.push(...found.diagnostics);
   const files: string[] = [];
   const skipped: string[] = [];
-  const documents: CheckedDocument[] = [];
-  const declaredNames: Array<{ name: string; pos: SourcePos }> = [];
-  const references: Array<{ key: string; pos: SourcePos }> = [];
   const fileOf = new Map<CheckedDocument, ManifestFile>();
-  let objects = 0;
 
   const contents = await mapLimited(found.files, 16, readManifestBytes);
   found.files.forEach((file, i) => {
@@ -168,27 +167,7 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
       return;
     }
     files.push(file.display);
-    const parsed = parseManifestText(decoded.text, file.display);
-    diagnostics.push(...parsed.diagnostics);
-    for (const d of parsed.docs) {
-      objects++;
-      const interpolation = interpolateDocument(d, env);
-      diagnostics.push(...interpolation.diagnostics);
-      const plain = toPlain(d);
-      if ("diagnostic" in plain) {
-        diagnostics.push(plain.diagnostic);
-        continue;
-      }
-      const result = checkDocument(d, plain.value, interpolation.unresolved);
-      diagnostics.push(...result.diagnostics);
-      const pin = new Pinner(d);
-      if (result.name !== undefined) declaredNames.push({ name: result.name, pos: pin.value(["name"]) });
-      for (const key of result.references ?? []) references.push({ key, pos: pin.key(["backends", key]) });
-      if (result.checked) {
-        documents.push(result.checked);
-        fileOf.set(result.checked, file);
-      }
-    }
+    for (const doc of checkManifestText(decoded.text, file.display, env, checked)) fileOf.set(doc, file);
   });
 
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
@@ -258,7 +237,7 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
     diagnostics: sortDiagnostics(diagnostics).map((d) => (d.message.length > MAX_TOKEN ? { ...d, message: clipMessage(d.message) } : d)),
     files,
     root: found.root,
-    objects,
+    objects: checked.objects,
     skipped,
   };
 }

@@ -1,0 +1,54 @@
+/**
+ * The loader's steps for one manifest text, without a disk: parse the YAML documents, interpolate `${VAR}`, check
+ * each document against its kind's schema, and collect what the rules across objects need (names, references).
+ */
+import type { Diagnostic } from "../model/errors.js";
+import type { SourcePos } from "../model/state.js";
+import { Pinner, checkDocument, type CheckedDocument } from "./check-document.js";
+import { interpolateDocument, type Env } from "./interpolate.js";
+import { parseManifestText, toPlain } from "./yaml-source.js";
+
+/** What the documents of several manifest texts add up to before the rules across objects run. */
+export interface CheckedTexts {
+  diagnostics: Diagnostic[];
+  /** Documents that passed their schema. */
+  documents: CheckedDocument[];
+  declaredNames: Array<{ name: string; pos: SourcePos }>;
+  references: Array<{ key: string; pos: SourcePos }>;
+  /** Documents read (empty documents left out). */
+  objects: number;
+}
+
+export function emptyCheckedTexts(): CheckedTexts {
+  return { diagnostics: [], documents: [], declaredNames: [], references: [], objects: 0 };
+}
+
+/**
+ * Checks every document of one manifest text (shown as `display` in diagnostics), adding what it finds to `into`.
+ * Returns the documents of this text that passed their schema.
+ */
+export function checkManifestText(text: string, display: string, env: Env, into: CheckedTexts): CheckedDocument[] {
+  const parsed = parseManifestText(text, display);
+  into.diagnostics.push(...parsed.diagnostics);
+  const passed: CheckedDocument[] = [];
+  for (const d of parsed.docs) {
+    into.objects++;
+    const interpolation = interpolateDocument(d, env);
+    into.diagnostics.push(...interpolation.diagnostics);
+    const plain = toPlain(d);
+    if ("diagnostic" in plain) {
+      into.diagnostics.push(plain.diagnostic);
+      continue;
+    }
+    const result = checkDocument(d, plain.value, interpolation.unresolved);
+    into.diagnostics.push(...result.diagnostics);
+    const pin = new Pinner(d);
+    if (result.name !== undefined) into.declaredNames.push({ name: result.name, pos: pin.value(["name"]) });
+    for (const key of result.references ?? []) into.references.push({ key, pos: pin.key(["backends", key]) });
+    if (result.checked) {
+      into.documents.push(result.checked);
+      passed.push(result.checked);
+    }
+  }
+  return passed;
+}
