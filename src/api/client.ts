@@ -7,6 +7,7 @@
 import { Pool } from "undici";
 import type { z } from "zod";
 import { ApiError } from "../model/errors.js";
+import type { WeightedBackendBody } from "../model/plan.js";
 import {
   API_VERSION,
   CircuitBreakerModuleSchema,
@@ -44,11 +45,7 @@ export interface SettingsOf {
 }
 
 /** The body of a create (POST) or of an update (PATCH, always the full body: an absent `backends` empties the map). */
-export interface WeightedBackendBody {
-  description: string;
-  metadata: string;
-  backends: Record<string, number>;
-}
+export type { WeightedBackendBody };
 
 export interface ClientStats {
   /** Attempts sent, retries included. */
