@@ -9,7 +9,7 @@ import { EdgeplanError, EXIT } from "./model/errors.js";
 
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
-/** Options every command that talks to the API takes (DESIGN.md section 6). */
+/** Options every command that talks to the API takes (README, "Commands and exit codes"). */
 export function withCommonOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option("--api-url <url>", "API base URL").env("EDGEPLAN_API_URL"))
@@ -116,7 +116,7 @@ async function main(argv: string[]): Promise<number> {
     });
   program
     .command("serve")
-    .description("run the API server (API.md) until SIGTERM or SIGINT; prints `listening on http://HOST:PORT` when ready")
+    .description("run the API server (docs/api.md) until SIGTERM or SIGINT; prints `listening on http://HOST:PORT` when ready")
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--port <port>", "port to listen on; 0 picks a free one", "4780")
     .option("--data <file>", "SQLite file that keeps the state (default: in memory)")

@@ -51,7 +51,7 @@ export interface ApplyRunOptions {
 
 /** What plan and apply return to the action. */
 export interface RunResult {
-  /** The CLI's exit code (DESIGN.md section 6). */
+  /** The CLI's exit code (README, "Commands and exit codes"). */
   exitCode: number;
   /** Manifest problems, with file, line and column. */
   diagnostics: Diagnostic[];

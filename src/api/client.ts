@@ -447,7 +447,7 @@ class HttpApiClient implements ApiClient {
     const body = this.errorBody(answer);
     // Any coded 404 but "module not set" names the route or edge (ERR_NGROK_404; ERR_NGROK_222 for a malformed id).
     if (answer.status === 404 && body?.error_code !== undefined && body.error_code !== "ERR_NGROK_7400") {
-      // The server names the missing resource in details.resource (API.md); without it, a message that names the
+      // The server names the missing resource in details.resource (docs/api.md); without it, a message that names the
       // edge but not the route is about the edge.
       const resource = body.details?.resource;
       const edgeMissing = resource !== undefined ? resource === edge : body.msg.includes(edge) && !body.msg.includes(route);

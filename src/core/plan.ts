@@ -1,6 +1,6 @@
 /**
  * `buildPlan`: the pure function from (desired, live, options) to a Plan. It matches manifests to live objects by
- * `id:` or owner marker (DESIGN.md section 2), proposes renames instead of delete + create, diffs the normalised
+ * `id:` or owner marker (README, "Plan and apply"), proposes renames instead of delete + create, diffs the normalised
  * sides field by field, orders the changes, and names the risks and outputs. Same input, same Plan.
  */
 import { jsonEqual as equal } from "../model/json-equal.js";

@@ -1,5 +1,5 @@
 /**
- * The circuit breaker module of an HTTPS edge route: its client-settable fields and defaults (API.md section 4).
+ * The circuit breaker module of an HTTPS edge route: its client-settable fields and defaults (docs/api.md section 4).
  * Pure.
  */
 import { CIRCUIT_BREAKER_DEFAULTS, CircuitBreakerSettingsSchema } from "../model/wire.js";

@@ -1,5 +1,5 @@
 /**
- * The SAML module of an HTTPS edge route: its client-settable fields and defaults (API.md section 3), the auth
+ * The SAML module of an HTTPS edge route: its client-settable fields and defaults (docs/api.md section 3), the auth
  * question the risks ask of it, and the outputs a person copies into the IdP. Pure.
  */
 import type { ModuleSettings } from "../model/plan.js";

@@ -1,5 +1,5 @@
 /**
- * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (DESIGN.md section 6) and a
+ * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (README, "Commands and exit codes") and a
  * message that says where, what, and what to do. One top-level handler in the CLI prints them.
  */
 import type { SourcePos } from "./state.js";

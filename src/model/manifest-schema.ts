@@ -1,5 +1,5 @@
 /**
- * The zod schemas of what a person writes in a manifest (DESIGN.md section 1): one per kind, plus one document that
+ * The zod schemas of what a person writes in a manifest (docs/manifests.md): one per kind, plus one document that
  * is either kind. They check shapes, types, ranges and formats; rules that need several fields or several objects
  * (exactly one IdP metadata source, byte limits, references, duplicates) live in src/manifest. The JSON Schemas in
  * schemas/ are generated from these, so every field carries a description for editors. Pure: no I/O.

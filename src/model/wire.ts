@@ -1,5 +1,5 @@
 /**
- * The wire contract of the traffic-routing API (../shared/API.md), as zod schemas shared by the server that
+ * The wire contract of the traffic-routing API (docs/api.md), as zod schemas shared by the server that
  * answers it and the client that reads it. Pure: no I/O.
  */
 import { z } from "zod";
@@ -64,7 +64,7 @@ export const NAMEID_FORMATS = [
 ] as const;
 export const DEFAULT_NAMEID_FORMAT = NAMEID_FORMATS[0];
 
-/** Values a PUT of the SAML module stores for fields it leaves out (API.md section 3). */
+/** Values a PUT of the SAML module stores for fields it leaves out (docs/api.md section 3). */
 export const SAML_DEFAULTS = {
   enabled: true,
   options_passthrough: false,
@@ -77,7 +77,7 @@ export const SAML_DEFAULTS = {
   nameid_format: DEFAULT_NAMEID_FORMAT as string,
 };
 
-/** Values a PUT of the circuit breaker module stores for fields it leaves out (API.md section 4). */
+/** Values a PUT of the circuit breaker module stores for fields it leaves out (docs/api.md section 4). */
 export const CIRCUIT_BREAKER_DEFAULTS = {
   enabled: true,
   volume_threshold: 0,

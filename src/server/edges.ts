@@ -1,5 +1,5 @@
 /**
- * HTTPS edges and routes (API.md section 2): read-only over the API; they come from the fixtures file or from
+ * HTTPS edges and routes (docs/api.md section 2): read-only over the API; they come from the fixtures file or from
  * the store's ensure* methods. An edge is answered with its routes and their modules inline.
  */
 import type { Handler, ServerContext } from "./context.js";

@@ -1,5 +1,5 @@
 /**
- * An answer in the API's error shape (API.md "Error body"), thrown by request handlers and turned into a
+ * An answer in the API's error shape (docs/api.md "Error body"), thrown by request handlers and turned into a
  * response in one place (app.ts). It never leaves the server.
  */
 export class HttpError extends Error {

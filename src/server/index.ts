@@ -1,5 +1,5 @@
 /**
- * The API server of API.md, as a library: `startServer` is what `edgeplan serve`, the `--local` mode and the
+ * The API server of docs/api.md, as a library: `startServer` is what `edgeplan serve`, the `--local` mode and the
  * tests run. It listens on node's HTTP stack, keeps its state in SQLite (a file, or memory) and answers every
  * request through the pipeline of app.ts.
  */

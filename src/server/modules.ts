@@ -1,5 +1,5 @@
 /**
- * The SAML and circuit breaker modules of an HTTPS edge route (API.md sections 3 and 4): replace (PUT), get,
+ * The SAML and circuit breaker modules of an HTTPS edge route (docs/api.md sections 3 and 4): replace (PUT), get,
  * delete. A PUT replaces the whole module: every field left out takes its default. Both body shapes are taken:
  * the fields at the top level, or the OpenAPI clients' `{"edge_id", "id", "module": {...}}`.
  */
@@ -101,7 +101,7 @@ function unwrapModuleBody(
   return { fields: body, where: "" };
 }
 
-/** Validates a SAML module body and fills the defaults of API.md section 3. */
+/** Validates a SAML module body and fills the defaults of docs/api.md section 3. */
 export function parseSamlSettings(fields: JsonObject, where: string): SamlSettings {
   const f = (k: string): string => where + k;
   const idpMetadataUrl = readString(fields, "idp_metadata_url", f("idp_metadata_url"));
@@ -151,7 +151,7 @@ export function parseSamlSettings(fields: JsonObject, where: string): SamlSettin
   return settings;
 }
 
-/** Validates a circuit breaker body. Fields without a default in API.md section 4 are required. */
+/** Validates a circuit breaker body. Fields without a default in docs/api.md section 4 are required. */
 export function parseCircuitBreakerSettings(fields: JsonObject, where: string): CircuitBreakerSettings {
   const f = (k: string): string => where + k;
   const enabled = readBoolean(fields, "enabled", f("enabled")) ?? CIRCUIT_BREAKER_DEFAULTS.enabled;

@@ -1,5 +1,5 @@
 /**
- * The paging rules of every list (API.md "Paging"): `limit` 1..100 (default 100), `before_id`, nothing else;
+ * The paging rules of every list (docs/api.md "Paging"): `limit` 1..100 (default 100), `before_id`, nothing else;
  * newest first; `next_page_uri` with sorted query keys, or null when nothing is left.
  */
 import { LIMITS } from "../model/wire.js";

@@ -1,5 +1,5 @@
 /**
- * Stored records as the wire objects of API.md, with fields in the documented order and every `uri` built from
+ * Stored records as the wire objects of docs/api.md, with fields in the documented order and every `uri` built from
  * the server's base URL (never from the request's Host header).
  */
 import type { CircuitBreakerModule, HttpsEdge, HttpsRoute, SamlModule, WeightedBackend } from "../model/wire.js";

@@ -1,5 +1,5 @@
 /**
- * Reading and checking request bodies: size limit, content type, JSON, nesting depth (API.md "bodies").
+ * Reading and checking request bodies: size limit, content type, JSON, nesting depth (docs/api.md "bodies").
  */
 import type { IncomingMessage } from "node:http";
 import { describeType, HttpError } from "./http-error.js";

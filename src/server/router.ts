@@ -1,5 +1,5 @@
 /**
- * The path table of API.md. A path matches a pattern segment by segment; `:prefix` segments capture an id that
+ * The path table of docs/api.md. A path matches a pattern segment by segment; `:prefix` segments capture an id that
  * must have that prefix (a malformed id is 404 ERR_NGROK_222, checked after the method).
  */
 import { ID_PREFIX } from "../model/wire.js";

@@ -1,5 +1,5 @@
 /**
- * Weighted backends (API.md section 1): create, get, list, update, delete, with the referential rules. Every
+ * Weighted backends (docs/api.md section 1): create, get, list, update, delete, with the referential rules. Every
  * write validates and writes inside one store transaction, so a rejected request changes nothing.
  */
 import { ID_PREFIX, isBackendId, LIMITS } from "../model/wire.js";
@@ -161,7 +161,7 @@ export const updateWeightedBackend: Handler = (server, req) => {
   }
   const description = readString(body, "description", "description", LIMITS.descriptionBytes);
   const metadata = readString(body, "metadata", "metadata", LIMITS.metadataBytes);
-  // An absent `backends` means an empty map (API.md section 1, rule 2), as the retired API did.
+  // An absent `backends` means an empty map (docs/api.md section 1, rule 2), as the retired API did.
   const backends = body.backends === undefined ? {} : readBackendsMap(body.backends);
   const record = server.store.transaction((): WeightedBackendRecord => {
     const current = server.store.getWeightedBackend(req.account, id);

@@ -1,6 +1,6 @@
 /**
  * Properties over random worlds (./arbitraries.ts), with the real plan and the real apply engine running against an
- * in-memory API that enforces API.md's rules and injects faults (./simulated-api.ts):
+ * in-memory API that enforces docs/api.md's rules and injects faults (./simulated-api.ts):
  * - plans are deterministic: the same input gives the same bytes in every format, and a plan read back from its
  *   JSON file renders the same bytes;
  * - applying converges: after the engine ran the plan, planning again shows no change, even when writes were refused

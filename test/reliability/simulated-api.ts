@@ -1,5 +1,5 @@
 /**
- * An in-memory stand-in for the API client that enforces the rules of API.md a reconciler can break (a child must
+ * An in-memory stand-in for the API client that enforces the rules of docs/api.md a reconciler can break (a child must
  * exist, no cycles, no deleting what is referenced, PATCH without `backends` empties the map, a module PUT
  * replaces the whole module with defaults for what it leaves out) and injects faults on writes: refused before
  * anything is done, or carried out with the answer lost. It lets the real plan and apply engine run thousands of
@@ -111,7 +111,7 @@ export class SimulatedApi implements ApiClient {
     const path = `/backends/weighted/${id}`;
     const old = this.backends.get(id);
     if (!old) throw new ApiError("PATCH", path, 404, "ERR_NGROK_404", `${id} was not found`, undefined);
-    // API.md: an absent `backends` empties the map.
+    // docs/api.md: an absent `backends` empties the map.
     const backends = body.backends ?? {};
     this.checkChildren(id, backends, "PATCH", path);
     return this.write("PATCH", path, () => {

@@ -1,5 +1,5 @@
 /**
- * The conventions every request follows (API.md "Conventions for every request"), against the real server on a
+ * The conventions every request follows (docs/api.md "Conventions for every request"), against the real server on a
  * free loopback port, over raw HTTP.
  */
 import { connect } from "node:net";

@@ -1,5 +1,5 @@
 /**
- * HTTPS edges and the SAML and circuit breaker modules of their routes (API.md sections 2-4) over raw HTTP,
+ * HTTPS edges and the SAML and circuit breaker modules of their routes (docs/api.md sections 2-4) over raw HTTP,
  * including the request-signing certificate, parsed with node's X509Certificate and @peculiar/x509.
  */
 import "reflect-metadata";

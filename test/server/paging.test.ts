@@ -1,5 +1,5 @@
 /**
- * Paging (API.md "Paging") over 250 weighted backends and over edges: every object exactly once, newest first,
+ * Paging (docs/api.md "Paging") over 250 weighted backends and over edges: every object exactly once, newest first,
  * `next_page_uri` with sorted query keys and null at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Weighted backends (API.md section 1) over raw HTTP: every operation, the rules 1-4, the limits, and account
+ * Weighted backends (docs/api.md section 1) over raw HTTP: every operation, the rules 1-4, the limits, and account
  * isolation. What the server holds afterwards is read back through the API (and the store where the API cannot
  * show it).
  */
