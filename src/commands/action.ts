@@ -5,6 +5,7 @@
 import { runAction, type ActionRunners, type ApplyRunner, type PlanRunner } from "../action/run.js";
 import type { Plan } from "../model/plan.js";
 import { NO_CHANGES, summaryLine } from "../render/common.js";
+import { renderMarkdown } from "../render/markdown.js";
 import { runApply, type ApplyCommandResult } from "./apply.js";
 import type { CommandIO } from "./io.js";
 import { runPlan } from "./plan.js";
@@ -19,7 +20,7 @@ export async function runActionCommand(io: CommandIO): Promise<number> {
 export function actionRunners(): ActionRunners {
   const plan: PlanRunner = async (options, io) => {
     const result = await runPlan(options, io);
-    return result.plan ? { ...result, summary: planSummaryLine(result.plan) } : result;
+    return result.plan ? { ...result, markdown: renderMarkdown(result.plan), summary: planSummaryLine(result.plan) } : result;
   };
   const apply: ApplyRunner = async (options, io) => {
     const result = await runApply(options, io);
@@ -40,12 +41,17 @@ export function planSummaryLine(plan: Plan): string {
  * folded; the one-line summary is the apply's own.
  */
 function applyReport(result: ApplyCommandResult): { markdown?: string; summary?: string } {
-  if (!result.summaryMarkdown) {
-    return result.plan ? { summary: planSummaryLine(result.plan) } : {};
-  }
+  if (!result.plan) return {};
+  const planMarkdown = renderMarkdown(result.plan);
+  if (!result.summaryMarkdown) return { markdown: planMarkdown, summary: planSummaryLine(result.plan) };
   const markdown = [
     result.summaryMarkdown.trimEnd(),
-    ...(result.markdown ? ["", "<details><summary>The plan that was applied</summary>", "", result.markdown.trimEnd(), "", "</details>"] : []),
+    "",
+    "<details><summary>The plan that was applied</summary>",
+    "",
+    planMarkdown.trimEnd(),
+    "",
+    "</details>",
   ].join("\n");
   return result.summary ? { markdown, summary: result.summary } : { markdown };
 }

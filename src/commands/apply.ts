@@ -12,7 +12,7 @@
  */
 import { resolve } from "node:path";
 import { fetchLive, fetchTouched } from "../api/fetch-live.js";
-import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
+import type { CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan, type ApplyOutcome } from "../apply/engine.js";
 import { buildApplyHeadline, buildConvergenceLine, renderApplyJson, renderApplyMarkdown, renderApplyText, type ApplyReport } from "../apply/report.js";
@@ -30,7 +30,6 @@ import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
-import { renderMarkdown } from "../render/markdown.js";
 import type { CommandIO } from "./io.js";
 import { PLAN_FORMATS, planOptionsFrom, renderPlan, useColor, type PlanFlags, type PlanFormat } from "./plan.js";
 import { loadManifests, openSession, type Session } from "./session.js";
@@ -62,8 +61,6 @@ export interface ApplyCommandResult {
   diagnostics: Diagnostic[];
   /** The plan that was shown (and applied, when approved). */
   plan?: Plan;
-  /** The plan as Markdown. */
-  markdown?: string;
   hasChanges?: boolean;
   /** What was done as Markdown: done, failed, skipped, not started; converged or not; the outputs. */
   summaryMarkdown?: string;
@@ -132,7 +129,7 @@ export async function runApply(options: ApplyCommandOptions, io: CommandIO): Pro
 
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     const hasChanges = planHasChanges(plan);
-    const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, markdown: renderMarkdown(plan), hasChanges };
+    const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, hasChanges };
     if (!hasChanges) {
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
@@ -197,7 +194,7 @@ async function runChanges(
   options: ApplyCommandOptions,
   io: CommandIO,
 ): Promise<{ outcome: ApplyOutcome; interruptedBy: string | undefined }> {
-  const concurrency = Number(options.concurrency ?? CLIENT_DEFAULTS.concurrency);
+  const { concurrency } = session;
   const stop = wireStop(io, options.signal);
   try {
     const n = plan.changes.length;

@@ -36,8 +36,6 @@ export interface PlanCommandResult {
   exitCode: number;
   diagnostics: Diagnostic[];
   plan?: Plan;
-  /** The plan as Markdown (for a pull-request comment), whatever format was printed. */
-  markdown?: string;
   hasChanges?: boolean;
 }
 
@@ -98,7 +96,6 @@ export async function runPlan(options: PlanCommandOptions, io: CommandIO): Promi
       exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,
       diagnostics: loaded.diagnostics,
       plan,
-      markdown: renderMarkdown(plan),
       hasChanges,
     };
   } finally {

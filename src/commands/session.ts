@@ -41,6 +41,8 @@ export interface Session {
   client: ApiClient;
   /** The stack whose owner markers this run manages. */
   stack: string;
+  /** Requests in flight at once (`--concurrency`), as the client was given them. */
+  concurrency: number;
   /** Closes the client, and the embedded server of `--local`. */
   close(): Promise<void>;
 }
@@ -53,8 +55,9 @@ export interface Session {
 export async function openSession(options: CommonCliOptions, io: CommandIO, desired?: DesiredState): Promise<Session> {
   const stack = options.stack ?? io.env.EDGEPLAN_STACK ?? "default";
   if (!options.local) {
-    const client = createClient(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv));
-    return { client, stack, close: () => client.close() };
+    const clientOptions = await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv);
+    const client = createClient(clientOptions);
+    return { client, stack, concurrency: clientOptions.concurrency, close: () => client.close() };
   }
 
   const { startServer, loadFixturesFile, accountForKey } = await import("../server/index.js");
@@ -78,12 +81,15 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     // The embedded server has no rate limit: the client's default budget (that of the retired public API) would
     // only slow a local preview down. An explicit --rate-limit is kept.
     const rateLimit = options.rateLimit === undefined || options.rateLimit === CLIENT_DEFAULTS.rateLimit ? "off" : options.rateLimit;
-    const client = createClient(
-      await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY }),
-    );
+    const clientOptions = await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, {
+      baseUrl: server.url,
+      apiKey: LOCAL_API_KEY,
+    });
+    const client = createClient(clientOptions);
     return {
       client,
       stack,
+      concurrency: clientOptions.concurrency,
       close: async () => {
         await client.close();
         await server.close();

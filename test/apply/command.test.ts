@@ -4,6 +4,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { APPROVAL_QUESTION } from "../../src/apply/approval.js";
+import { renderMarkdown } from "../../src/render/markdown.js";
 import { runApply } from "../../src/commands/apply.js";
 import type { CommandIO } from "../../src/commands/io.js";
 import { UnsafePlanError } from "../../src/model/errors.js";
@@ -45,7 +46,7 @@ describe("runApply", () => {
     expect(result.exitCode).toBe(0);
     expect(result.hasChanges).toBe(true);
     expect(result.plan?.summary.create).toBe(1);
-    expect(result.markdown).toContain("### edgeplan plan: stack `default`");
+    expect(renderMarkdown(result.plan!)).toContain("### edgeplan plan: stack `default`");
     expect(result.summaryMarkdown).toContain("### edgeplan apply: stack `default`\n\n**Apply complete: 1 done.**\n");
     expect(result.summaryMarkdown).toContain("Converged: the live state matches the manifests.");
     expect((await w.owned()).has("x")).toBe(true);
