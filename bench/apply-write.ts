@@ -14,7 +14,7 @@ import { CLIENT_DEFAULTS } from "../src/api/options.js";
 import { dependencyLevels } from "../src/core/graph.js";
 import { levelsBoundMs, listPages, overlappedBoundMs } from "./bounds.js";
 import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
-import { builtCli, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, medianRun, ratio, runEdgeplanApply, runReferenceApply, type RunFigures } from "./runs.js";
 import { copyDataFile, startBenchServer, warmUp, type BenchServer, type Traffic } from "./traffic.js";
 
@@ -149,5 +149,5 @@ export async function measureApplyWrite(size: ApplyWriteSize, log: (line: string
 export const applyWriteScenario: Scenario = {
   name: "apply-write",
   description: "edgeplan apply: 1,000 creates, 1,000 updates, 200 deletes, 20 ms latency",
-  run: ({ quick }) => measureApplyWrite(quick ? APPLY_WRITE_SIZES.quick : APPLY_WRITE_SIZES.full, (line) => process.stderr.write(`bench: ${line}\n`)),
+  run: ({ quick }) => measureApplyWrite(quick ? APPLY_WRITE_SIZES.quick : APPLY_WRITE_SIZES.full, progress),
 };

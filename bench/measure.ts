@@ -23,6 +23,11 @@ export interface Scenario {
 }
 
 /** Median of a few timings: steadier than one run, cheaper than many. */
+/** Where scenarios say what they are doing: stderr, so that the table on stdout stays clean. */
+export function progress(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);

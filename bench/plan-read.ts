@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../src/api/options.js";
 import { listPages, overlappedBoundMs } from "./bounds.js";
 import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
-import { builtCli, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, medianRun, ratio, runEdgeplanPlan, runReferencePlan, type RunFigures } from "./runs.js";
 import { startBenchServer, warmUp, type BenchServer } from "./traffic.js";
 
@@ -107,5 +107,5 @@ export async function measurePlanRead(size: PlanReadSize, log: (line: string) =>
 export const planReadScenario: Scenario = {
   name: "plan-read",
   description: "edgeplan plan: 5,000 weighted backends, 1,000 routes on 50 edges with both modules, 2 % changed, 20 ms latency",
-  run: ({ quick }) => measurePlanRead(quick ? PLAN_READ_SIZES.quick : PLAN_READ_SIZES.full, (line) => process.stderr.write(`bench: ${line}\n`)),
+  run: ({ quick }) => measurePlanRead(quick ? PLAN_READ_SIZES.quick : PLAN_READ_SIZES.full, progress),
 };

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { parseRateLimit } from "../src/api/options.js";
 import { listPages, rateBoundMs } from "./bounds.js";
 import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
-import { builtCli, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
+import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, runEdgeplanApply, runEdgeplanPlan } from "./runs.js";
 import { startBenchServer, type BenchServer } from "./traffic.js";
 
@@ -97,5 +97,5 @@ export async function measureRateLimited(size: RateLimitedSize, log: (line: stri
 export const rateLimitedScenario: Scenario = {
   name: "rate-limited",
   description: "edgeplan plan, then apply, against the server's --rate-limit 20/1s",
-  run: ({ quick }) => measureRateLimited(quick ? RATE_LIMITED_SIZES.quick : RATE_LIMITED_SIZES.full, (line) => process.stderr.write(`bench: ${line}\n`)),
+  run: ({ quick }) => measureRateLimited(quick ? RATE_LIMITED_SIZES.quick : RATE_LIMITED_SIZES.full, progress),
 };
