@@ -19,7 +19,8 @@ export function withCommonOptions(cmd: Command): Command {
     .option("--local", "run against an embedded server with state in .edgeplan/local.db", false)
     .option("--fixtures <file>", "with --local: load edges, routes and backends from this fixtures file")
     .option("--concurrency <n>", "requests in flight at once", "4")
-    .option("--rate-limit <n/window>", "client-side request budget, e.g. 120/60s, or off", "120/60s")
+    // No commander default: left out, the client's default applies (120/60s), and --local knows it was left out.
+    .option("--rate-limit <n/window>", "client-side request budget, e.g. 20/1s, or off (default: 120/60s; off with --local)")
     .option("--retries <n>", "retries of a failed request", "5")
     .option("--timeout <ms>", "timeout of one request", "30000")
     .option("--version-header <name>", "name of the API version header", "Ngrok-Version")

@@ -6,7 +6,7 @@
 import { mkdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { createClient, type ApiClient } from "../api/client.js";
-import { CLIENT_DEFAULTS, clientOptionsFrom, type CommonCliOptions } from "../api/options.js";
+import { clientOptionsFrom, type CommonCliOptions } from "../api/options.js";
 import { loadDesired, type LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
@@ -80,7 +80,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     io.stderr(`local: embedded server with its state in ${shown.startsWith("..") ? join(dir, LOCAL_DB) : shown}\n`);
     // The embedded server has no rate limit: the client's default budget (that of the retired public API) would
     // only slow a local preview down. An explicit --rate-limit is kept.
-    const rateLimit = options.rateLimit === undefined || options.rateLimit === CLIENT_DEFAULTS.rateLimit ? "off" : options.rateLimit;
+    const rateLimit = options.rateLimit ?? "off";
     const clientOptions = await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, {
       baseUrl: server.url,
       apiKey: LOCAL_API_KEY,
