@@ -31,7 +31,6 @@ import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
 import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
 
 export type ModuleKind = "saml" | "circuit_breaker";
-export const MODULE_KINDS: readonly ModuleKind[] = ["saml", "circuit_breaker"];
 
 /** The module object the server answers, per kind. */
 export interface ModuleOf {
