@@ -7,7 +7,7 @@
 import { Pool } from "undici";
 import type { z } from "zod";
 import { ApiError } from "../model/errors.js";
-import type { WeightedBackendBody } from "../model/plan.js";
+import type { ModuleKind, WeightedBackendBody } from "../model/plan.js";
 import {
   API_VERSION,
   CircuitBreakerModuleSchema,
@@ -30,7 +30,7 @@ import { checkBaseUrl, type ClientOptions } from "./options.js";
 import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
 import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
 
-export type ModuleKind = "saml" | "circuit_breaker";
+export type { ModuleKind };
 
 /** The module object the server answers, per kind. */
 export interface ModuleOf {
