@@ -131,6 +131,7 @@ async function main(argv: string[]): Promise<number> {
     .option("--latency <ms>", "test fault: delay every request by MS or a random MIN-MAX milliseconds")
     .option("--fail-rate <p>", "test fault: answer this fraction of requests 503 before doing anything")
     .option("--drop-rate <p>", "test fault: commit this fraction of writes, then cut the connection before the answer")
+    .option("--fault-seed <n>", "test faults: draw them from this seed (0 to 4294967295), so a run's faults can be met again")
     .option("--headers-timeout <ms>", "time allowed to receive request headers", "10000")
     .option("--request-timeout <ms>", "time allowed to receive a whole request", "30000")
     .option("--quiet", "no request log on stderr", false)

@@ -30,6 +30,7 @@ export interface ServeFlags {
   latency?: string;
   failRate?: string;
   dropRate?: string;
+  faultSeed?: string;
   headersTimeout?: string;
   requestTimeout?: string;
   quiet?: boolean;
@@ -79,7 +80,7 @@ export function serveApiKeys(flagKeys: string[] | undefined, env: NodeJS.Process
 export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerOptions {
   const options: ServerOptions = {
     host: flags.host ?? DEFAULT_HOST,
-    port: flags.port === undefined ? DEFAULT_PORT : parseWholeNumber("--port", flags.port, 0),
+    port: flags.port === undefined ? DEFAULT_PORT : parseWholeNumber("--port", flags.port, 0, 65535),
     apiKeys: serveApiKeys(flags.apiKey, env),
   };
   if (options.port !== undefined && options.port > 65535) throw new EdgeplanError(`--port ${options.port} is larger than 65535`);
@@ -98,6 +99,7 @@ export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerO
   if (flags.latency !== undefined) options.latency = parseLatency(flags.latency);
   if (flags.failRate !== undefined) options.failRate = parseProbability("--fail-rate", flags.failRate);
   if (flags.dropRate !== undefined) options.dropRate = parseProbability("--drop-rate", flags.dropRate);
+  if (flags.faultSeed !== undefined) options.faultSeed = parseWholeNumber("--fault-seed", flags.faultSeed, 0, 0xffffffff);
   if (flags.headersTimeout !== undefined) options.headersTimeoutMs = parseWholeNumber("--headers-timeout", flags.headersTimeout, 1);
   if (flags.requestTimeout !== undefined) options.requestTimeoutMs = parseWholeNumber("--request-timeout", flags.requestTimeout, 1);
   return options;

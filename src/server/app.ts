@@ -26,6 +26,8 @@ export interface AppOptions {
   latency?: [number, number] | undefined;
   failRate?: number | undefined;
   dropRate?: number | undefined;
+  /** Decides the faults above: a number in [0, 1) per draw. */
+  draw: () => number;
   rateLimiter?: RateLimiter | undefined;
   inflight?: InflightLimiter | undefined;
   /** Receives one JSON line per request; absent: no request log. */
@@ -89,7 +91,7 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
     let account: string | undefined;
     let holdsSlot = false;
     try {
-      if (o.failRate && Math.random() < o.failRate) {
+      if (o.failRate && o.draw() < o.failRate) {
         throw new HttpError(503, "ERR_NGROK_503", "the server is unavailable (a fault injected by --fail-rate); retry later");
       }
       // Node keeps the first of several Authorization headers; a proxy in front may keep another one. A request
@@ -112,7 +114,7 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
       // Injected latency is spent holding the in-flight slot, as a slow server would.
       if (o.latency) {
         const [lo, hi] = o.latency;
-        await sleep(lo + Math.random() * (hi - lo));
+        await sleep(lo + o.draw() * (hi - lo));
       }
       const version = req.headers[versionHeader];
       if (version === undefined) {
@@ -161,7 +163,7 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
       if (req.socket.destroyed) return { status: 0, drop: true, aborted: true };
       let reply = handler(context, { account, params: match.params, query, body });
       if (reply instanceof Promise) reply = await reply;
-      if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && Math.random() < o.dropRate) {
+      if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && o.draw() < o.dropRate) {
         return { status: reply.status, drop: true };
       }
       return reply.body === undefined ? { status: reply.status } : { status: reply.status, payload: JSON.stringify(reply.body) };

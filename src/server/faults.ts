@@ -1,6 +1,6 @@
 /**
- * Limits and test faults of the server: a rolling-window rate limit and an in-flight limit per account, and the
- * parsers of their flags. All are off unless configured.
+ * Limits and test faults of the server: a rolling-window rate limit and an in-flight limit per account, the source
+ * of the fault draws, and the parsers of their flags. All are off unless configured.
  */
 import { EdgeplanError } from "../model/errors.js";
 import { HttpError } from "./http-error.js";
@@ -69,6 +69,22 @@ export class InflightLimiter {
   }
 }
 
+/**
+ * The numbers in [0, 1) that decide the faults (fail, latency, drop). Without a seed they are Math.random; with one
+ * they are a fixed sequence (mulberry32), so the same requests arriving in the same order meet the same faults.
+ */
+export function faultDraws(seed?: number): () => number {
+  if (seed === undefined) return Math.random;
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 function formatWindow(ms: number): string {
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
   if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000} min`;
@@ -108,9 +124,10 @@ export function parseProbability(flag: string, text: string): number {
   return p;
 }
 
-/** Parses a whole number >= `min`. */
-export function parseWholeNumber(flag: string, text: string, min: number): number {
+/** Parses a whole number >= `min` (and <= `max` when given). */
+export function parseWholeNumber(flag: string, text: string, min: number, max?: number): number {
   const n = /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
-  if (!(n >= min)) throw new EdgeplanError(`${flag} "${text}" is not a whole number >= ${min}`);
+  if (max === undefined && !(n >= min)) throw new EdgeplanError(`${flag} "${text}" is not a whole number >= ${min}`);
+  if (max !== undefined && !(n >= min && n <= max)) throw new EdgeplanError(`${flag} "${text}" is not a whole number from ${min} to ${max}`);
   return n;
 }

@@ -10,7 +10,7 @@ import { LIMITS } from "../model/wire.js";
 import { createClientErrorListener, createRequestListener } from "./app.js";
 import { accountForKey, KeyRing } from "./auth.js";
 import type { ServerContext } from "./context.js";
-import { InflightLimiter, RateLimiter } from "./faults.js";
+import { faultDraws, InflightLimiter, RateLimiter } from "./faults.js";
 import { applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
 import { makeSigningKeyPair } from "./saml-certificate.js";
 import { openSqliteStore } from "./sqlite-store.js";
@@ -18,7 +18,7 @@ import type { Store } from "./store.js";
 
 export { accountForKey } from "./auth.js";
 export { loadFixturesFile, applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
-export { parseLatency, parseProbability, parseRateLimit, parseWholeNumber } from "./faults.js";
+export { faultDraws, parseLatency, parseProbability, parseRateLimit, parseWholeNumber } from "./faults.js";
 export type { Store, WeightedBackendRecord, EdgeRecord, RouteRecord, FixtureBackendRecord, StoredSaml } from "./store.js";
 
 export const DEFAULT_PORT = 4780;
@@ -49,6 +49,8 @@ export interface ServerOptions {
   failRate?: number;
   /** Probability that a successful write is committed and its connection destroyed before the answer. */
   dropRate?: number;
+  /** Seed of the fault draws, so a run's faults can be met again; default: Math.random. */
+  faultSeed?: number;
   /** Requests per rolling window, per key (429 ERR_NGROK_226). */
   rateLimit?: { count: number; windowMs: number };
   /** Requests in flight at once, per key (429 ERR_NGROK_225). */
@@ -113,6 +115,9 @@ function faultNotices(o: ServerOptions): string[] {
   if (o.dropRate) {
     notices.push(`fault on: ${o.dropRate * 100}% of successful writes are committed, then their connection is cut before the answer (--drop-rate)`);
   }
+  if (o.faultSeed !== undefined && (o.latency || o.failRate || o.dropRate)) {
+    notices.push(`faults are drawn from seed ${o.faultSeed}: the same requests in the same order meet the same faults (--fault-seed)`);
+  }
   if (o.rateLimit) notices.push(`limit on: ${o.rateLimit.count} requests per ${o.rateLimit.windowMs} ms per API key, else 429 (--rate-limit)`);
   if (o.maxInflight) notices.push(`limit on: ${o.maxInflight} requests in flight per API key, else 429 (--max-inflight)`);
   return notices;
@@ -160,6 +165,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     latency: options.latency,
     failRate: options.failRate,
     dropRate: options.dropRate,
+    draw: faultDraws(options.faultSeed),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit.count, options.rateLimit.windowMs) : undefined,
     inflight: options.maxInflight ? new InflightLimiter(options.maxInflight) : undefined,
     log: options.log,

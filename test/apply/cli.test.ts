@@ -318,7 +318,8 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
     });
 
     it("with a 50% drop rate, creates nothing twice and converges", async () => {
-      const w = await startWorld({ dropRate: 0.5 });
+      // Seed 1 draws 0.63, 0.003, ...: the second successful write is dropped, whatever order the writes come in.
+      const w = await startWorld({ dropRate: 0.5, faultSeed: 1 });
       const files: Record<string, string> = {
         "chain.yaml": [wbYaml("c1", { c2: 100 }), wbYaml("c2", { c3: 100 }), wbYaml("c3", { [HR1]: 100 })].join("---\n"),
         "routes.yaml": routeYaml(R2, CB_YAML),

@@ -78,7 +78,7 @@ export interface RunningCli {
 const worlds: World[] = [];
 
 /** Starts a server (in memory, with the fixtures above) and a temporary folder. Close them with `closeWorlds`. */
-export async function startWorld(faults: { dropRate?: number; latency?: [number, number] } = {}): Promise<World> {
+export async function startWorld(faults: { dropRate?: number; latency?: [number, number]; faultSeed?: number } = {}): Promise<World> {
   const server = await startTestServer({ fixtures: FIXTURES, ...faults });
   const dir = mkdtempSync(join(tmpdir(), "edgeplan-apply-"));
   const raw = apiClient(server.url, server.apiKey);

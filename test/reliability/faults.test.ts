@@ -9,12 +9,14 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { faultDraws } from "../../src/server/index.js";
 import { randomKey, spawnServer, type SpawnedServer } from "../helpers/server.js";
 import { runEdgeplan, tempDir, type CliResult } from "./cli.js";
 import { FIXTURES_YAML, markersInStore, reportedCreates, VARIANT_NAMES, writeWorld } from "./world.js";
 
 interface FaultCase {
   name: string;
+  /** The faults, drawn from a seed that makes the first draw meet them (see seedMeetingFaultFirst). */
   serve: string[];
   client: string[];
   /** Applies under the fault (at most). */
@@ -28,14 +30,14 @@ interface FaultCase {
 const CASES: FaultCase[] = [
   {
     name: "--fail-rate 0.4",
-    serve: ["--fail-rate", "0.4"],
+    serve: ["--fail-rate", "0.4", "--fault-seed", seedMeetingFaultFirst(0.4)],
     client: ["--retries", "2"],
     attempts: 4,
     evidence: (log) => log.some((l) => l.status === 503),
   },
   {
     name: "--drop-rate 0.4 (writes committed, answers lost)",
-    serve: ["--drop-rate", "0.4"],
+    serve: ["--drop-rate", "0.4", "--fault-seed", seedMeetingFaultFirst(0.4)],
     client: ["--retries", "3"],
     attempts: 4,
     evidence: (log) => log.some((l) => l.dropped === true),
@@ -64,12 +66,22 @@ const CASES: FaultCase[] = [
   },
   {
     name: "a mix: --fail-rate 0.15 --drop-rate 0.15 --latency 0-60 --rate-limit 20/1s",
-    serve: ["--fail-rate", "0.15", "--drop-rate", "0.15", "--latency", "0-60", "--rate-limit", "20/1s"],
+    serve: ["--fail-rate", "0.15", "--drop-rate", "0.15", "--latency", "0-60", "--rate-limit", "20/1s", "--fault-seed", seedMeetingFaultFirst(0.15)],
     client: ["--rate-limit", "off", "--retries", "3", "--timeout", "2000"],
     attempts: 4,
     evidence: (log) => log.some((l) => l.status === 503 || l.dropped === true),
   },
 ];
+
+/**
+ * The smallest seed whose first fault draw is below `p`. The server draws for the fail-rate before anything else
+ * and for the drop-rate after a successful write, so with this seed the first request (or write) meets the fault:
+ * a run cannot pass by meeting none. Later draws still land on whichever request comes next.
+ */
+function seedMeetingFaultFirst(p: number): string {
+  for (let seed = 1; seed <= 1000; seed++) if (faultDraws(seed)() < p) return String(seed);
+  throw new Error(`no seed up to 1000 draws below ${p} first`);
+}
 
 function parseLog(stderr: string): Array<Record<string, unknown>> {
   return stderr

@@ -64,6 +64,9 @@ describe("start and stop", () => {
       [["--drop-rate", "x"], '--drop-rate "x" is not a probability from 0 to 1'],
       [["--rate-limit", "lots"], '--rate-limit "lots" is not N/WINDOW'],
       [["--latency", "50-10"], '--latency "50-10" is not MS or MIN-MAX'],
+      [["--fault-seed", "-1"], '--fault-seed "-1" is not a whole number from 0 to 4294967295'],
+      [["--fault-seed", "4294967296"], '--fault-seed "4294967296" is not a whole number from 0 to 4294967295'],
+      [["--port", "65536"], '--port "65536" is not a whole number from 0 to 65535'],
       [["--public-url", "nope"], '--public-url "nope" is not a URL'],
       [["--fixtures", join(dir, "absent.yaml")], "cannot read the fixtures file"],
     ];
@@ -114,11 +117,12 @@ describe("logs and notices", () => {
   });
 
   it("announces every fault that is on", async () => {
-    const s = await spawn(["--quiet", "--latency", "1-2", "--fail-rate", "0.25", "--drop-rate", "0.5", "--rate-limit", "120/60s", "--max-inflight", "8"]);
+    const s = await spawn(["--quiet", "--latency", "1-2", "--fail-rate", "0.25", "--drop-rate", "0.5", "--fault-seed", "7", "--rate-limit", "120/60s", "--max-inflight", "8"]);
     expect(s.stderr().trim().split("\n")).toEqual([
       "fault on: every request is delayed 1-2 ms (--latency)",
       "fault on: 25% of requests are answered 503 before anything is done (--fail-rate)",
       "fault on: 50% of successful writes are committed, then their connection is cut before the answer (--drop-rate)",
+      "faults are drawn from seed 7: the same requests in the same order meet the same faults (--fault-seed)",
       "limit on: 120 requests per 60000 ms per API key, else 429 (--rate-limit)",
       "limit on: 8 requests in flight per API key, else 429 (--max-inflight)",
     ]);

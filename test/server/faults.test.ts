@@ -1,9 +1,10 @@
 /**
- * Test faults and limits: latency, fail-rate, drop-rate, rate limit and in-flight limit, each on its own
+ * Test faults and limits: latency, fail-rate, drop-rate, the fault seed, rate limit and in-flight limit, each on its own
  * server. What the store holds afterwards is read from the store itself.
  */
 import { describe, expect, it } from "vitest";
 import { apiClient, fakeId, http, startTestServer } from "../helpers/server.js";
+import { faultDraws } from "../../src/server/index.js";
 
 describe("--latency", () => {
   it("delays every request by at least the floor", async () => {
@@ -58,6 +59,39 @@ describe("--fail-rate", () => {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe("--fault-seed", () => {
+  it("draws reproducible numbers in [0, 1) that differ from seed to seed", () => {
+    const take = (seed: number): number[] => {
+      const draw = faultDraws(seed);
+      return Array.from({ length: 1000 }, () => draw());
+    };
+    const a = take(42);
+    expect(take(42)).toEqual(a);
+    expect(take(43)).not.toEqual(a);
+    expect(a.every((x) => x >= 0 && x < 1)).toBe(true);
+    // Spread over the interval: each tenth holds roughly a tenth of the draws.
+    const tenths = Array.from({ length: 10 }, (_, i) => a.filter((x) => Math.floor(x * 10) === i).length);
+    for (const n of tenths) expect(n).toBeGreaterThan(60);
+  });
+
+  it("makes the same requests in the same order meet the same faults", async () => {
+    const statuses = async (): Promise<number[]> => {
+      const s = await startTestServer({ failRate: 0.5, faultSeed: 1234 });
+      try {
+        const api = apiClient(s.url, s.apiKey);
+        const seen: number[] = [];
+        for (let i = 0; i < 40; i++) seen.push((await api.get("/backends/weighted")).status);
+        return seen;
+      } finally {
+        await s.close();
+      }
+    };
+    const first = await statuses();
+    expect(new Set(first)).toEqual(new Set([200, 503]));
+    expect(await statuses()).toEqual(first);
   });
 });
 
