@@ -7,6 +7,7 @@
 import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ApiClient } from "../api/client.js";
+import { describeMissing, RouteNotFoundError } from "../api/errors.js";
 import { readRoutes, type RouteRead } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildExport, type ExportFile, type ExportResult, type ExportRouteInput } from "../export/build-export.js";
@@ -104,11 +105,21 @@ export async function writeExportAtomic(dir: string, shown: string, files: reado
   }
 }
 
-/** The live routes to export: the named ones (each read, one edge read per edge), or every route of every edge. */
-async function fetchExportRoutes(client: ApiClient, named: RouteRef[] | undefined): Promise<ExportRouteInput[]> {
+/**
+ * The live routes to export: the named ones (each read, one edge read per edge), or every route of every edge.
+ * Named routes that do not exist are refused together, each with where it was named (`flagged`: by --route).
+ */
+async function fetchExportRoutes(client: ApiClient, named: RouteRef[] | undefined, flagged: ReadonlySet<string>): Promise<ExportRouteInput[]> {
   if (named !== undefined) {
     const reads: RouteRead[] = named.map((r) => ({ edge: r.edge, route: r.route, modules: ["saml", "circuit_breaker"] }));
-    return readRoutes(client, reads);
+    try {
+      return await readRoutes(client, reads);
+    } catch (err) {
+      if (!(err instanceof RouteNotFoundError)) throw err;
+      const where = (m: { edge: string; route: string }): string => (flagged.has(`${m.edge}/${m.route}`) ? "given with --route" : "named in the manifests");
+      const list = err.missing.map((m) => `${describeMissing(m)}, ${where(m)}`).join("; ");
+      throw new EdgeplanError(`cannot export: ${list}; export reads existing routes only: check the ids (GET /edges/https lists them)`);
+    }
   }
   const edges = await client.listEdges();
   if (edges === "unsupported") {
@@ -160,7 +171,7 @@ export async function runExport(options: ExportCommandOptions, io: CommandIO): P
   const session = await openSession(options, io, loaded?.desired);
   let result: ExportResult;
   try {
-    const [weightedBackends, routes] = await Promise.all([session.client.listWeightedBackends(), fetchExportRoutes(session.client, named)]);
+    const [weightedBackends, routes] = await Promise.all([session.client.listWeightedBackends(), fetchExportRoutes(session.client, named, new Set(flagged.map((r) => `${r.edge}/${r.route}`)))]);
     result = buildExport({ stack: session.stack, takeover: options.takeover === true, weightedBackends, routes });
     const lines: string[] = [];
     for (const r of routes) {

@@ -156,7 +156,7 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
       if (BODYLESS_METHODS.has(method)) {
         if (read.bytes.length > 0) throw new HttpError(400, "ERR_NGROK_211", `a ${method} request takes no body; send it without one`);
       } else {
-        body = parseJsonBody(req.headers["content-type"], read.bytes);
+        body = parseJsonBody(req.headersDistinct["content-type"], read.bytes);
       }
       // A request whose client has gone is not carried out: nobody would learn its outcome, and the client may
       // already be looking for what it did (a lost create is listed for before it is sent again).

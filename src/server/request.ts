@@ -71,10 +71,19 @@ export function nestsDeeperThan(text: string, max: number): boolean {
 }
 
 /**
- * The JSON object of a PUT, POST or PATCH body. Throws 400 ERR_NGROK_216 (no content type), 415 ERR_NGROK_210
- * (another content type), 400 ERR_NGROK_213 (empty, not JSON, too deep, not an object).
+ * The JSON object of a PUT, POST or PATCH body, from every Content-Type header the request carries. Throws 400
+ * ERR_NGROK_216 (no content type), 415 ERR_NGROK_210 (another content type, or several: node would keep the first,
+ * a proxy in front may have read another), 400 ERR_NGROK_213 (empty, not JSON, too deep, not an object).
  */
-export function parseJsonBody(contentType: string | undefined, bytes: Buffer): JsonObject {
+export function parseJsonBody(contentTypes: readonly string[] | undefined, bytes: Buffer): JsonObject {
+  if (contentTypes !== undefined && contentTypes.length > 1) {
+    throw new HttpError(
+      415,
+      "ERR_NGROK_210",
+      `the request has ${contentTypes.length} Content-Type headers; send exactly one: Content-Type: application/json`,
+    );
+  }
+  const contentType = contentTypes?.[0];
   if (contentType === undefined || contentType.trim() === "") {
     throw new HttpError(400, "ERR_NGROK_216", "the request has no Content-Type header; send Content-Type: application/json");
   }

@@ -280,7 +280,9 @@ describe("edgeplan export", () => {
     );
     const missing = await cli("export", "--out", "bad", "--route", `${E2}/${R1}`);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain(R1);
+    expect(missing.stderr).toBe(
+      `edgeplan: cannot export: route ${R1} does not exist on edge ${E2}, given with --route; export reads existing routes only: check the ids (GET /edges/https lists them)\n`,
+    );
     expect((await readdir(cwd)).filter((n) => n.startsWith("bad") || n.includes(".tmp-"))).toEqual([]);
   });
 

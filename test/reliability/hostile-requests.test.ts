@@ -196,6 +196,19 @@ describe("hostile requests", () => {
       expect([none.status, none.json?.error_code]).toEqual([400, "ERR_NGROK_216"]);
     });
 
+    it("two Content-Type headers get 415 ERR_NGROK_210, even when both are JSON (nothing is written)", async () => {
+      const body = '{"backends":{},"description":"two types"}';
+      for (const types of [["application/json", "text/plain"], ["text/plain", "application/json"], ["application/json", "application/json"]]) {
+        const head = types.map((t) => `Content-Type: ${t}\r\n`).join("");
+        const r = await underAttack(() => rawExchange(port, post(`${head}Content-Length: ${body.length}\r\n`, body)));
+        expect([r.status, r.json?.error_code, r.json?.msg]).toEqual([
+          415,
+          "ERR_NGROK_210",
+          "the request has 2 Content-Type headers; send exactly one: Content-Type: application/json",
+        ]);
+      }
+    });
+
     it("a body sent one byte at a time is cut by the request timeout (408)", async () => {
       const body = '{"backends":{},"description":"slow"}';
       const parts: Array<string | Buffer> = [
