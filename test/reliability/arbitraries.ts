@@ -187,15 +187,3 @@ export const worldArb = liveArb.chain((live) =>
     prune: fc.boolean(),
   }),
 );
-
-/** A small deterministic random source (mulberry32), so that a failing fault sequence can be replayed from its seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -53,7 +53,7 @@ describe("apply killed with SIGKILL at random points", () => {
           // Kill once the changes have started running, after a random share of the run.
           const started = await waitFor(() => /^Applying \d+ changes?/m.test(run.stderr()) || run.proc.exitCode !== null, 30_000);
           expect(started).toBe(true);
-          await sleep(Math.floor(Math.random() * 200));
+          await sleep(Math.floor(Math.random() * 150));
           run.proc.kill("SIGKILL");
           const killed = await run.done;
           if (killed.signal === "SIGKILL" && !/^(Apply complete|Apply finished)/m.test(killed.stdout)) midRun++;

@@ -23,7 +23,8 @@ import type { SamlModule, WeightedBackend } from "../../src/model/wire.js";
 import { renderJson } from "../../src/render/json.js";
 import { renderMarkdown } from "../../src/render/markdown.js";
 import { renderText } from "../../src/render/text.js";
-import { FIXTURES, seededRandom, STACK, worldArb, type LiveSpec } from "./arbitraries.js";
+import { faultDraws } from "../../src/server/faults.js";
+import { FIXTURES, STACK, worldArb, type LiveSpec } from "./arbitraries.js";
 import { SimulatedApi, type SimRoute } from "./simulated-api.js";
 
 const RUNS = Number(process.env.EDGEPLAN_PROPERTY_RUNS ?? 150);
@@ -110,7 +111,7 @@ describe("plan properties over random worlds", () => {
         if (!tryPlan(desired, liveStateOf(live), opts)) return;
         planned++;
         const sim = new SimulatedApi({ backends: live.backends, routes: simRoutes(live), fixtures: FIXTURES });
-        const random = seededRandom(seed);
+        const random = faultDraws(seed);
         const initial = new Map(live.backends.map((b) => [b.id, b]));
         const adopted = new Set(desired.weightedBackends.flatMap((d) => (d.id ? [d.id] : [])));
         const protectedIds = live.backends.filter((b) => parseLiveMetadata(b.metadata).marker?.protect === true).map((b) => b.id);
