@@ -301,6 +301,14 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     const marker = markerOf(l.id) as OwnerMarker;
     const taken = usedNames.has(marker.name);
     usedNames.add(marker.name);
+    // A manifest that adopts another object by id leaves the object that carried its name's marker behind.
+    const byId = matches.get(marker.name);
+    if (byId?.desired.id !== undefined && byId.live) {
+      warnings.push(
+        `${weightedBackendAddress(marker.name)}: adopted by id ${byId.live.id}, while ${l.id} carries the marker of "${marker.name}" in stack "${stack}"; ` +
+          `${l.id} is an orphan: ${options.prune ? (marker.protect === true ? "it is protected, so it is kept" : "--prune deletes it") : "run with --prune to delete it, or adopt it under another name"}`,
+      );
+    }
     return { live: l, marker, address: weightedBackendAddress(taken ? l.id : marker.name) };
   });
   const deleting = new Set(options.prune ? orphans.filter((o) => o.marker.protect !== true).map((o) => o.live.id) : []);
