@@ -171,7 +171,8 @@ export async function runExport(options: ExportCommandOptions, io: CommandIO): P
   const session = await openSession(options, io, loaded?.desired);
   let result: ExportResult;
   try {
-    const [weightedBackends, routes] = await Promise.all([session.client.listWeightedBackends(), fetchExportRoutes(session.client, named, new Set(flagged.map((r) => `${r.edge}/${r.route}`)))]);
+    const byFlag = new Set(flagged.map((r) => `${r.edge}/${r.route}`));
+    const [weightedBackends, routes] = await Promise.all([session.client.listWeightedBackends(), fetchExportRoutes(session.client, named, byFlag)]);
     result = buildExport({ stack: session.stack, takeover: options.takeover === true, weightedBackends, routes });
     const lines: string[] = [];
     for (const r of routes) {

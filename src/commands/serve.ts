@@ -83,7 +83,6 @@ export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerO
     port: flags.port === undefined ? DEFAULT_PORT : parseWholeNumber("--port", flags.port, 0, 65535),
     apiKeys: serveApiKeys(flags.apiKey, env),
   };
-  if (options.port !== undefined && options.port > 65535) throw new EdgeplanError(`--port ${options.port} is larger than 65535`);
   if (flags.data !== undefined) options.dataFile = flags.data;
   if (flags.fixtures !== undefined) options.fixtures = loadFixturesFile(flags.fixtures);
   if (flags.publicUrl !== undefined) options.publicUrl = flags.publicUrl;

@@ -1,6 +1,6 @@
 /**
- * Test faults and limits: latency, fail-rate, drop-rate, the fault seed, rate limit and in-flight limit, each on its own
- * server. What the store holds afterwards is read from the store itself.
+ * Test faults and limits: latency, fail-rate, drop-rate, the fault seed, rate limit and in-flight limit, each on
+ * its own server. What the store holds afterwards is read from the store itself.
  */
 import { describe, expect, it } from "vitest";
 import { apiClient, fakeId, http, startTestServer } from "../helpers/server.js";
