@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     globalSetup: ["test/helpers/global-setup.ts"],
+    setupFiles: ["test/helpers/property-seed.ts"],
   },
 });
