@@ -304,9 +304,11 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     // A manifest that adopts another object by id leaves the object that carried its name's marker behind.
     const byId = matches.get(marker.name);
     if (byId?.desired.id !== undefined && byId.live) {
+      let fate = "run with --prune to delete it, or adopt it under another name";
+      if (options.prune) fate = marker.protect === true ? "it is protected, so it is kept" : "--prune deletes it";
       warnings.push(
-        `${weightedBackendAddress(marker.name)}: adopted by id ${byId.live.id}, while ${l.id} carries the marker of "${marker.name}" in stack "${stack}"; ` +
-          `${l.id} is an orphan: ${options.prune ? (marker.protect === true ? "it is protected, so it is kept" : "--prune deletes it") : "run with --prune to delete it, or adopt it under another name"}`,
+        `${weightedBackendAddress(marker.name)}: adopted by id ${byId.live.id}, while ${l.id} carries the marker of ` +
+          `"${marker.name}" in stack "${stack}"; ${l.id} is an orphan: ${fate}`,
       );
     }
     return { live: l, marker, address: weightedBackendAddress(taken ? l.id : marker.name) };

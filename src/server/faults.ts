@@ -127,7 +127,8 @@ export function parseProbability(flag: string, text: string): number {
 /** Parses a whole number >= `min` (and <= `max` when given). */
 export function parseWholeNumber(flag: string, text: string, min: number, max?: number): number {
   const n = /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
-  if (max === undefined && !(n >= min)) throw new EdgeplanError(`${flag} "${text}" is not a whole number >= ${min}`);
-  if (max !== undefined && !(n >= min && n <= max)) throw new EdgeplanError(`${flag} "${text}" is not a whole number from ${min} to ${max}`);
+  if (!(n >= min && n <= (max ?? Infinity))) {
+    throw new EdgeplanError(`${flag} "${text}" is not a whole number ${max === undefined ? `>= ${min}` : `from ${min} to ${max}`}`);
+  }
   return n;
 }

@@ -172,6 +172,15 @@ describe("matching by owner marker", () => {
     ]);
   });
 
+  it("adopting by id leaves the object with the name's marker an orphan, and the warning says what becomes of it", () => {
+    const warningOf = (protect: boolean, prune: boolean): string[] =>
+      plan({ wbs: [desiredWb("a", { id: wbId(1) })] }, { wbs: [liveWb(1), liveWb(2, { metadata: markerMetadata("default", "a", {}, protect) })] }, { prune }).warnings;
+    const head = `weighted_backend.a: adopted by id ${wbId(1)}, while ${wbId(2)} carries the marker of "a" in stack "default"; ${wbId(2)} is an orphan: `;
+    expect(warningOf(false, false)).toEqual([`${head}run with --prune to delete it, or adopt it under another name`]);
+    expect(warningOf(false, true)).toEqual([`${head}--prune deletes it`]);
+    expect(warningOf(true, true)).toEqual([`${head}it is protected, so it is kept`]);
+  });
+
   it("keeps stacks apart: the same name in another stack is a different object", () => {
     const p = plan({ wbs: [desiredWb("a")] }, { wbs: [liveWb(1, { metadata: markerMetadata("prod", "a") })] }, { stack: "staging" });
     expect(wbChange(p, "weighted_backend.a").action).toBe("create");
