@@ -29,6 +29,7 @@ import { OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
 import { checkBaseUrl, type ClientOptions } from "./options.js";
 import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
 import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
+import { EDGES_PATH, edgePath, modulePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath } from "../model/paths.js";
 
 export type { ModuleKind };
 
@@ -106,8 +107,6 @@ interface Answer {
 }
 
 const MAX_PAGES = 1000;
-const LIST_PATH = "/backends/weighted";
-const EDGES_PATH = "/edges/https";
 
 /**
  * Makes a client. Throws an EdgeplanError when the base URL is refused (plain http to a host that is not loopback
@@ -181,7 +180,7 @@ class HttpApiClient implements ApiClient {
   private async listWeightedBackendPages(): Promise<WeightedBackend[]> {
     const out: WeightedBackend[] = [];
     const ids = new Set<string>();
-    let path = `${LIST_PATH}?limit=100`;
+    let path = `${WEIGHTED_BACKENDS_PATH}?limit=100`;
     const visited = new Set<string>([path]);
     let pending = this.exchange("GET", path, undefined, true);
     for (let page = 0; ; page++) {
@@ -216,26 +215,26 @@ class HttpApiClient implements ApiClient {
   }
 
   async getWeightedBackend(id: string): Promise<WeightedBackend | null> {
-    const answer = await this.exchange("GET", `${LIST_PATH}/${seg(id)}`);
+    const answer = await this.exchange("GET", weightedBackendPath(id));
     if (answer.status === 404 && this.errorBody(answer)?.error_code !== undefined) return null;
     if (answer.status !== 200) throw this.apiError(answer);
     return this.parse(WeightedBackendSchema, answer);
   }
 
   async createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend> {
-    const answer = await this.exchange("POST", LIST_PATH, body);
+    const answer = await this.exchange("POST", WEIGHTED_BACKENDS_PATH, body);
     if (answer.status !== 201 && answer.status !== 200) throw this.apiError(answer);
     return this.parse(WeightedBackendSchema, answer);
   }
 
   async updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend> {
-    const answer = await this.exchange("PATCH", `${LIST_PATH}/${seg(id)}`, body);
+    const answer = await this.exchange("PATCH", weightedBackendPath(id), body);
     if (answer.status !== 200) throw this.apiError(answer);
     return this.parse(WeightedBackendSchema, answer);
   }
 
   async deleteWeightedBackend(id: string): Promise<void> {
-    const answer = await this.exchange("DELETE", `${LIST_PATH}/${seg(id)}`);
+    const answer = await this.exchange("DELETE", weightedBackendPath(id));
     if (answer.status === 204 || answer.status === 200) return;
     // The first attempt may have deleted it before its answer was lost: "already gone" is then our own success.
     if (answer.status === 404 && answer.afterUnknown && this.errorBody(answer)?.error_code !== undefined) return;
@@ -245,7 +244,7 @@ class HttpApiClient implements ApiClient {
   // ---- edges and modules ------------------------------------------------------------------------------------------
 
   async getEdge(edgeId: string): Promise<HttpsEdge | "unsupported"> {
-    const answer = await this.exchange("GET", `/edges/https/${seg(edgeId)}`);
+    const answer = await this.exchange("GET", edgePath(edgeId));
     if (answer.status === 200) return this.parse(HttpsEdgeSchema, answer);
     const body = this.errorBody(answer);
     if ((answer.status === 404 && body?.error_code === undefined) || answer.status === 405) return "unsupported";
@@ -475,7 +474,7 @@ class HttpApiClient implements ApiClient {
   }
 
   /** The request path of a `next_page_uri`, which must stay on our origin and on the list's path. */
-  private pagePath(next: string, answer: Answer, listPath: string = LIST_PATH): string {
+  private pagePath(next: string, answer: Answer, listPath: string = WEIGHTED_BACKENDS_PATH): string {
     let url: URL;
     try {
       url = new URL(next);
@@ -500,14 +499,6 @@ function moduleSchema(kind: ModuleKind): z.ZodType {
   return kind === "saml" ? SamlModuleSchema : CircuitBreakerModuleSchema;
 }
 
-function modulePath(edge: string, route: string, kind: ModuleKind): string {
-  return `/edges/https/${seg(edge)}/routes/${seg(route)}/${kind}`;
-}
-
-/** One path segment: ids come from manifests, so they are encoded rather than trusted. */
-function seg(id: string): string {
-  return encodeURIComponent(id);
-}
 
 function headerOf(headers: Answer["headers"], name: string): string | undefined {
   const v = headers[name];

@@ -9,6 +9,7 @@ import type { CircuitBreakerModule, HttpsEdge, SamlModule, WeightedBackend } fro
 import type { ApiClient, ModuleKind } from "./client.js";
 import { RouteNotFoundError, type MissingRoute } from "./errors.js";
 import { buildLiveState } from "./live-state.js";
+import { compareText } from "../model/canonical.js";
 
 /** The modules of one route to read. */
 export interface RouteRead {
@@ -184,12 +185,12 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise
     // One entry per route even when both of its module reads said so; sorted so that the message is stable.
     const seen = new Map<string, { m: MissingRoute; err: RouteNotFoundError | undefined }>();
     for (const x of missing) seen.set(`${x.m.edge}/${x.m.route}`, x);
-    const all = [...seen.values()].sort((a, b) => cmp(`${a.m.edge}/${a.m.route}`, `${b.m.edge}/${b.m.route}`));
+    const all = [...seen.values()].sort((a, b) => compareText(`${a.m.edge}/${a.m.route}`, `${b.m.edge}/${b.m.route}`));
     const first = all[0] as (typeof all)[number];
     const path = first.err?.path ?? `/edges/https/${encodeURIComponent(first.m.edge)}`;
     throw new RouteNotFoundError("GET", path, all.map((x) => x.m), first.err?.operationId);
   }
-  return results.sort((a, b) => cmp(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
+  return results.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
 }
 
 /** getEdge's "edge does not exist": a 404 that carries an error code (an unknown path is "unsupported" instead). */
@@ -197,6 +198,3 @@ function isNotFound(err: unknown): boolean {
   return err instanceof ApiError && err.status === 404 && err.errorCode !== undefined;
 }
 
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

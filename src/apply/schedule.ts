@@ -9,6 +9,7 @@
 import { dependencyLevels } from "../core/graph.js";
 import { InternalError } from "../model/errors.js";
 import type { Change } from "../model/plan.js";
+import { compareText } from "../model/canonical.js";
 
 export type ChangeStatus = "pending" | "running" | "done" | "failed" | "skipped" | "not_started";
 
@@ -30,8 +31,6 @@ interface Node {
   reach: number;
   state: ChangeState;
 }
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * The schedule of a plan's changes. Mutable, but pure: it does no I/O and decides from its own state only.
@@ -77,7 +76,7 @@ export class ApplySchedule {
     this.order = [...this.nodes.values()]
       .sort(
         (a, b) =>
-          isDelete(a) - isDelete(b) || b.height - a.height || b.reach - a.reach || cmp(a.change.address, b.change.address),
+          isDelete(a) - isDelete(b) || b.height - a.height || b.reach - a.reach || compareText(a.change.address, b.change.address),
       )
       .map((n) => n.change.address);
     this.order.forEach((address, i) => {

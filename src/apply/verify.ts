@@ -11,9 +11,7 @@
  */
 import { jsonEqual as equal } from "../model/json-equal.js";
 import type { TouchedObjects } from "../api/fetch-live.js";
-import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
-import { normaliseModuleSettings } from "../kinds/module.js";
-import { SAML } from "../kinds/saml.js";
+import { moduleSpec, normaliseModuleSettings } from "../kinds/module.js";
 import { buildLiveValue, sortedBackends } from "../kinds/weighted-backend.js";
 import type { Change, Plan, SamlOutput, WeightedBackendChange } from "../model/plan.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
@@ -163,8 +161,7 @@ function moduleGap(change: Exclude<Change, WeightedBackendChange>, routes: Reado
   const live = route ? route[change.kind] : null;
   if (change.action === "delete") return live === null ? null : "still exists";
   if (live === null) return "is still unset";
-  const spec = change.kind === "saml" ? SAML : CIRCUIT_BREAKER;
-  return equal(normaliseModuleSettings(spec, live), change.after) ? null : "still differs from the plan";
+  return equal(normaliseModuleSettings(moduleSpec(change.kind), live), change.after) ? null : "still differs from the plan";
 }
 
 /**

@@ -5,13 +5,13 @@
  * name. Routes get an EdgeRoute document with every client-settable field of each module that is set, the SAML
  * IdP metadata in a file of its own. What cannot be written faithfully is skipped with the reason. Pure.
  */
-import { canonicalJson } from "../model/canonical.js";
 import { InternalError } from "../model/errors.js";
 import type { JsonValue } from "../model/plan.js";
 import { MARKER_KEY, type OwnerMarker } from "../model/state.js";
 import { renderSchemaFiles } from "../model/schemas.js";
 import { LIMITS, type CircuitBreakerModule, type SamlModule } from "../model/wire.js";
-import { buildMarker, parseLiveMetadata, sortedJson } from "../kinds/weighted-backend.js";
+import { buildMarker, parseLiveMetadata } from "../kinds/weighted-backend.js";
+import { canonicalJson, sortedJson } from "../model/canonical.js";
 import { ESTIMATE_STACK } from "../manifest/build-desired.js";
 import { isValidName, NameAllocator, nameFromId, slugify } from "./names.js";
 import { renderDocument, renderManifestFile, type ManifestDoc } from "./render.js";

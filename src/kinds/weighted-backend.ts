@@ -1,15 +1,15 @@
 /**
- * The weighted backend kind: owner markers in metadata, normalisation of both sides, field diffs, traffic shares
- * and the bodies of its writes. Pure.
+ * The weighted backend kind: owner markers in metadata, normalisation of both sides, field diffs, traffic shares,
+ * the change of one object and the bodies of its writes. Pure.
  */
 import { jsonEqual as equal } from "../model/json-equal.js";
-import { canonicalJson } from "../model/canonical.js";
+import { canonicalJson, isJsonObject as isObject, isSortedPlain, sortedJson } from "../model/canonical.js";
 import { InternalError } from "../model/errors.js";
 import type { FieldDiff, JsonValue, WeightChange, WeightedBackendBody, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
-import { MARKER_KEY, type LiveWeightedBackend, type OwnerMarker } from "../model/state.js";
-import { buildFieldDiff, diffRecords } from "../core/diff.js";
-
-export const WEIGHTED_BACKENDS_PATH = "/backends/weighted";
+import { weightedBackendAddress, type WeightedBackendAction } from "../model/plan.js";
+import { weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
+import { formatPos, MARKER_KEY, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker } from "../model/state.js";
+import { buildFieldDiff, diffRecords } from "./diff.js";
 
 /** Live metadata as compared: parsed when it is a JSON object, else the raw text. */
 export interface ParsedMetadata {
@@ -19,68 +19,6 @@ export interface ParsedMetadata {
   marker: OwnerMarker | null;
   /** The metadata without the marker key (null when the metadata is not a JSON object). */
   user: Record<string, JsonValue> | null;
-}
-
-/** Returns `value` with object keys sorted at every depth (so that JSON of it is canonical). */
-export function sortedJson(value: unknown): JsonValue {
-  // A plan sorts the metadata of every object on both sides: copying plain JSON directly is several times faster
-  // than printing and parsing it. Anything else (a Date, NaN, a `__proto__` key, ...) takes the JSON round trip,
-  // which defines the result; the copy gives the same for the values it accepts.
-  const copy = sortedCopy(value);
-  return copy !== NOT_PLAIN ? copy : (JSON.parse(canonicalJson(value) ?? "null") as JsonValue);
-}
-
-const NOT_PLAIN = Symbol("not plain JSON");
-
-/** True when `value` is plain JSON whose object keys are sorted at every depth: what sortedJson would give. */
-function isSortedPlain(value: unknown): boolean {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
-  if (typeof value === "number") return Number.isFinite(value) && !Object.is(value, -0);
-  if (typeof value !== "object") return false;
-  if (Array.isArray(value)) return value.every((v) => v !== undefined && isSortedPlain(v));
-  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
-  let previous: string | undefined;
-  for (const key of Object.keys(value)) {
-    if (key === "__proto__" || (previous !== undefined && !(previous < key))) return false;
-    const v = (value as Record<string, unknown>)[key];
-    if (v === undefined || !isSortedPlain(v)) return false;
-    previous = key;
-  }
-  return true;
-}
-
-/** A copy of plain JSON with object keys sorted; NOT_PLAIN as soon as something is not plain JSON. */
-function sortedCopy(value: unknown): JsonValue | typeof NOT_PLAIN {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
-  if (typeof value === "number") return Number.isFinite(value) ? (value === 0 ? 0 : value) : NOT_PLAIN;
-  if (typeof value !== "object") return NOT_PLAIN;
-  if (Array.isArray(value)) {
-    const out: JsonValue[] = new Array<JsonValue>(value.length);
-    for (let i = 0; i < value.length; i++) {
-      const v = value[i] as unknown;
-      if (v === undefined) return NOT_PLAIN;
-      const copy = sortedCopy(v);
-      if (copy === NOT_PLAIN) return NOT_PLAIN;
-      out[i] = copy;
-    }
-    return out;
-  }
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
-  const out: Record<string, JsonValue> = {};
-  for (const key of Object.keys(value).sort()) {
-    if (key === "__proto__") return NOT_PLAIN;
-    const v = (value as Record<string, unknown>)[key];
-    if (v === undefined) continue;
-    const copy = sortedCopy(v);
-    if (copy === NOT_PLAIN) return NOT_PLAIN;
-    out[key] = copy;
-  }
-  return out;
-}
-
-function isObject(v: unknown): v is Record<string, JsonValue> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 /**
@@ -230,4 +168,89 @@ export function resolveWeightedBackendBody(
     backends[id] = weight;
   }
   return { description: body.description, metadata: body.metadata, backends: sortedBackends(backends) };
+}
+
+/** What the change of one manifest's object is built from: the manifest, the live object it matched, its children. */
+export interface WeightedBackendChangeInput {
+  desired: DesiredWeightedBackend;
+  /** The live object the manifest manages (null: a create) and its metadata, parsed. */
+  live: LiveWeightedBackend | null;
+  parsedLive: ParsedMetadata | undefined;
+  action: Exclude<WeightedBackendAction, "delete">;
+  previous: OwnerMarker | null;
+  notes: string[];
+  stack: string;
+  /** Children with names resolved to ids where known, sorted; `pending`: keys that are names of new objects. */
+  backends: Record<string, number>;
+  pending: ReadonlySet<string>;
+  /** The name shown beside a child id. */
+  names: Pick<ReadonlyMap<string, string>, "get">;
+}
+
+/** The create, update, adopt, takeover or rename of one manifest's object; null when nothing differs. */
+export function buildWeightedBackendChange(input: WeightedBackendChangeInput): WeightedBackendChange | null {
+  const { desired: d, live, parsedLive } = input;
+  const marker = buildMarker(input.stack, d.name, d.protect);
+  // Most objects of a large stack are unchanged: they are compared field by field and dropped before anything is
+  // built for them. Key order does not matter to the comparison, so the manifest's metadata is compared as it is;
+  // when that says "different", the normalised values below decide (sorting never makes equal values differ).
+  const unchanged = (metadata: unknown): boolean =>
+    live !== null &&
+    input.action === "update" &&
+    live.description === d.description &&
+    sameWeights(live.backends, input.backends) &&
+    equal(parsedLive?.value, metadata);
+  if (unchanged({ ...d.metadata, [MARKER_KEY]: marker })) return null;
+  const after: WeightedBackendValue = { description: d.description, metadata: buildMetadata(d.metadata, marker), backends: { ...input.backends } };
+  if (unchanged(after.metadata)) return null;
+  const before = live === null ? null : buildLiveValue(live, parsedLive);
+  const refs: Record<string, string> = {};
+  for (const p of [...input.pending].sort()) refs[p] = weightedBackendAddress(p);
+  const common = { kind: "weighted_backend" as const, address: weightedBackendAddress(d.name), name: d.name, source: formatPos(d.source), after, refs, depends_on: [], notes: input.notes };
+  const weights = buildWeights(before?.backends ?? null, after.backends, input.names, input.pending);
+  if (live === null || before === null) {
+    const diffs = diffRecords({}, { description: after.description, metadata: after.metadata }, "", ["description", "metadata"]);
+    const request = { method: "POST" as const, path: WEIGHTED_BACKENDS_PATH, body: buildWeightedBackendBody(after) };
+    return { ...common, action: "create", id: null, previous_owner: null, fingerprint: null, before: null, diffs, weights, request };
+  }
+  const request = { method: "PATCH" as const, path: weightedBackendPath(live.id), body: buildWeightedBackendBody(after) };
+  const diffs = diffWeightedBackend(before, after);
+  return { ...common, action: input.action, id: live.id, previous_owner: input.previous, fingerprint: live.fingerprint, before, diffs, weights, request };
+}
+
+/** The delete of an orphan: a live object of the stack that no manifest names. */
+export function buildWeightedBackendDelete(
+  live: LiveWeightedBackend,
+  parsed: ParsedMetadata | undefined,
+  marker: OwnerMarker,
+  address: string,
+  names: Pick<ReadonlyMap<string, string>, "get">,
+): WeightedBackendChange {
+  const before = buildLiveValue(live, parsed);
+  return {
+    kind: "weighted_backend",
+    action: "delete",
+    address,
+    name: marker.name,
+    id: live.id,
+    previous_owner: marker,
+    fingerprint: live.fingerprint,
+    source: null,
+    before,
+    after: null,
+    diffs: diffRecords({ description: before.description, metadata: before.metadata }, {}, "", ["description", "metadata"]),
+    weights: buildWeights(before.backends, null, names, new Set()),
+    request: { method: "DELETE", path: weightedBackendPath(live.id), body: null },
+    refs: {},
+    depends_on: [],
+    notes: [`orphan: no manifest names "${marker.name}" and --prune is given`],
+  };
+}
+
+/** Two backends maps with the same children and weights, whatever their key order. */
+function sameWeights(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (!Object.hasOwn(b, key) || a[key] !== b[key]) return false;
+  return true;
 }

@@ -21,13 +21,11 @@ import {
   type OwnerMarker,
   type SourcePos,
 } from "../model/state.js";
-import {
-  CIRCUIT_BREAKER_DEFAULTS,
-  LIMITS,
-  SAML_DEFAULTS,
-  type CircuitBreakerSettings,
-  type SamlSettings,
-} from "../model/wire.js";
+import { LIMITS, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
+import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
+import { normaliseModuleSettings } from "../kinds/module.js";
+import { SAML } from "../kinds/saml.js";
+import { findCycles } from "../core/graph.js";
 import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
 import { didYouMean } from "./suggest.js";
 
@@ -232,18 +230,7 @@ function samlIntent(
         "write allow_idp_initiated: true (or false) to choose and silence this warning",
     );
   }
-  const settings: SamlSettings = {
-    enabled: written.enabled ?? SAML_DEFAULTS.enabled,
-    options_passthrough: written.options_passthrough ?? SAML_DEFAULTS.options_passthrough,
-    cookie_prefix: written.cookie_prefix ?? SAML_DEFAULTS.cookie_prefix,
-    inactivity_timeout: written.inactivity_timeout ?? SAML_DEFAULTS.inactivity_timeout,
-    maximum_duration: written.maximum_duration ?? SAML_DEFAULTS.maximum_duration,
-    idp_metadata: source.text,
-    force_authn: written.force_authn ?? SAML_DEFAULTS.force_authn,
-    allow_idp_initiated: written.allow_idp_initiated ?? SAML_DEFAULTS.allow_idp_initiated,
-    authorized_groups: [...(written.authorized_groups ?? SAML_DEFAULTS.authorized_groups)],
-    nameid_format: written.nameid_format ?? SAML_DEFAULTS.nameid_format,
-  };
+  const settings = normaliseModuleSettings(SAML, { ...written, idp_metadata: source.text });
   return { state: "present", settings, source: at, ...(source.file !== undefined ? { idpMetadataFile: source.file } : {}) };
 }
 
@@ -255,14 +242,7 @@ function circuitBreakerIntent(doc: CheckedDocument & { kind: "EdgeRoute" }): Mod
   return {
     state: "present",
     source: at,
-    settings: {
-      enabled: written.enabled ?? CIRCUIT_BREAKER_DEFAULTS.enabled,
-      tripped_duration: written.tripped_duration,
-      rolling_window: written.rolling_window,
-      num_buckets: written.num_buckets,
-      volume_threshold: written.volume_threshold ?? CIRCUIT_BREAKER_DEFAULTS.volume_threshold,
-      error_threshold_percentage: written.error_threshold_percentage,
-    },
+    settings: normaliseModuleSettings(CIRCUIT_BREAKER, written),
   };
 }
 
@@ -278,84 +258,6 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
     );
   }
   return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, source: doc.src.pos };
-}
-
-/**
- * Strongly connected components of a graph (Tarjan's algorithm, iterative so that a long chain of references
- * cannot exhaust the stack), in the order their first node was visited.
- */
-function stronglyConnected(nodes: string[], edges: Map<string, string[]>): string[][] {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const out: string[][] = [];
-  let next = 0;
-  for (const start of nodes) {
-    if (index.has(start)) continue;
-    const work: Array<{ node: string; i: number }> = [{ node: start, i: 0 }];
-    index.set(start, next);
-    low.set(start, next);
-    next++;
-    stack.push(start);
-    onStack.add(start);
-    while (work.length > 0) {
-      const frame = work[work.length - 1] as { node: string; i: number };
-      const succ = edges.get(frame.node) ?? [];
-      if (frame.i < succ.length) {
-        const w = succ[frame.i++] as string;
-        if (!index.has(w)) {
-          index.set(w, next);
-          low.set(w, next);
-          next++;
-          stack.push(w);
-          onStack.add(w);
-          work.push({ node: w, i: 0 });
-        } else if (onStack.has(w)) {
-          low.set(frame.node, Math.min(low.get(frame.node) ?? 0, index.get(w) ?? 0));
-        }
-        continue;
-      }
-      work.pop();
-      const parent = work[work.length - 1];
-      if (parent) low.set(parent.node, Math.min(low.get(parent.node) ?? 0, low.get(frame.node) ?? 0));
-      if (low.get(frame.node) === index.get(frame.node)) {
-        const component: string[] = [];
-        let w: string | undefined;
-        do {
-          w = stack.pop();
-          if (w === undefined) break;
-          onStack.delete(w);
-          component.push(w);
-        } while (w !== frame.node);
-        out.push(component);
-      }
-    }
-  }
-  return out;
-}
-
-/** Shortest path from `start` back to itself inside `within` (breadth first), as the list of nodes visited. */
-function cycleThrough(start: string, within: Set<string>, edges: Map<string, string[]>): string[] {
-  const previous = new Map<string, string>();
-  const queue = [start];
-  for (let q = 0; q < queue.length; q++) {
-    const node = queue[q] as string;
-    for (const w of edges.get(node) ?? []) {
-      if (!within.has(w)) continue;
-      if (w === start) {
-        const path = [start];
-        for (let cur: string | undefined = node; cur !== undefined && cur !== start; cur = previous.get(cur)) path.splice(1, 0, cur);
-        path.push(start);
-        return path;
-      }
-      if (!previous.has(w)) {
-        previous.set(w, node);
-        queue.push(w);
-      }
-    }
-  }
-  return [start, start];
 }
 
 /**
@@ -423,11 +325,8 @@ export function buildDesired(input: BuildInput): { desired: DesiredState; diagno
     }
     edges.set(name, targets);
   }
-  for (const component of stronglyConnected([...byName.keys()], edges)) {
-    const first = component.length === 1 ? component[0] : [...byName.keys()].find((n) => component.includes(n));
-    if (first === undefined) continue;
-    if (component.length === 1 && !(edges.get(first) ?? []).includes(first)) continue;
-    const cycle = cycleThrough(first, new Set(component), edges);
+  for (const cycle of findCycles([...byName.keys()], edges)) {
+    const first = cycle[0] as string;
     const doc = byName.get(first);
     const nextName = cycle[1] ?? first;
     const key =

@@ -11,6 +11,11 @@ export interface SourcePos {
   col: number;
 }
 
+/** `file:line:col`, as errors and plans cite a position. */
+export function formatPos(pos: SourcePos): string {
+  return `${pos.file}:${pos.line}:${pos.col}`;
+}
+
 /** Names of WeightedBackend manifests: DNS-label style, so they never contain `_` and never look like an id. */
 export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 export const NAME_MAX = 63;

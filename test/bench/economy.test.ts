@@ -13,7 +13,7 @@ import { fetchTouched } from "../../src/api/fetch-live.js";
 import { certificateSha256 } from "../../src/api/live-state.js";
 import { Semaphore, SlidingWindowLimiter } from "../../src/api/rate-limit.js";
 import { buildPlan } from "../../src/core/plan.js";
-import { sortedJson } from "../../src/kinds/weighted-backend.js";
+import { sortedJson } from "../../src/model/canonical.js";
 import { canonicalJson } from "../../src/model/canonical.js";
 import type { DesiredState, LiveState } from "../../src/model/state.js";
 import { startServer, type RunningServer } from "../../src/server/index.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildFieldDiff, buildLineDiff, buildWholeText, diffRecords } from "../../src/core/diff.js";
+import { buildFieldDiff, buildLineDiff, buildWholeText, diffRecords } from "../../src/kinds/diff.js";
 
 describe("diffRecords", () => {
   it("lists added, removed and changed keys in the given order, then sorted", () => {

@@ -1,0 +1,114 @@
+/**
+ * The first phase of a plan: each manifest's weighted backend matched to the live object it manages, first by
+ * `id:` (adopt, take over, rename or update), then by the owner marker of this stack (the oldest object carrying
+ * the marker of its name). What matches nothing is a create, unless a rename finds it an orphan (`renames.ts`).
+ * Pure.
+ */
+import type { WeightedBackendAction } from "../model/plan.js";
+import { weightedBackendAddress } from "../model/plan.js";
+import { formatPos, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker } from "../model/state.js";
+import { markerOf, posOf, type PlanIndex, type PlanProblems } from "./plan-index.js";
+
+export interface Match {
+  desired: DesiredWeightedBackend;
+  live: LiveWeightedBackend | null;
+  action: Exclude<WeightedBackendAction, "delete">;
+  previous: OwnerMarker | null;
+  notes: string[];
+}
+
+export interface Matching {
+  /** By manifest name. */
+  matches: Map<string, Match>;
+  /** Live id -> the name of the manifest that manages it. */
+  claimedBy: Map<string, string>;
+  /** Manifests that match no live object (yet): creates, unless a rename claims them. */
+  creates: DesiredWeightedBackend[];
+}
+
+/** Matches every manifest it can; reports duplicate names and unusable `id:`s to `problems`. */
+export function matchWeightedBackends(index: PlanIndex, takeover: boolean, problems: PlanProblems): Matching {
+  reportDuplicateNames(index, problems);
+  const matching: Matching = { matches: new Map(), claimedBy: new Map(), creates: [] };
+  for (const d of index.desired) {
+    if (d.id === undefined) continue;
+    const match = matchById(index, d, matching, takeover, problems);
+    if (match === null) continue;
+    matching.matches.set(d.name, match);
+    matching.claimedBy.set(match.live?.id as string, d.name);
+  }
+  matchByMarker(index, matching, problems);
+  return matching;
+}
+
+function reportDuplicateNames(index: PlanIndex, problems: PlanProblems): void {
+  for (let i = 1; i < index.desired.length; i++) {
+    const [prev, cur] = [index.desired[i - 1] as DesiredWeightedBackend, index.desired[i] as DesiredWeightedBackend];
+    if (prev.name === cur.name) {
+      problems.error(cur.source, `weighted backend "${cur.name}" is also declared at ${formatPos(prev.source)}; names must be unique`);
+    }
+  }
+}
+
+function matchById(index: PlanIndex, d: DesiredWeightedBackend, matching: Matching, takeover: boolean, problems: PlanProblems): Match | null {
+  const l = index.liveById.get(d.id as string);
+  if (!l) {
+    problems.error(posOf(d, "id"), `weighted backend "${d.name}": id ${d.id} does not exist in this account; correct the id, or remove \`id:\` to create a new object`);
+    return null;
+  }
+  const other = matching.claimedBy.get(l.id);
+  if (other !== undefined) {
+    problems.error(posOf(d, "id"), `weighted backend "${d.name}": id ${d.id} is already adopted by "${other}"; an object can be adopted by one manifest only`);
+    return null;
+  }
+  const marker = markerOf(index, l.id);
+  if (marker === null) {
+    return { desired: d, live: l, action: "adopt", previous: null, notes: [`adopted by id: ${l.id} carries no owner marker, so the plan adds one`] };
+  }
+  if (marker.stack !== index.stack) {
+    if (!takeover) {
+      problems.error(
+        posOf(d, "id"),
+        `weighted backend "${d.name}": ${l.id} belongs to stack "${marker.stack}" (as "${marker.name}"); edgeplan never changes another stack's objects: pass --takeover to take it over, or remove \`id:\``,
+      );
+      return null;
+    }
+    const notes = [`taken over from stack "${marker.stack}" (where it is "${marker.name}") because --takeover is given`];
+    return { desired: d, live: l, action: "takeover", previous: marker, notes };
+  }
+  if (marker.name !== d.name) {
+    const notes = [`adopted by id: ${l.id} is "${marker.name}" of this stack; the plan renames it to "${d.name}"`];
+    return { desired: d, live: l, action: "rename", previous: marker, notes };
+  }
+  return { desired: d, live: l, action: "update", previous: marker, notes: [] };
+}
+
+/** Manifests without `id:` take the oldest unclaimed object carrying their name's marker; the others are creates. */
+function matchByMarker(index: PlanIndex, matching: Matching, problems: PlanProblems): void {
+  const ownedByName = new Map<string, LiveWeightedBackend[]>();
+  for (const l of index.live) {
+    const marker = markerOf(index, l.id);
+    if (marker?.stack !== index.stack) continue;
+    const list = ownedByName.get(marker.name);
+    if (list) list.push(l);
+    else ownedByName.set(marker.name, [l]);
+  }
+  for (const d of index.desired) {
+    if (d.id !== undefined || matching.matches.has(d.name)) continue;
+    const candidates = (ownedByName.get(d.name) ?? []).filter((l) => !matching.claimedBy.has(l.id));
+    const first = candidates[0];
+    if (!first) {
+      matching.creates.push(d);
+      continue;
+    }
+    matching.matches.set(d.name, { desired: d, live: first, action: "update", previous: markerOf(index, first.id), notes: [] });
+    matching.claimedBy.set(first.id, d.name);
+    if (candidates.length > 1) {
+      const rest = candidates.slice(1).map((l) => l.id);
+      problems.warnings.push(
+        `${weightedBackendAddress(d.name)}: ${candidates.length} objects carry the marker of "${d.name}" in stack "${index.stack}"; ` +
+          `the oldest, ${first.id}, is the match, and ${rest.join(", ")} ${rest.length === 1 ? "is an orphan" : "are orphans"}`,
+      );
+    }
+  }
+}

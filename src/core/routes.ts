@@ -1,0 +1,67 @@
+/**
+ * The routes of a plan: each manifest's route paired with the route as read (every route the manifests name must
+ * have been read), and the module changes of each pair. Pure.
+ */
+import { compareText } from "../model/canonical.js";
+import type { Change } from "../model/plan.js";
+import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state.js";
+import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
+import { buildModuleChange } from "../kinds/module.js";
+import { SAML } from "../kinds/saml.js";
+import { comparePos, type PlanProblems } from "./plan-index.js";
+
+export interface RoutePair {
+  desired: DesiredEdgeRoute;
+  live: LiveRoute;
+}
+
+const routeKey = (r: { edge: string; route: string }): string => `${r.edge}/${r.route}`;
+
+/** Pairs every manifest's route with the live route; reports routes declared twice and managed routes not read. */
+export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[], problems: PlanProblems): RoutePair[] {
+  const liveRoutes = new Map(live.map((r) => [routeKey(r), r]));
+  const sorted = [...desired].sort((a, b) => compareText(routeKey(a), routeKey(b)) || comparePos(a.source, b.source));
+  const pairs: RoutePair[] = [];
+  for (let i = 0; i < sorted.length; i++) {
+    const r = sorted[i] as DesiredEdgeRoute;
+    const prev = sorted[i - 1];
+    if (prev && prev.edge === r.edge && prev.route === r.route) {
+      problems.error(r.source, `edge route ${r.edge}/${r.route} is also declared at ${formatPos(prev.source)}; each route may appear once`);
+      continue;
+    }
+    const lr = liveRoutes.get(routeKey(r));
+    if (!lr) {
+      if (r.saml.state !== "unmanaged" || r.circuit_breaker.state !== "unmanaged") {
+        problems.error(r.source, `edge route ${r.edge}/${r.route} does not exist in this account; check the edge and route ids`);
+      }
+      continue;
+    }
+    pairs.push({ desired: r, live: lr });
+  }
+  return pairs;
+}
+
+/** The module changes of every pair, in pair order (SAML before circuit breaker). */
+export function buildRouteChanges(pairs: readonly RoutePair[]): Change[] {
+  const changes: Change[] = [];
+  for (const { desired: r, live: lr } of pairs) {
+    const saml = buildModuleChange(SAML, r.edge, r.route, r.saml, lr.saml, lr.fingerprints.saml);
+    if (saml) {
+      if (r.saml.state === "present" && r.saml.idpMetadataFile) saml.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
+      changes.push(saml);
+    }
+    const cb = buildModuleChange(CIRCUIT_BREAKER, r.edge, r.route, r.circuit_breaker, lr.circuit_breaker, lr.fingerprints.circuit_breaker);
+    if (cb) changes.push(cb);
+  }
+  return changes;
+}
+
+/** Modules the manifests manage that exist live (they count toward the stack's objects). */
+export function managedModuleCount(pairs: readonly RoutePair[]): number {
+  let n = 0;
+  for (const { desired: r, live: lr } of pairs) {
+    if (r.saml.state !== "unmanaged" && lr.saml) n++;
+    if (r.circuit_breaker.state !== "unmanaged" && lr.circuit_breaker) n++;
+  }
+  return n;
+}
