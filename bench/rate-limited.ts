@@ -8,7 +8,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { parseRateLimit } from "../src/api/options.js";
+import { parseRateLimit } from "../src/model/syntax.js";
 import { listPages, rateBoundMs } from "./bounds.js";
 import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
 import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";

@@ -6,7 +6,8 @@
 import { readFile } from "node:fs/promises";
 import { EdgeplanError } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
-import type { Clock, RateLimit } from "./rate-limit.js";
+import type { Clock } from "./rate-limit.js";
+import { parseRateLimit, parseTimeout, parseWholeNumber, type RateLimit } from "../model/syntax.js";
 
 export interface ClientOptions {
   /** Base URL of the API, e.g. `https://api.example.com` (a path prefix is kept). */
@@ -60,55 +61,10 @@ export const CLIENT_DEFAULTS = {
   versionHeader: "Ngrok-Version",
 } as const;
 
-const LIMITS = { concurrencyMax: 256, retriesMax: 20, timeoutMaxMs: 600_000 } as const;
+const LIMITS = { concurrencyMax: 256, retriesMax: 20 } as const;
 
 function optionError(message: string): EdgeplanError {
   return new EdgeplanError(message);
-}
-
-function wholeNumber(flag: string, value: string | number, min: number, max: number): number {
-  const text = String(value).trim();
-  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw optionError(`${flag}: expected a whole number from ${min} to ${max}, got "${text}"`);
-  }
-  return n;
-}
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Parses a duration like `60s`, `100ms`, `1m`, `1.5s` into ms, or undefined when it is not one. */
-function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
-  if (!m) return undefined;
-  const ms = Number(m[1]) * (UNIT_MS[m[2] as string] as number);
-  return ms > 0 && Number.isFinite(ms) ? ms : undefined;
-}
-
-/**
- * Parses `--rate-limit`: `N/WINDOW` with WINDOW a number and a unit (`ms`, `s`, `m`, `h`), e.g. `120/60s`,
- * `20/1s`, `500/100ms`; or `off` for no limit (null).
- */
-export function parseRateLimit(value: string, flag = "--rate-limit"): RateLimit | null {
-  const text = value.trim();
-  if (text.toLowerCase() === "off") return null;
-  const m = /^(\d+)\/(.+)$/.exec(text);
-  const count = m ? Number(m[1]) : Number.NaN;
-  const windowMs = m ? parseDuration((m[2] as string).trim()) : undefined;
-  if (!m || !Number.isSafeInteger(count) || count < 1 || windowMs === undefined) {
-    throw optionError(`${flag}: expected N/WINDOW such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${text}"`);
-  }
-  return { count, windowMs };
-}
-
-/** Parses `--timeout`: milliseconds (`30000`), or a duration with a unit (`30s`, `500ms`). */
-export function parseTimeout(value: string | number, flag = "--timeout"): number {
-  const text = String(value).trim();
-  const ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
-  if (ms === undefined || !Number.isFinite(ms) || ms < 1 || ms > LIMITS.timeoutMaxMs) {
-    throw optionError(`${flag}: expected milliseconds from 1 to ${LIMITS.timeoutMaxMs} (or a duration such as 30s), got "${text}"`);
-  }
-  return ms;
 }
 
 /** An HTTP header name (RFC 9110 token). */
@@ -200,10 +156,10 @@ export async function clientOptionsFrom(
   overrides?: { baseUrl: string; apiKey: string },
 ): Promise<ClientOptions> {
   const insecureHttp = cli.insecureHttp === true;
-  const concurrency = wholeNumber("--concurrency", cli.concurrency ?? CLIENT_DEFAULTS.concurrency, 1, LIMITS.concurrencyMax);
+  const concurrency = parseWholeNumber("--concurrency", cli.concurrency ?? CLIENT_DEFAULTS.concurrency, 1, LIMITS.concurrencyMax);
   const rateLimit = parseRateLimit(cli.rateLimit ?? CLIENT_DEFAULTS.rateLimit);
-  const retries = wholeNumber("--retries", cli.retries ?? CLIENT_DEFAULTS.retries, 0, LIMITS.retriesMax);
-  const timeoutMs = parseTimeout(cli.timeout ?? CLIENT_DEFAULTS.timeoutMs);
+  const retries = parseWholeNumber("--retries", cli.retries ?? CLIENT_DEFAULTS.retries, 0, LIMITS.retriesMax);
+  const timeoutMs = parseTimeout("--timeout", cli.timeout ?? CLIENT_DEFAULTS.timeoutMs);
   const versionHeader = (cli.versionHeader ?? CLIENT_DEFAULTS.versionHeader).trim();
   if (!TOKEN.test(versionHeader)) {
     throw optionError(`--version-header: "${versionHeader}" is not a valid header name (letters, digits and - only, e.g. Ngrok-Version)`);

@@ -13,6 +13,7 @@
  * its start until W after its end is therefore safe whatever the arrival time; it costs one round-trip per slot,
  * which is small next to a window.
  */
+import type { RateLimit } from "../model/syntax.js";
 
 /** The time source of the limiter and of retry backoff; `now` in milliseconds from any fixed origin. */
 export interface Clock {
@@ -78,11 +79,6 @@ export class Semaphore {
 /** A place in the limiter's window; `done()` is called once when the request's exchange has ended. */
 export interface LimiterSlot {
   done(): void;
-}
-
-export interface RateLimit {
-  count: number;
-  windowMs: number;
 }
 
 /**

@@ -15,6 +15,7 @@ import { renderMarkdown } from "../render/markdown.js";
 import { renderText } from "../render/text.js";
 import type { CommandIO } from "./io.js";
 import { loadManifests, openSession } from "./session.js";
+import { parseWholeNumber } from "../model/syntax.js";
 
 export type PlanFormat = "text" | "json" | "markdown";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown"];
@@ -39,21 +40,15 @@ export interface PlanCommandResult {
   hasChanges?: boolean;
 }
 
-function wholeNumberFlag(flag: string, value: string | number, max: number): number {
-  const n = typeof value === "number" ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new EdgeplanError(`${flag}: expected a whole number from 0 to ${max}, got "${value}"`);
-  return n;
-}
-
 /** Plan options from the flags; throws an EdgeplanError naming the flag for a bad value. */
 export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack: string): PlanOptions {
   const options: PlanOptions = {
     stack,
     prune: flags.prune === true,
     takeover: flags.takeover === true,
-    maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : wholeNumberFlag("--max-shift", flags.maxShift, 100),
+    maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : parseWholeNumber("--max-shift", flags.maxShift, 0, 100),
   };
-  if (flags.maxDeletes !== undefined) options.maxDeletes = wholeNumberFlag("--max-deletes", flags.maxDeletes, 1_000_000);
+  if (flags.maxDeletes !== undefined) options.maxDeletes = parseWholeNumber("--max-deletes", flags.maxDeletes, 0, 1_000_000);
   return options;
 }
 

@@ -3,14 +3,11 @@
  * stdout when ready; start-up notices and one JSON line per request go to stderr (never an API key).
  */
 import { EdgeplanError, EXIT } from "../model/errors.js";
+import { parseLatency, parseProbability, parseRateLimit, parseTimeout, parseWholeNumber } from "../model/syntax.js";
 import {
   DEFAULT_HOST,
   DEFAULT_PORT,
   loadFixturesFile,
-  parseLatency,
-  parseProbability,
-  parseRateLimit,
-  parseWholeNumber,
   startServer,
   type ServerOptions,
 } from "../server/index.js";
@@ -93,14 +90,15 @@ export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerO
     }
     options.versionHeader = flags.versionHeader;
   }
-  if (flags.rateLimit !== undefined && flags.rateLimit !== "off") options.rateLimit = parseRateLimit(flags.rateLimit);
+  const rateLimit = flags.rateLimit === undefined ? null : parseRateLimit(flags.rateLimit);
+  if (rateLimit !== null) options.rateLimit = rateLimit;
   if (flags.maxInflight !== undefined) options.maxInflight = parseWholeNumber("--max-inflight", flags.maxInflight, 1);
-  if (flags.latency !== undefined) options.latency = parseLatency(flags.latency);
+  if (flags.latency !== undefined) options.latency = parseLatency("--latency", flags.latency);
   if (flags.failRate !== undefined) options.failRate = parseProbability("--fail-rate", flags.failRate);
   if (flags.dropRate !== undefined) options.dropRate = parseProbability("--drop-rate", flags.dropRate);
   if (flags.faultSeed !== undefined) options.faultSeed = parseWholeNumber("--fault-seed", flags.faultSeed, 0, 0xffffffff);
-  if (flags.headersTimeout !== undefined) options.headersTimeoutMs = parseWholeNumber("--headers-timeout", flags.headersTimeout, 1);
-  if (flags.requestTimeout !== undefined) options.requestTimeoutMs = parseWholeNumber("--request-timeout", flags.requestTimeout, 1);
+  if (flags.headersTimeout !== undefined) options.headersTimeoutMs = parseTimeout("--headers-timeout", flags.headersTimeout);
+  if (flags.requestTimeout !== undefined) options.requestTimeoutMs = parseTimeout("--request-timeout", flags.requestTimeout);
   return options;
 }
 

@@ -1,8 +1,7 @@
 /**
  * Limits and test faults of the server: a rolling-window rate limit and an in-flight limit per account, the source
- * of the fault draws, and the parsers of their flags. All are off unless configured.
+ * of the fault draws (their flags are parsed in src/model/syntax.ts). All are off unless configured.
  */
-import { EdgeplanError } from "../model/errors.js";
 import { HttpError } from "./http-error.js";
 
 /**
@@ -90,45 +89,4 @@ function formatWindow(ms: number): string {
   if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000} min`;
   if (ms % 1000 === 0) return `${ms / 1000} s`;
   return `${ms} ms`;
-}
-
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
-
-/** Parses `N/WINDOW` (`20/1s`, `120/60s`, `5/500ms`, `100/1m`, `10/s`). Throws an EdgeplanError saying the form. */
-export function parseRateLimit(text: string): { count: number; windowMs: number } {
-  const m = /^\s*(\d+)\s*\/\s*(\d*(?:\.\d+)?)\s*(ms|s|m|min|h)\s*$/.exec(text);
-  const count = m ? Number(m[1]) : NaN;
-  const amount = m ? (m[2] === "" ? 1 : Number(m[2])) : NaN;
-  const windowMs = m ? amount * (UNITS[m[3] as string] as number) : NaN;
-  if (!m || !Number.isInteger(count) || count < 1 || !(windowMs >= 1)) {
-    throw new EdgeplanError(`--rate-limit "${text}" is not N/WINDOW with N >= 1 and a window like 1s, 60s, 500ms or 1m (e.g. 120/60s)`);
-  }
-  return { count, windowMs: Math.round(windowMs) };
-}
-
-/** Parses `MS` or `MIN-MAX` milliseconds. */
-export function parseLatency(text: string): [number, number] {
-  const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(text);
-  const lo = m ? Number(m[1]) : NaN;
-  const hi = m ? Number(m[2] ?? m[1]) : NaN;
-  if (!m || !(hi >= lo)) {
-    throw new EdgeplanError(`--latency "${text}" is not MS or MIN-MAX in milliseconds with MIN <= MAX (e.g. 50 or 20-200)`);
-  }
-  return [lo, hi];
-}
-
-/** Parses a probability 0..1. */
-export function parseProbability(flag: string, text: string): number {
-  const p = /^\s*\d*(?:\.\d+)?\s*$/.test(text) && text.trim() !== "" ? Number(text) : NaN;
-  if (!(p >= 0 && p <= 1)) throw new EdgeplanError(`${flag} "${text}" is not a probability from 0 to 1 (e.g. 0.1)`);
-  return p;
-}
-
-/** Parses a whole number >= `min` (and <= `max` when given). */
-export function parseWholeNumber(flag: string, text: string, min: number, max?: number): number {
-  const n = /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
-  if (!(n >= min && n <= (max ?? Infinity))) {
-    throw new EdgeplanError(`${flag} "${text}" is not a whole number ${max === undefined ? `>= ${min}` : `from ${min} to ${max}`}`);
-  }
-  return n;
 }

@@ -18,7 +18,7 @@ import type { Store } from "./store.js";
 
 export { accountForKey } from "./auth.js";
 export { loadFixturesFile, applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
-export { faultDraws, parseLatency, parseProbability, parseRateLimit, parseWholeNumber } from "./faults.js";
+export { faultDraws } from "./faults.js";
 export type { Store, WeightedBackendRecord, EdgeRecord, RouteRecord, FixtureBackendRecord, StoredSaml } from "./store.js";
 
 export const DEFAULT_PORT = 4780;

@@ -60,13 +60,13 @@ describe("start and stop", () => {
 
   it("refuses bad flags and a port in use with exit 1 and the reason", async () => {
     const cases: [string[], string][] = [
-      [["--fail-rate", "2"], '--fail-rate "2" is not a probability from 0 to 1'],
-      [["--drop-rate", "x"], '--drop-rate "x" is not a probability from 0 to 1'],
-      [["--rate-limit", "lots"], '--rate-limit "lots" is not N/WINDOW'],
-      [["--latency", "50-10"], '--latency "50-10" is not MS or MIN-MAX'],
-      [["--fault-seed", "-1"], '--fault-seed "-1" is not a whole number from 0 to 4294967295'],
-      [["--fault-seed", "4294967296"], '--fault-seed "4294967296" is not a whole number from 0 to 4294967295'],
-      [["--port", "65536"], '--port "65536" is not a whole number from 0 to 65535'],
+      [["--fail-rate", "2"], '--fail-rate: expected a probability from 0 to 1 (e.g. 0.1), got "2"'],
+      [["--drop-rate", "x"], '--drop-rate: expected a probability from 0 to 1 (e.g. 0.1), got "x"'],
+      [["--rate-limit", "lots"], '--rate-limit: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "lots"'],
+      [["--latency", "50-10"], '--latency: expected MS or MIN-MAX in milliseconds with MIN <= MAX (e.g. 50 or 20-200), got "50-10"'],
+      [["--fault-seed", "-1"], '--fault-seed: expected a whole number from 0 to 4294967295, got "-1"'],
+      [["--fault-seed", "4294967296"], '--fault-seed: expected a whole number from 0 to 4294967295, got "4294967296"'],
+      [["--port", "65536"], '--port: expected a whole number from 0 to 65535, got "65536"'],
       [["--public-url", "nope"], '--public-url "nope" is not a URL'],
       [["--fixtures", join(dir, "absent.yaml")], "cannot read the fixtures file"],
     ];

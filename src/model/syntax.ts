@@ -1,0 +1,84 @@
+/**
+ * The syntaxes of values that the CLI's flags and `edgeplan serve` both accept, each parsed in one place: whole
+ * numbers, durations (`500ms`, `30s`, `1.5s`, `5m`, `1h`), timeouts (milliseconds or a duration), rate limits
+ * (`N/DURATION`, or `off`), and the server's test faults (latency ranges, probabilities). The client and the server accept and refuse the same strings. Every parser throws an
+ * EdgeplanError that names the flag, the accepted form and the value given. Pure.
+ */
+import { EdgeplanError } from "./errors.js";
+
+/** Milliseconds per duration unit: the one set of units every duration accepts. */
+export const DURATION_UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Longest timeout a flag accepts (10 minutes). */
+export const TIMEOUT_MAX_MS = 600_000;
+
+export interface RateLimit {
+  count: number;
+  windowMs: number;
+}
+
+/**
+ * A duration in whole milliseconds (at least 1): a number, maybe with a fraction, and a unit (`ms`, `s`, `m`, `h`),
+ * e.g. `500ms`, `30s`, `1.5s`, `5m`, `1h`. Undefined when the text is not one.
+ */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim());
+  if (!m) return undefined;
+  const ms = Number(m[1]) * (DURATION_UNITS_MS[m[2] as string] as number);
+  return Number.isSafeInteger(ms) && ms >= 1 ? ms : undefined;
+}
+
+/** A whole number from `min` to `max` (digits only, no sign or fraction). */
+export function parseWholeNumber(flag: string, value: string | number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const text = String(value).trim();
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new EdgeplanError(`${flag}: expected a whole number ${range}, got "${text}"`);
+  }
+  return n;
+}
+
+/** A timeout: whole milliseconds (`30000`) or a duration (`30s`, `500ms`), from 1 ms to `maxMs`. */
+export function parseTimeout(flag: string, value: string | number, maxMs = TIMEOUT_MAX_MS): number {
+  const text = String(value).trim();
+  const ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
+  if (ms === undefined || !Number.isSafeInteger(ms) || ms < 1 || ms > maxMs) {
+    throw new EdgeplanError(`${flag}: expected milliseconds from 1 to ${maxMs} (or a duration such as 30s), got "${text}"`);
+  }
+  return ms;
+}
+
+/**
+ * A rate limit: `N/DURATION` (at most N requests per rolling window of DURATION), e.g. `120/60s`, `20/1s`,
+ * `500/100ms`; or `off` (any case) for no limit, which is null.
+ */
+export function parseRateLimit(value: string, flag = "--rate-limit"): RateLimit | null {
+  const text = value.trim();
+  if (text.toLowerCase() === "off") return null;
+  const m = /^(\d+)\/(.+)$/.exec(text);
+  const count = m ? Number(m[1]) : Number.NaN;
+  const windowMs = m ? parseDuration(m[2] as string) : undefined;
+  if (!m || !Number.isSafeInteger(count) || count < 1 || windowMs === undefined) {
+    throw new EdgeplanError(
+      `${flag}: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${text}"`,
+    );
+  }
+  return { count, windowMs };
+}
+
+/** A latency: `MS` or `MIN-MAX` whole milliseconds with MIN <= MAX. */
+export function parseLatency(flag: string, value: string): [number, number] {
+  const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(value);
+  const lo = m ? Number(m[1]) : Number.NaN;
+  const hi = m ? Number(m[2] ?? m[1]) : Number.NaN;
+  if (!m || !(hi >= lo)) throw new EdgeplanError(`${flag}: expected MS or MIN-MAX in milliseconds with MIN <= MAX (e.g. 50 or 20-200), got "${value}"`);
+  return [lo, hi];
+}
+
+/** A probability from 0 to 1. */
+export function parseProbability(flag: string, value: string): number {
+  const p = /^\s*\d*(?:\.\d+)?\s*$/.test(value) && value.trim() !== "" ? Number(value) : Number.NaN;
+  if (!(p >= 0 && p <= 1)) throw new EdgeplanError(`${flag}: expected a probability from 0 to 1 (e.g. 0.1), got "${value}"`);
+  return p;
+}
