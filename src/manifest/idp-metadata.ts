@@ -78,20 +78,25 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
   if (doctype >= 0) {
     return [{ severity: "error", ...lineColOf(text, doctype), message: "IdP metadata holds a DOCTYPE, whose entity declarations can expand without bound; IdP metadata never needs one: remove it" }];
   }
+  const parsed = parseXml(text);
+  if (!("node" in parsed)) return [parsed.problem];
+  const rootStart = text.search(/<[^?!]/);
+  const rootPos = rootStart >= 0 ? lineColOf(text, rootStart) : {};
+  const descriptors = idpDescriptors(parsed.node, rootPos);
+  if (!Array.isArray(descriptors)) return [descriptors];
+  return checkSigningCertificates(text, descriptors, rootPos, now);
+}
+
+/** The parsed document, or the one error that says why it cannot be read. */
+function parseXml(text: string): { node: XmlNode } | { problem: XmlProblem } {
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     const { msg, line, col } = valid.err;
-    return [
-      {
-        severity: "error",
-        ...(typeof line === "number" ? { line, col: typeof col === "number" ? col : 1 } : {}),
-        message: `IdP metadata is not well-formed XML: ${msg.replace(/\.$/, "")}; use the metadata file exactly as the IdP publishes it`,
-      },
-    ];
+    const message = `IdP metadata is not well-formed XML: ${msg.replace(/\.$/, "")}; use the metadata file exactly as the IdP publishes it`;
+    return { problem: { severity: "error", ...(typeof line === "number" ? { line, col: typeof col === "number" ? col : 1 } : {}), message } };
   }
-  let parsed: XmlNode;
   try {
-    parsed = new XMLParser({
+    const parser = new XMLParser({
       ignoreAttributes: false,
       attributeNamePrefix: "@_",
       removeNSPrefix: true,
@@ -100,7 +105,8 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
       parseAttributeValue: false,
       ignoreDeclaration: true,
       ignorePiTags: true,
-    }).parse(text) as XmlNode;
+    });
+    return { node: parser.parse(text) as XmlNode };
   } catch (err) {
     // The parser refuses what the validator lets through, e.g. elements nested deeper than it allows (100 levels):
     // a hostile file must end as a diagnostic, never as an internal error.
@@ -108,40 +114,38 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
     const message = /nested tags/i.test(why)
       ? "IdP metadata nests elements more than 100 levels deep, which no IdP metadata does; use the metadata file exactly as the IdP publishes it"
       : `IdP metadata cannot be read: ${why.replace(/\.$/, "")}; use the metadata file exactly as the IdP publishes it`;
-    return [{ severity: "error", message }];
+    return { problem: { severity: "error", message } };
   }
-  const rootStart = text.search(/<[^?!]/);
-  const rootPos = rootStart >= 0 ? lineColOf(text, rootStart) : {};
+}
+
+/** The IDPSSODescriptors of the one EntityDescriptor root, or the error about the root. */
+function idpDescriptors(parsed: XmlNode, rootPos: { line?: number; col?: number }): unknown[] | XmlProblem {
   const roots = Object.keys(parsed).filter((k) => !k.startsWith("?") && !k.startsWith("#"));
   const rootCount = roots.reduce((n, k) => n + asArray(parsed[k]).length, 0);
   if (rootCount !== 1) {
-    return [{ severity: "error", ...rootPos, message: "IdP metadata must have exactly one root element, an EntityDescriptor; use the metadata file the IdP publishes" }];
+    return { severity: "error", ...rootPos, message: "IdP metadata must have exactly one root element, an EntityDescriptor; use the metadata file the IdP publishes" };
   }
   const rootName = roots[0] ?? "";
   if (rootName !== "EntityDescriptor") {
-    return [
-      {
-        severity: "error",
-        ...rootPos,
-        message:
-          `IdP metadata's root element is ${rootName}, not an EntityDescriptor; give the EntityDescriptor of one IdP` +
-          (rootName === "EntitiesDescriptor" ? " (take it out of the EntitiesDescriptor aggregate)" : ""),
-      },
-    ];
+    const message =
+      `IdP metadata's root element is ${rootName}, not an EntityDescriptor; give the EntityDescriptor of one IdP` +
+      (rootName === "EntitiesDescriptor" ? " (take it out of the EntitiesDescriptor aggregate)" : "");
+    return { severity: "error", ...rootPos, message };
   }
   const descriptors = children(parsed[rootName], "IDPSSODescriptor");
   if (descriptors.length === 0) {
-    return [
-      {
-        severity: "error",
-        ...rootPos,
-        message: "IdP metadata has no IDPSSODescriptor: it does not describe an identity provider (is it a service provider's metadata?); use the IdP's metadata",
-      },
-    ];
+    return {
+      severity: "error",
+      ...rootPos,
+      message: "IdP metadata has no IDPSSODescriptor: it does not describe an identity provider (is it a service provider's metadata?); use the IdP's metadata",
+    };
   }
-  const problems: XmlProblem[] = [];
-  const offsets = signingCertificateOffsets(text);
-  let certIndex = 0;
+  return descriptors;
+}
+
+/** The base64 text of every signing certificate (KeyDescriptor use="signing" or no use), in document order. */
+function signingCertificates(descriptors: unknown[]): string[] {
+  const out: string[] = [];
   for (const descriptor of descriptors) {
     for (const kd of children(descriptor, "KeyDescriptor")) {
       const use = typeof kd === "object" && kd !== null ? (kd as XmlNode)["@_use"] : undefined;
@@ -150,32 +154,40 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
         for (const xd of children(ki, "X509Data")) {
           for (const c of children(xd, "X509Certificate")) {
             const b64 = textOf(c);
-            if (b64 === undefined) continue;
-            const compact = b64.replace(/\s+/g, "");
-            const at = offsets[certIndex++];
-            const pos = at !== undefined ? lineColOf(text, at) : rootPos;
-            let cert: X509Certificate;
-            try {
-              cert = new X509Certificate(Buffer.from(compact, "base64"));
-            } catch {
-              problems.push({ severity: "warning", ...pos, message: "a signing certificate of the IdP metadata cannot be read as X.509 (base64 DER); check the metadata" });
-              continue;
-            }
-            const validTo = new Date(cert.validTo);
-            if (Number.isFinite(validTo.getTime()) && validTo.getTime() < now.getTime()) {
-              problems.push({
-                severity: "warning",
-                ...pos,
-                message:
-                  `the IdP's signing certificate ${commonName(cert.subject)} expired on ${validTo.toISOString().replace(".000Z", "Z")}; ` +
-                  "logins signed with it may be refused: download fresh metadata from the IdP",
-              });
-            }
+            if (b64 !== undefined) out.push(b64);
           }
         }
       }
     }
   }
+  return out;
+}
+
+/** Warnings for signing certificates that cannot be read or expired before `now`. */
+function checkSigningCertificates(text: string, descriptors: unknown[], rootPos: { line?: number; col?: number }, now: Date): XmlProblem[] {
+  const problems: XmlProblem[] = [];
+  const offsets = signingCertificateOffsets(text);
+  signingCertificates(descriptors).forEach((b64, i) => {
+    const at = offsets[i];
+    const pos = at !== undefined ? lineColOf(text, at) : rootPos;
+    let cert: X509Certificate;
+    try {
+      cert = new X509Certificate(Buffer.from(b64.replace(/\s+/g, ""), "base64"));
+    } catch {
+      problems.push({ severity: "warning", ...pos, message: "a signing certificate of the IdP metadata cannot be read as X.509 (base64 DER); check the metadata" });
+      return;
+    }
+    const validTo = new Date(cert.validTo);
+    if (Number.isFinite(validTo.getTime()) && validTo.getTime() < now.getTime()) {
+      problems.push({
+        severity: "warning",
+        ...pos,
+        message:
+          `the IdP's signing certificate ${commonName(cert.subject)} expired on ${validTo.toISOString().replace(".000Z", "Z")}; ` +
+          "logins signed with it may be refused: download fresh metadata from the IdP",
+      });
+    }
+  });
   return problems;
 }
 
