@@ -3,13 +3,13 @@
  * question the risks ask of it, and the outputs a person copies into the IdP. Pure.
  */
 import type { ModuleSettings } from "../model/plan.js";
-import { SAML_DEFAULTS, SamlSettingsSchema, type SamlSettings } from "../model/wire.js";
+import { SAML_DEFAULTS, SAML_FIELDS, type SamlSettings } from "../model/wire.js";
 import type { ModuleKindSpec } from "./module.js";
 
 export const SAML: ModuleKindSpec<SamlSettings> = {
   kind: "saml",
   label: "SAML",
-  fields: Object.keys(SamlSettingsSchema.shape) as Array<keyof SamlSettings>,
+  fields: SAML_FIELDS,
   defaults: SAML_DEFAULTS,
 };
 

@@ -7,7 +7,7 @@
  * Messages set here name no field: the loader prefixes the field path (`saml.num_buckets: ...`).
  */
 import { z } from "zod";
-import { BACKEND_PREFIXES, LIMITS, NAMEID_FORMATS, idPattern } from "./wire.js";
+import { BACKEND_PREFIXES, LIMITS, NAMEID_FORMATS, idPattern, type CircuitBreakerSettings, type SamlSettings } from "./wire.js";
 import { NAME_MAX, NAME_PATTERN } from "./state.js";
 
 export const API_VERSION_V1 = "edgeplan/v1";
@@ -126,6 +126,13 @@ export type WeightedBackendManifest = z.infer<typeof WeightedBackendManifestSche
 
 const seconds = (what: string): string => `; ${what} is a number of seconds`;
 
+/**
+ * The manifest shape of a module: exactly the module's client-settable fields (the keys of its wire schema) plus
+ * `Extra`. The manifest schemas document every field, so they name each one; this type makes a field added to or
+ * removed from the wire schema a compile error here until the manifest follows.
+ */
+type ModuleManifestShape<Settings, Extra extends string = never> = { [K in keyof Settings | Extra]: z.ZodType };
+
 export const SamlManifestSchema = z
   .strictObject({
     enabled: z.boolean().optional().meta({ description: "Apply the module to traffic. Default: true." }),
@@ -165,7 +172,7 @@ export const SamlManifestSchema = z
       })
       .optional()
       .meta({ description: `Name id format the SP expects. Default: ${NAMEID_FORMATS[0]}.` }),
-  })
+  } satisfies ModuleManifestShape<SamlSettings, "idp_metadata_file">)
   .meta({
     title: "SAML module",
     description: "Require login through a SAML identity provider.",
@@ -203,7 +210,7 @@ export const CircuitBreakerManifestSchema = z
       .min(0, { error: fractionError })
       .max(1, { error: fractionError })
       .meta({ description: "Error rate that trips the circuit, a fraction from 0 to 1 (0.5 is 50 %)." }),
-  })
+  } satisfies ModuleManifestShape<CircuitBreakerSettings>)
   .meta({ title: "Circuit breaker module", description: "Stop sending traffic to an unhealthy upstream." });
 export type CircuitBreakerManifest = z.infer<typeof CircuitBreakerManifestSchema>;
 

@@ -75,15 +75,27 @@ export const SAML_DEFAULTS = {
   allow_idp_initiated: true,
   authorized_groups: [] as string[],
   nameid_format: DEFAULT_NAMEID_FORMAT as string,
-};
+} satisfies Partial<SamlSettings>;
 
 /** Values a PUT of the circuit breaker module stores for fields it leaves out (docs/api.md section 4). */
 export const CIRCUIT_BREAKER_DEFAULTS = {
   enabled: true,
   volume_threshold: 0,
-};
+} satisfies Partial<CircuitBreakerSettings>;
 
 const uint32 = z.number().int().min(0).max(LIMITS.uint32Max);
+
+/** The field names of an object schema, in its order: the one field list of whatever the schema describes. */
+export function fieldsOf<S extends z.ZodRawShape>(schema: z.ZodObject<S>): Array<keyof S & string> {
+  return Object.keys(schema.shape) as Array<keyof S & string>;
+}
+
+/** The named fields of `source`, in the order of `fields` (e.g. a module's settings out of a stored record). */
+export function pickFields<T extends object, K extends keyof T & string>(source: T, fields: readonly K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const field of fields) out[field] = source[field];
+  return out;
+}
 
 export const WeightedBackendSchema = z.object({
   id: z.string(),
@@ -117,8 +129,11 @@ export const SamlSettingsSchema = z.object({
 });
 export type SamlSettings = z.infer<typeof SamlSettingsSchema>;
 
-/** The SAML module as the server answers it: settings plus generated, read-only fields. */
-export const SamlModuleSchema = SamlSettingsSchema.extend({
+/** Every client-settable field of the SAML module, in the API's order. */
+export const SAML_FIELDS = fieldsOf(SamlSettingsSchema);
+
+/** The read-only fields the server generates for a SAML module. */
+const SamlGeneratedSchema = z.object({
   entity_id: z.string(),
   assertion_consumer_service_url: z.string(),
   single_logout_url: z.string(),
@@ -126,15 +141,11 @@ export const SamlModuleSchema = SamlSettingsSchema.extend({
   metadata_url: z.string(),
   idp_metadata_url: z.string(),
 });
+export const SAML_GENERATED_FIELDS = fieldsOf(SamlGeneratedSchema);
+
+/** The SAML module as the server answers it: settings plus generated, read-only fields. */
+export const SamlModuleSchema = SamlSettingsSchema.extend(SamlGeneratedSchema.shape);
 export type SamlModule = z.infer<typeof SamlModuleSchema>;
-export const SAML_GENERATED_FIELDS = [
-  "entity_id",
-  "assertion_consumer_service_url",
-  "single_logout_url",
-  "request_signing_certificate_pem",
-  "metadata_url",
-  "idp_metadata_url",
-] as const;
 
 export const CircuitBreakerSettingsSchema = z.object({
   enabled: z.boolean(),
@@ -145,6 +156,8 @@ export const CircuitBreakerSettingsSchema = z.object({
   error_threshold_percentage: z.number(),
 });
 export type CircuitBreakerSettings = z.infer<typeof CircuitBreakerSettingsSchema>;
+/** Every client-settable field of the circuit breaker module, in the API's order. */
+export const CIRCUIT_BREAKER_FIELDS = fieldsOf(CircuitBreakerSettingsSchema);
 /** The circuit breaker module has no generated fields: what the server answers is its settings. */
 export const CircuitBreakerModuleSchema = CircuitBreakerSettingsSchema;
 export type CircuitBreakerModule = CircuitBreakerSettings;

@@ -7,8 +7,10 @@ import {
   LIMITS,
   NAMEID_FORMATS,
   SAML_DEFAULTS,
+  SAML_FIELDS,
   SAML_GENERATED_FIELDS,
   CIRCUIT_BREAKER_DEFAULTS,
+  CIRCUIT_BREAKER_FIELDS,
   type CircuitBreakerSettings,
   type SamlSettings,
 } from "../model/wire.js";
@@ -34,30 +36,11 @@ import {
 const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(["edge_id", "id", "module"]);
 const NO_FIELDS: ReadonlySet<string> = new Set();
 
-const SAML_FIELDS = [
-  "enabled",
-  "options_passthrough",
-  "cookie_prefix",
-  "inactivity_timeout",
-  "maximum_duration",
-  "idp_metadata",
-  "force_authn",
-  "allow_idp_initiated",
-  "authorized_groups",
-  "nameid_format",
-] as const;
 // idp_metadata_url is accepted when empty (clients echo what they read); every other generated field is refused.
 const SAML_ACCEPTED: ReadonlySet<string> = new Set([...SAML_FIELDS, "idp_metadata_url"]);
 const SAML_GENERATED: ReadonlySet<string> = new Set(SAML_GENERATED_FIELDS.filter((f) => f !== "idp_metadata_url"));
 
-const CB_FIELDS: ReadonlySet<string> = new Set([
-  "enabled",
-  "tripped_duration",
-  "rolling_window",
-  "num_buckets",
-  "volume_threshold",
-  "error_threshold_percentage",
-]);
+const CB_FIELDS: ReadonlySet<string> = new Set(CIRCUIT_BREAKER_FIELDS);
 
 const topLevelFields = new Map<ReadonlySet<string>, ReadonlySet<string>>();
 /** The fields of the top-level body shape: the module's own plus the path ids. */

@@ -2,6 +2,7 @@
  * Stored records as the wire objects of docs/api.md, with fields in the documented order and every `uri` built from
  * the server's base URL (never from the request's Host header).
  */
+import { CIRCUIT_BREAKER_FIELDS, pickFields, SAML_FIELDS } from "../model/wire.js";
 import type { CircuitBreakerModule, HttpsEdge, HttpsRoute, SamlModule, WeightedBackend } from "../model/wire.js";
 import type { EdgeRecord, RouteRecord, StoredSaml, WeightedBackendRecord } from "./store.js";
 
@@ -29,16 +30,7 @@ export function samlUrls(spBase: string, routeId: string): { entityId: string; a
 export function renderSaml(spBase: string, routeId: string, s: StoredSaml): SamlModule {
   const urls = samlUrls(spBase, routeId);
   return {
-    enabled: s.enabled,
-    options_passthrough: s.options_passthrough,
-    cookie_prefix: s.cookie_prefix,
-    inactivity_timeout: s.inactivity_timeout,
-    maximum_duration: s.maximum_duration,
-    idp_metadata: s.idp_metadata,
-    force_authn: s.force_authn,
-    allow_idp_initiated: s.allow_idp_initiated,
-    authorized_groups: s.authorized_groups,
-    nameid_format: s.nameid_format,
+    ...pickFields(s, SAML_FIELDS),
     entity_id: urls.entityId,
     assertion_consumer_service_url: urls.acs,
     single_logout_url: urls.slo,
@@ -49,14 +41,7 @@ export function renderSaml(spBase: string, routeId: string, s: StoredSaml): Saml
 }
 
 export function renderCircuitBreaker(cb: CircuitBreakerModule): CircuitBreakerModule {
-  return {
-    enabled: cb.enabled,
-    tripped_duration: cb.tripped_duration,
-    rolling_window: cb.rolling_window,
-    num_buckets: cb.num_buckets,
-    volume_threshold: cb.volume_threshold,
-    error_threshold_percentage: cb.error_threshold_percentage,
-  };
+  return pickFields(cb, CIRCUIT_BREAKER_FIELDS);
 }
 
 export function routeUri(baseUrl: string, edgeId: string, routeId: string): string {
