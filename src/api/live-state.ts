@@ -4,7 +4,7 @@
  * longer has the fingerprint it was planned against.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../model/canonical.js";
+import { canonicalJson, compareText } from "../model/canonical.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../model/wire.js";
 
@@ -61,9 +61,9 @@ export function buildLiveState(
   routes: Array<{ edge: string; route: string; saml: SamlModule | null; circuit_breaker: CircuitBreakerModule | null }>,
 ): LiveState {
   return {
-    weightedBackends: weightedBackends.map(liveWeightedBackend).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+    weightedBackends: weightedBackends.map(liveWeightedBackend).sort((a, b) => compareText(a.id, b.id)),
     routes: routes
       .map((r) => liveRoute(r.edge, r.route, r.saml, r.circuit_breaker))
-      .sort((a, b) => (`${a.edge}/${a.route}` < `${b.edge}/${b.route}` ? -1 : 1)),
+      .sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`)),
   };
 }

@@ -17,6 +17,7 @@ import type { Change, Plan, SamlOutput, WeightedBackendChange } from "../model/p
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import { phraseOf } from "../render/common.js";
 import type { ApplyOutcome } from "./engine.js";
+import { compareText } from "../model/canonical.js";
 
 /** One object that does not hold what the manifests (or the saved plan) say, after the run. */
 export interface Remaining {
@@ -61,7 +62,7 @@ export function buildTouchedAfterRun(
   return { weightedBackendIds: [...ids].sort(), modules: [...modules.values()] };
 }
 
-const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byId = (a: { id: string }, b: { id: string }): number => compareText(a.id, b.id);
 const routeKey = (r: { edge: string; route: string }): string => `${r.edge}/${r.route}`;
 
 /**
@@ -102,7 +103,7 @@ export function mergeLive(before: LiveState, touched: TouchedObjects, reread: Li
   }
   return {
     weightedBackends: weightedBackends.sort(byId),
-    routes: [...routes.values()].sort((a, b) => (routeKey(a) < routeKey(b) ? -1 : routeKey(a) > routeKey(b) ? 1 : 0)),
+    routes: [...routes.values()].sort((a, b) => compareText(routeKey(a), routeKey(b))),
   };
 }
 

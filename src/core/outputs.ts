@@ -7,6 +7,7 @@
 import type { SamlOutput } from "../model/plan.js";
 import { moduleAddress } from "../model/plan.js";
 import type { DesiredEdgeRoute, LiveRoute } from "../model/state.js";
+import { compareText } from "../model/canonical.js";
 
 /** Outputs for the given desired routes (each with its live route), sorted by address. */
 export function buildOutputs(routes: Array<{ desired: DesiredEdgeRoute; live: LiveRoute }>): SamlOutput[] {
@@ -27,5 +28,5 @@ export function buildOutputs(routes: Array<{ desired: DesiredEdgeRoute; live: Li
       certificate_sha256: saml ? (live.samlCertificateSha256 ?? null) : null,
     });
   }
-  return outputs.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  return outputs.sort((a, b) => compareText(a.address, b.address));
 }

@@ -14,6 +14,7 @@ import type { Change, ModuleChange, Risk, RiskRule, WeightedBackendChange } from
 import { RISK_RULES } from "../model/plan.js";
 import { exactShareOf, hasTraffic } from "../kinds/weighted-backend.js";
 import { samlEnforced } from "../kinds/saml.js";
+import { compareText } from "../model/canonical.js";
 
 /** Default `--max-deletes`: 10, or 30 % of the stack's live objects (rounded down), whichever is larger. */
 export function defaultMaxDeletes(stackObjects: number): number {
@@ -120,7 +121,5 @@ export function buildRisks(changes: Change[], limits: { maxShift: number; maxDel
   const mass = massDelete(changes, limits.maxDeletes);
   if (mass) risks.push(mass);
   const order = (r: RiskRule): number => RISK_RULES.indexOf(r);
-  return risks.sort((a, b) =>
-    a.rule !== b.rule ? order(a.rule) - order(b.rule) : (a.addresses[0] ?? "") < (b.addresses[0] ?? "") ? -1 : 1,
-  );
+  return risks.sort((a, b) => order(a.rule) - order(b.rule) || compareText(a.addresses[0] ?? "", b.addresses[0] ?? ""));
 }

@@ -6,7 +6,7 @@
 import { Document, isMap, isSeq, type Node } from "yaml";
 import { interpolateDocument } from "../manifest/interpolate.js";
 import { parseManifestText, toPlain } from "../manifest/yaml-source.js";
-import { canonicalJson } from "../model/canonical.js";
+import { canonicalJson, compareText, isJsonObject } from "../model/canonical.js";
 import { ManifestDocumentSchema } from "../model/manifest-schema.js";
 import type { JsonValue } from "../model/plan.js";
 
@@ -27,7 +27,7 @@ export function escapeInterpolation(value: JsonValue): JsonValue {
   // A function replacement: in a replacement string, "$$" would stand for one "$".
   if (typeof value === "string") return value.replaceAll("${", () => "$${");
   if (Array.isArray(value)) return value.map(escapeInterpolation);
-  if (value !== null && typeof value === "object") {
+  if (isJsonObject(value)) {
     // fromEntries defines properties, so a user key such as "__proto__" stays data.
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, escapeInterpolation(v)]));
   }
@@ -39,7 +39,7 @@ function sortMaps(node: unknown): void {
     node.items.sort((a, b) => {
       const ka = String((a.key as { value?: unknown } | null)?.value ?? a.key);
       const kb = String((b.key as { value?: unknown } | null)?.value ?? b.key);
-      return ka < kb ? -1 : ka > kb ? 1 : 0;
+      return compareText(ka, kb);
     });
     for (const pair of node.items) sortMaps(pair.value);
   } else if (isSeq(node)) {

@@ -3,7 +3,7 @@
  * spelled out), and the rules that need several fields or several objects: duplicates, references, cycles, byte
  * limits, traffic. Every problem is returned at once, errors and warnings together. Pure.
  */
-import { canonicalJson } from "../model/canonical.js";
+import { canonicalJson, isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import type {
   CircuitBreakerManifest,
@@ -61,8 +61,6 @@ export function samlSourceKind(saml: SamlManifest): "inline" | "file" | "both" |
 
 const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 const fmt = (p: SourcePos): string => `${p.file}:${p.line}:${p.col}`;
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Path (dotted) of the first value JSON cannot carry (a non-finite number), or undefined. */
 function nonJsonPath(value: unknown, path: string): string | undefined {

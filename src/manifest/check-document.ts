@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import type { Node } from "yaml";
+import { isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
 import { SAML_GENERATED_FIELDS } from "../model/wire.js";
@@ -48,8 +49,6 @@ type Path = PropertyKey[];
 const dotted = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 const EXPECTED: Record<string, string> = {
   string: "text",

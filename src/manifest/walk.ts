@@ -7,6 +7,7 @@ import type { Dirent } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
+import { compareText } from "../model/canonical.js";
 
 export interface ManifestFile {
   /** Absolute path. */
@@ -29,7 +30,7 @@ export function displayPath(cwd: string, p: string): string {
 
 const isManifestName = (name: string): boolean => /\.ya?ml$/i.test(name);
 const skippedDir = (name: string): boolean => name.startsWith(".") || name === "node_modules";
-const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byName = (a: Dirent, b: Dirent): number => compareText(a.name, b.name);
 
 function inside(base: string, p: string): boolean {
   const rel = path.relative(base, p);

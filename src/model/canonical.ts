@@ -9,7 +9,7 @@ export function canonicalJson(value: unknown): string {
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === "object") {
+  if (isJsonObject(value)) {
     // A null prototype, so that a `__proto__` key is kept as data instead of being dropped.
     const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const key of Object.keys(value).sort()) {

@@ -2,6 +2,7 @@
  * Field checks shared by the request handlers. Each throws the API's error for the first problem it finds,
  * naming the field: unknown fields are ERR_NGROK_214, wrong types and ranges ERR_NGROK_215.
  */
+import { isJsonObject } from "../model/canonical.js";
 import { LIMITS } from "../model/wire.js";
 import { describeType, fieldError, invalidField } from "./http-error.js";
 
@@ -9,9 +10,8 @@ export type JsonObject = Record<string, unknown>;
 
 const NONE: ReadonlySet<string> = new Set();
 
-export function isPlainObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
+/** True for a JSON object (not null, not an array): the one check of `model/canonical.ts`. */
+export const isPlainObject: (value: unknown) => value is JsonObject = isJsonObject;
 
 /**
  * Rejects the first field of `body` that is not in `allowed` (ERR_NGROK_214). Fields in `generated` get a
