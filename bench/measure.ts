@@ -64,7 +64,10 @@ export function builtCli(): string {
   return join(repoRoot(), "dist", "src", "cli.js");
 }
 
-/** The verdict of a scenario whose targets are the fewest requests, no 429 and a wall time within `slack` of its bound. */
+/**
+ * The verdict of a scenario whose targets are the fewest requests, no 429 and a wall time within `slack` of its bound.
+ * A bound of 0 judges nothing, so it is a miss: a scenario must be sized so that its requests take time.
+ */
 export function requestTargets(m: { requests: number; minimal_requests: number; wall_ms: number; bound_ms: number; status_429: number }, slack = 1.2): {
   wall_vs_bound: number;
   ok: boolean;
@@ -73,7 +76,7 @@ export function requestTargets(m: { requests: number; minimal_requests: number; 
   const wallVsBound = m.bound_ms > 0 ? Math.round((m.wall_ms / m.bound_ms) * 100) / 100 : 0;
   return {
     wall_vs_bound: wallVsBound,
-    ok: m.requests === m.minimal_requests && m.status_429 === 0 && (m.bound_ms === 0 || m.wall_ms <= slack * m.bound_ms),
+    ok: m.requests === m.minimal_requests && m.status_429 === 0 && m.bound_ms > 0 && m.wall_ms <= slack * m.bound_ms,
     target: `requests = minimal, no 429, wall <= ${slack}x bound`,
   };
 }

@@ -76,15 +76,17 @@ async function main(argv: string[]): Promise<number> {
       continue;
     }
     process.stderr.write(`bench: ${scenario.name}: done in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
-    // A scenario may judge its own targets (requests, bounds, rates) besides the wall time of target_ms.
-    const ok = (scenario.target_ms === undefined || measured.wall_ms <= scenario.target_ms) && measured.ok !== false;
+    // A scenario may judge its own targets (requests, bounds, rates) besides the wall time of target_ms; one that
+    // judges nothing is a miss, so that --check can always fail.
+    const judged = scenario.target_ms !== undefined || measured.ok !== undefined;
+    const ok = judged && (scenario.target_ms === undefined || measured.wall_ms <= scenario.target_ms) && measured.ok !== false;
     if (!ok) missed++;
     results.push({
       name: scenario.name,
       ...measured,
       wall_ms: Math.round(measured.wall_ms * 10) / 10,
       ...(scenario.target_ms !== undefined ? { target_ms: scenario.target_ms } : {}),
-      ...(scenario.target_ms !== undefined || measured.ok !== undefined ? { ok } : {}),
+      ok,
     });
   }
   process.stdout.write(`${table(results)}\n`);

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { levelsBoundMs, listPages, overlappedBoundMs, rateBoundMs } from "../../bench/bounds.js";
 import { expectedSummary } from "../../bench/fleet.js";
+import { requestTargets } from "../../bench/measure.js";
 import { fleetRequests } from "../../bench/rate-limited.js";
 import { medianRun, splitJsonDocuments, type RunFigures } from "../../bench/runs.js";
 import { pathShape, TrafficCounter } from "../../bench/traffic.js";
@@ -34,6 +35,21 @@ describe("bounds", () => {
     expect(listPages(100)).toBe(1);
     expect(listPages(101)).toBe(2);
     expect(listPages(5000)).toBe(50);
+  });
+});
+
+describe("requestTargets", () => {
+  const met = { requests: 10, minimal_requests: 10, wall_ms: 120, bound_ms: 100, status_429: 0 };
+
+  it("passes the fewest requests, no 429 and a wall within 1.2 times the bound", () => {
+    expect(requestTargets(met)).toEqual({ wall_vs_bound: 1.2, ok: true, target: "requests = minimal, no 429, wall <= 1.2x bound" });
+  });
+
+  it("fails a slow run, an extra request, a 429, and a bound of 0 that would judge nothing", () => {
+    expect(requestTargets({ ...met, wall_ms: 121 }).ok).toBe(false);
+    expect(requestTargets({ ...met, requests: 11 }).ok).toBe(false);
+    expect(requestTargets({ ...met, status_429: 1 }).ok).toBe(false);
+    expect(requestTargets({ ...met, bound_ms: 0 })).toMatchObject({ wall_vs_bound: 0, ok: false });
   });
 });
 
