@@ -229,6 +229,7 @@ const CASES: HostileCase[] = [
 const SECRET_ENV = { HOME: HOME_SECRET, EDGEPLAN_API_KEY: API_KEY, GITHUB_TOKEN: RUNNER_TOKEN };
 
 function expectHostileOutcome(c: HostileCase, r: CliResult): void {
+  expect(c.errors.length, `${c.name}: a case names the errors it expects`).toBeGreaterThan(0);
   for (const e of c.errors) expect(r.stderr).toMatch(e);
   expect(r.code).toBe(1);
   expect(r.signal).toBeNull();

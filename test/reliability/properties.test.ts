@@ -121,18 +121,19 @@ describe("plan properties over random worlds", () => {
           // for a name an object already carried before the runs (that object is the match).
           const before = markers(initial.values());
           const created = [...sim.backends.values()].filter((b) => !initial.has(b.id));
-          for (const b of created) expect(parseLiveMetadata(b.metadata).marker?.stack, `${b.id} was created without this stack's marker`).toBe(STACK);
-          for (const [name, ids] of markers(created)) {
-            expect(ids, `objects created with the marker of ${name}`).toHaveLength(1);
-            expect(before.get(name), `${name} was created although ${before.get(name)?.join(", ")} carried its marker`).toBeUndefined();
-          }
-          for (const [id, before] of initial) {
-            const marker = parseLiveMetadata(before.metadata).marker;
-            const ours = marker?.stack === STACK || adopted.has(id);
-            if (!ours) expect(sim.backends.get(id), `${id} belongs to no manifest of this stack`).toEqual(before);
-            if (!prune) expect(sim.backends.has(id), `${id} deleted without --prune`).toBe(true);
-          }
-          for (const id of protectedIds) expect(sim.backends.has(id), `protected ${id}`).toBe(true);
+          const unmarked = created.filter((b) => parseLiveMetadata(b.metadata).marker?.stack !== STACK);
+          expect(unmarked.map((b) => b.id), "created without this stack's marker").toEqual([]);
+          const createdMarkers = [...markers(created)];
+          expect(createdMarkers.filter(([, ids]) => ids.length !== 1), "markers created more than once").toEqual([]);
+          expect(createdMarkers.filter(([name]) => before.has(name)), "created although an object carried the marker").toEqual([]);
+          const ownMarker = (b: WeightedBackend): boolean => parseLiveMetadata(b.metadata).marker?.stack === STACK;
+          // What belongs to no manifest of this stack is left exactly as it was.
+          const foreign = [...initial.values()].filter((b) => !ownMarker(b) && !adopted.has(b.id));
+          expect(foreign.map((b) => sim.backends.get(b.id)), "objects of no manifest of this stack").toEqual(foreign);
+          // Deleted: only orphans of this stack, only with --prune.
+          const deleted = [...initial.values()].filter((b) => !sim.backends.has(b.id));
+          expect(deleted.filter((b) => !prune || !ownMarker(b) || adopted.has(b.id)).map((b) => b.id), `deleted (prune: ${prune})`).toEqual([]);
+          expect(protectedIds.filter((id) => !sim.backends.has(id)), "protected objects deleted").toEqual([]);
         };
 
         // Runs with faults, then runs without: a run left incomplete by a fault is finished by the next one.
@@ -148,7 +149,8 @@ describe("plan properties over random worlds", () => {
           if (plan.changes.length === 0) break;
           const outcome = await applyPlan(plan.changes, sim, { stack: STACK, concurrency });
           expect(outcome.counts.done + outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started).toBe(plan.changes.length);
-          if (!faulty) expect(outcome.counts.failed, outcome.results.map((r) => `${r.address}: ${r.message}`).join("\n")).toBe(0);
+          // Without faults nothing fails.
+          expect(outcome.counts.failed, outcome.results.map((r) => `${r.address}: ${r.message}`).join("\n")).toBeLessThanOrEqual(faulty ? plan.changes.length : 0);
           checkInvariants();
         }
         sim.fault = () => "ok";
