@@ -8,6 +8,7 @@ import { InternalError } from "../model/errors.js";
 import type { FieldDiff, JsonValue, WeightChange, WeightedBackendBody, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
 import { weightedBackendAddress, type WeightedBackendAction } from "../model/plan.js";
 import { weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
+import { pickFields } from "../model/wire.js";
 import { formatPos, MARKER_KEY, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker } from "../model/state.js";
 import { buildFieldDiff, diffRecords } from "./diff.js";
 
@@ -120,6 +121,9 @@ export function buildWeights(
   });
 }
 
+/** The fields of a weighted backend compared field by field; its children are compared as weights (`buildWeights`). */
+const RECORD_FIELDS = ["description", "metadata"] as const;
+
 /** Field diffs of description and metadata (children are compared in `buildWeights`). */
 export function diffWeightedBackend(before: WeightedBackendValue, after: WeightedBackendValue): FieldDiff[] {
   const diffs: FieldDiff[] = [];
@@ -209,7 +213,7 @@ export function buildWeightedBackendChange(input: WeightedBackendChangeInput): W
   const common = { kind: "weighted_backend" as const, address: weightedBackendAddress(d.name), name: d.name, source: formatPos(d.source), after, refs, depends_on: [], notes: input.notes };
   const weights = buildWeights(before?.backends ?? null, after.backends, input.names, input.pending);
   if (live === null || before === null) {
-    const diffs = diffRecords({}, { description: after.description, metadata: after.metadata }, "", ["description", "metadata"]);
+    const diffs = diffRecords({}, pickFields(after, RECORD_FIELDS), "", RECORD_FIELDS);
     const request = { method: "POST" as const, path: WEIGHTED_BACKENDS_PATH, body: buildWeightedBackendBody(after) };
     return { ...common, action: "create", id: null, previous_owner: null, fingerprint: null, before: null, diffs, weights, request };
   }
@@ -238,7 +242,7 @@ export function buildWeightedBackendDelete(
     source: null,
     before,
     after: null,
-    diffs: diffRecords({ description: before.description, metadata: before.metadata }, {}, "", ["description", "metadata"]),
+    diffs: diffRecords(pickFields(before, RECORD_FIELDS), {}, "", RECORD_FIELDS),
     weights: buildWeights(before.backends, null, names, new Set()),
     request: { method: "DELETE", path: weightedBackendPath(live.id), body: null },
     refs: {},

@@ -11,7 +11,7 @@ import type {
   SamlManifest,
   WeightedBackendManifest,
 } from "../model/manifest-schema.js";
-import { ABSENT } from "../model/manifest-schema.js";
+import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
 import {
   MARKER_KEY,
   type DesiredEdgeRoute,
@@ -21,7 +21,7 @@ import {
   type OwnerMarker,
   type SourcePos,
 } from "../model/state.js";
-import { LIMITS, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
+import { fieldsOf, LIMITS, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
@@ -31,6 +31,9 @@ import { didYouMean } from "./suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
 export const ESTIMATE_STACK = "default";
+
+/** The fields of a WeightedBackend manifest whose positions a change may point at (all but apiVersion and kind). */
+const WB_MANIFEST_FIELDS = fieldsOf(WeightedBackendManifestSchema).filter((f) => f !== "apiVersion" && f !== "kind");
 
 /** IdP metadata of one SAML module, as read: the text, and the file it came from (display path) if any. */
 export interface SamlSource {
@@ -181,7 +184,7 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   }
   if (!ok) return undefined;
   const fieldSources: Record<string, SourcePos> = {};
-  for (const f of ["name", "description", "metadata", "backends", "id", "protect"] as const) {
+  for (const f of WB_MANIFEST_FIELDS) {
     if (v[f] !== undefined) fieldSources[f] = pin.value([f]);
   }
   for (const k of children) fieldSources[`backends.${k}`] = pin.key(["backends", k]);

@@ -97,14 +97,22 @@ export function pickFields<T extends object, K extends keyof T & string>(source:
   return out;
 }
 
-export const WeightedBackendSchema = z.object({
+/** The fields of a weighted backend that the server sets. */
+const WeightedBackendGeneratedSchema = z.object({
   id: z.string(),
   uri: z.string(),
   created_at: z.string(),
+});
+/** The fields a client writes on a weighted backend (every POST and PATCH body carries them all). */
+const WeightedBackendWriteSchema = z.object({
   description: z.string(),
   metadata: z.string(),
   backends: z.record(z.string(), z.number().int()),
 });
+export const WEIGHTED_BACKEND_FIELDS = fieldsOf(WeightedBackendWriteSchema);
+export const WEIGHTED_BACKEND_GENERATED_FIELDS = fieldsOf(WeightedBackendGeneratedSchema);
+
+export const WeightedBackendSchema = WeightedBackendGeneratedSchema.extend(WeightedBackendWriteSchema.shape);
 export type WeightedBackend = z.infer<typeof WeightedBackendSchema>;
 
 export const WeightedBackendListSchema = z.object({

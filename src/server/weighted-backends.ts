@@ -2,7 +2,7 @@
  * Weighted backends (docs/api.md section 1): create, get, list, update, delete, with the referential rules. Every
  * write validates and writes inside one store transaction, so a rejected request changes nothing.
  */
-import { ID_PREFIX, isBackendId, LIMITS } from "../model/wire.js";
+import { ID_PREFIX, isBackendId, LIMITS, WEIGHTED_BACKEND_FIELDS, WEIGHTED_BACKEND_GENERATED_FIELDS } from "../model/wire.js";
 import type { Handler, ServerContext } from "./context.js";
 import { describeType, fieldError, HttpError, invalidField, notFound } from "./http-error.js";
 import { buildPage, parsePageQuery, rejectQuery } from "./paging.js";
@@ -10,10 +10,11 @@ import { renderWeightedBackend } from "./render.js";
 import type { WeightedBackendRecord } from "./store.js";
 import { isPlainObject, readString, rejectUnknownFields, type JsonObject } from "./validate.js";
 
-const CREATE_FIELDS: ReadonlySet<string> = new Set(["description", "metadata", "backends"]);
-const UPDATE_FIELDS: ReadonlySet<string> = new Set(["id", "description", "metadata", "backends"]);
-const CREATE_GENERATED: ReadonlySet<string> = new Set(["id", "uri", "created_at"]);
-const UPDATE_GENERATED: ReadonlySet<string> = new Set(["uri", "created_at"]);
+const CREATE_FIELDS: ReadonlySet<string> = new Set(WEIGHTED_BACKEND_FIELDS);
+// A PATCH may repeat the id of its path.
+const UPDATE_FIELDS: ReadonlySet<string> = new Set(["id", ...WEIGHTED_BACKEND_FIELDS]);
+const CREATE_GENERATED: ReadonlySet<string> = new Set(WEIGHTED_BACKEND_GENERATED_FIELDS);
+const UPDATE_GENERATED: ReadonlySet<string> = new Set(WEIGHTED_BACKEND_GENERATED_FIELDS.filter((f) => f !== "id"));
 const WEIGHTED_PREFIX = `${ID_PREFIX.weightedBackend}_`;
 
 /**

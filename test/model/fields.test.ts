@@ -7,7 +7,17 @@ import { routeDocument } from "../../src/export/routes.js";
 import { CIRCUIT_BREAKER } from "../../src/kinds/circuit-breaker.js";
 import { SAML } from "../../src/kinds/saml.js";
 import { CircuitBreakerManifestSchema, SamlManifestSchema } from "../../src/model/manifest-schema.js";
-import { CIRCUIT_BREAKER_FIELDS, fieldsOf, pickFields, SAML_FIELDS, SAML_GENERATED_FIELDS, SamlModuleSchema } from "../../src/model/wire.js";
+import {
+  CIRCUIT_BREAKER_FIELDS,
+  fieldsOf,
+  pickFields,
+  SAML_FIELDS,
+  SAML_GENERATED_FIELDS,
+  SamlModuleSchema,
+  WEIGHTED_BACKEND_FIELDS,
+  WEIGHTED_BACKEND_GENERATED_FIELDS,
+  WeightedBackendSchema,
+} from "../../src/model/wire.js";
 import { renderCircuitBreaker, renderSaml } from "../../src/server/render.js";
 import { cb, route, routeId, saml } from "../export/builders.js";
 
@@ -24,6 +34,14 @@ const SAML_IN_API_ORDER = [
   "nameid_format",
 ];
 const CB_IN_API_ORDER = ["enabled", "tripped_duration", "rolling_window", "num_buckets", "volume_threshold", "error_threshold_percentage"];
+
+describe("weighted backend field lists", () => {
+  it("are the keys of the wire schema: what a client writes, then what the server sets", () => {
+    expect(WEIGHTED_BACKEND_FIELDS).toEqual(["description", "metadata", "backends"]);
+    expect(WEIGHTED_BACKEND_GENERATED_FIELDS).toEqual(["id", "uri", "created_at"]);
+    expect(fieldsOf(WeightedBackendSchema)).toEqual(["id", "uri", "created_at", "description", "metadata", "backends"]);
+  });
+});
 
 describe("module field lists", () => {
   it("are the keys of the wire schemas, in the API's order, and the kinds use them", () => {
