@@ -87,6 +87,7 @@ function liveWbs(specs: WbSpec[]): WeightedBackend[] {
 
 describe("plan right after export", () => {
   it("loads without an error and plans nothing but adoptions (property)", async () => {
+    let exported = 0;
     await fc.assert(
       fc.asyncProperty(
         fc.array(wbSpec, { maxLength: 7 }),
@@ -102,6 +103,7 @@ describe("plan right after export", () => {
           }));
           const result = buildExport({ stack: STACK, takeover, weightedBackends, routes });
           if (result.files.length === 0) return;
+          exported++;
 
           const dir = await mkdtemp(path.join(tmpdir(), "edgeplan-export-prop-"));
           dirs.push(dir);
@@ -138,5 +140,7 @@ describe("plan right after export", () => {
       ),
       { numRuns: 40 },
     );
+    // Most worlds must have written files, or the property says little.
+    expect(exported).toBeGreaterThan(20);
   });
 });
