@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 /**
- * The command-line adapter: parses flags with commander and hands them to `commands/`. Command modules are
- * imported lazily so that `edgeplan --version` stays fast. Every error ends here, in one handler.
+ * The command-line adapter: parses flags with commander and hands them to `commands/`. Each command registers in a
+ * function of its own; the options several commands share are written once, in the tables below. Command modules
+ * are imported lazily so that `edgeplan --version` stays fast. Every error ends here, in one handler.
+ *
+ * Options that the project file (`edgeplan.yaml`) can set have no commander default: left out, they stay undefined
+ * so that src/commands/project.ts can tell a flag from nothing, and the built-in default applies last.
  */
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
@@ -9,97 +13,169 @@ import { EdgeplanError, EXIT } from "./model/errors.js";
 
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
-/** Options every command that talks to the API takes (README, "Commands and exit codes"). */
-export function withCommonOptions(cmd: Command): Command {
-  return cmd
-    .addOption(new Option("--api-url <url>", "API base URL").env("EDGEPLAN_API_URL"))
-    .addOption(new Option("--api-key-file <file>", "read the API key from this file (else EDGEPLAN_API_KEY)"))
-    .addOption(new Option("--stack <name>", "stack name kept in owner markers").env("EDGEPLAN_STACK").default("default"))
-    .option("--takeover", "change objects that carry another stack's owner marker", false)
-    .option("--local", "run against an embedded server with state in .edgeplan/local.db", false)
-    .option("--fixtures <file>", "with --local: load edges, routes and backends from this fixtures file")
-    .option("--concurrency <n>", "requests in flight at once", "4")
-    // No commander default: left out, the client's default applies (120/60s), and --local knows it was left out.
-    .option("--rate-limit <n/duration>", "client-side request budget, e.g. 20/1s, or off (default: 120/60s; off with --local)")
-    .option("--retries <n>", "retries of a failed request", "5")
-    .option("--timeout <duration>", "timeout of one request: milliseconds or a duration such as 30s", "30000")
-    .option("--version-header <name>", "name of the API version header", "Ngrok-Version")
-    .option("--insecure-http", "allow plain http:// to a host that is not loopback", false)
-    .option("--no-color", "no colour in text output")
-    .option("--verbose", "log every request to stderr", false);
+/** How a command reports its exit code to `main`. */
+type Done = (code: number) => void;
+
+/** One option of a table: commander's flags and description, and how its value is read. */
+interface OptionSpec {
+  flags: string;
+  description: string;
+  default?: string | boolean;
+  /** Environment variable read when the flag is not given. */
+  env?: string;
+  choices?: readonly string[];
+  /** Repeatable: every value is kept, in order. */
+  repeat?: boolean;
 }
 
-async function main(argv: string[]): Promise<number> {
-  const program = new Command("edgeplan")
-    .description("Plan and apply weighted backends and HTTPS edge route modules from YAML manifests")
-    .version(pkg.version)
-    .showHelpAfterError()
-    .exitOverride();
+const collect = (value: string, all: string[] | undefined): string[] => [...(all ?? []), value];
 
-  let exitCode: number = EXIT.ok;
-  const done = (code: number): void => {
-    exitCode = code;
-  };
+/** Adds the options of `table` to `cmd`. */
+function addOptions(cmd: Command, table: readonly OptionSpec[]): Command {
+  for (const spec of table) {
+    const option = new Option(spec.flags, spec.description);
+    if (spec.env !== undefined) option.env(spec.env);
+    if (spec.choices !== undefined) option.choices(spec.choices);
+    if (spec.repeat === true) option.argParser(collect);
+    if (spec.default !== undefined) option.default(spec.default);
+    cmd.addOption(option);
+  }
+  return cmd;
+}
 
-  // Commands register here; each lazily imports its module under ./commands/.
-  program
+/** `--config`: every command that reads the project file takes it. */
+const CONFIG_OPTION: OptionSpec = { flags: "--config <file>", description: "project file to read instead of ./edgeplan.yaml" };
+
+/** Options of every command that talks to the API (README, "Commands and exit codes"). */
+const COMMON_OPTIONS: readonly OptionSpec[] = [
+  CONFIG_OPTION,
+  { flags: "--api-url <url>", description: "API base URL", env: "EDGEPLAN_API_URL" },
+  { flags: "--api-key-file <file>", description: "read the API key from this file (else EDGEPLAN_API_KEY)" },
+  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK" },
+  { flags: "--takeover", description: "change objects that carry another stack's owner marker", default: false },
+  { flags: "--local", description: "run against an embedded server with state in .edgeplan/local.db", default: false },
+  { flags: "--fixtures <file>", description: "with --local: load edges, routes and backends from this fixtures file" },
+  { flags: "--concurrency <n>", description: "requests in flight at once (default: 4)" },
+  // Left out, the client's default applies (120/60s), and --local knows it was left out.
+  { flags: "--rate-limit <n/duration>", description: "client-side request budget, e.g. 20/1s, or off (default: 120/60s; off with --local)" },
+  { flags: "--retries <n>", description: "retries of a failed request (default: 5)" },
+  { flags: "--timeout <duration>", description: "timeout of one request: milliseconds or a duration such as 30s (default: 30000)" },
+  { flags: "--version-header <name>", description: "name of the API version header", default: "Ngrok-Version" },
+  { flags: "--insecure-http", description: "allow plain http:// to a host that is not loopback", default: false },
+  { flags: "--no-color", description: "no colour in text output" },
+  { flags: "--verbose", description: "log every request to stderr", default: false },
+];
+
+/** `--target` and `--exclude`: plan, apply and export. */
+const SCOPE_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--target <address>", description: "only this address (repeatable; * matches within one segment, e.g. weighted_backend.checkout*)", repeat: true },
+  { flags: "--exclude <address>", description: "leave this address out (repeatable; * matches within one segment)", repeat: true },
+];
+
+const FORMAT_CHOICES = ["text", "json", "markdown"] as const;
+
+/** What plan and apply share: how the plan is made and shown. */
+const PLAN_OPTIONS: readonly OptionSpec[] = [
+  ...SCOPE_OPTIONS,
+  { flags: "--prune", description: "delete owned objects that no manifest names (orphans)" },
+  { flags: "--no-prune", description: "keep orphans, even when the project file says prune: true" },
+  { flags: "--max-shift <points>", description: "traffic-shift risk above this many percentage points (default: 50)" },
+  { flags: "--max-deletes <n>", description: "mass-delete risk above this many deletes (default: 10 or 30% of the stack)" },
+];
+
+const PLAN_ONLY_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--format <format>", description: "output format", choices: FORMAT_CHOICES, default: "text" },
+  { flags: "--out <file>", description: "save the plan (JSON) for `apply --plan`" },
+  { flags: "--detailed-exitcode", description: "exit 2 when there are changes (0: none, 1: error)", default: false },
+];
+
+const APPLY_ONLY_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--plan <file>", description: "apply this saved plan (from `plan --out`) instead of planning now" },
+  { flags: "--auto-approve", description: "apply without asking for 'yes'", default: false },
+  { flags: "--ack <rule>", description: "acknowledge a risk: auth-removal, traffic-shift, no-traffic, mass-delete (repeatable)", repeat: true },
+  { flags: "--force", description: "acknowledge every risk", default: false },
+  { flags: "--refresh", description: "with --plan: when the saved plan is stale, plan again from the manifests and apply that", default: false },
+  { flags: "--format <format>", description: "how the plan and the report are shown", choices: FORMAT_CHOICES, default: "text" },
+];
+
+const EXPORT_OPTIONS: readonly OptionSpec[] = [
+  ...SCOPE_OPTIONS,
+  { flags: "--out <dir>", description: "folder to create; it must not exist or be empty", default: "exported" },
+  { flags: "--route <edge_id/route_id>", description: "export this route (repeatable)", repeat: true },
+];
+
+const SERVE_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--host <host>", description: "address to listen on", default: "127.0.0.1" },
+  { flags: "--port <port>", description: "port to listen on; 0 picks a free one", default: "4780" },
+  { flags: "--data <file>", description: "SQLite file that keeps the state (default: in memory)" },
+  { flags: "--fixtures <file>", description: "YAML file of edges, routes and backends to load into the first key's account" },
+  { flags: "--api-key <key>", description: "an API key (repeatable; each key is its own account); or EDGEPLAN_SERVE_API_KEYS=K1,K2", repeat: true },
+  { flags: "--public-url <url>", description: "base of every uri the server writes (default: http://HOST:PORT)" },
+  { flags: "--sp-base <url>", description: "base of the generated SAML service-provider URLs", default: "https://idp.edgeplan.localhost" },
+  { flags: "--version-header <name>", description: "name of the API version header", default: "Ngrok-Version" },
+  { flags: "--rate-limit <n/duration>", description: "at most N requests per rolling window per key, e.g. 120/60s, or off (429 beyond)" },
+  { flags: "--max-inflight <n>", description: "at most N requests in flight per key (429 beyond)" },
+  { flags: "--latency <ms>", description: "test fault: delay every request by MS or a random MIN-MAX milliseconds" },
+  { flags: "--fail-rate <p>", description: "test fault: answer this fraction of requests 503 before doing anything" },
+  { flags: "--drop-rate <p>", description: "test fault: commit this fraction of writes, then cut the connection before the answer" },
+  { flags: "--fault-seed <n>", description: "test faults: draw them from this seed (0 to 4294967295), so a run's faults can be met again" },
+  { flags: "--headers-timeout <duration>", description: "time allowed to receive request headers (milliseconds or e.g. 10s)", default: "10000" },
+  { flags: "--request-timeout <duration>", description: "time allowed to receive a whole request (milliseconds or e.g. 30s)", default: "30000" },
+  { flags: "--quiet", description: "no request log on stderr", default: false },
+];
+
+/** A command that plans: its manifest paths argument, and the common options after its own. */
+function planningCommand(program: Command, name: string, description: string, pathsHelp: string, own: readonly OptionSpec[]): Command {
+  const cmd = program.command(name).description(description).argument("[paths...]", pathsHelp);
+  return addOptions(cmd, [...own, ...COMMON_OPTIONS]);
+}
+
+function registerValidate(program: Command, done: Done): void {
+  const cmd = program
     .command("validate")
-    .description("check manifests (syntax, fields, references, IdP metadata) without contacting the API")
-    .argument("[paths...]", "manifest files or folders (default: .)")
-    .option("--verbose", "also name the YAML files skipped because no document in them has a kind", false)
-    .action(async (paths: string[], flags: { verbose: boolean }) => {
-      const { runValidate } = await import("./commands/validate.js");
-      done(await runValidate(paths, { verbose: flags.verbose }));
-    });
-  withCommonOptions(
-    program
-      .command("plan")
-      .description("show what would change to make the live side match the manifests")
-      .argument("[paths...]", "manifest files or folders; the manifest root (default: .)")
-      .addOption(new Option("--format <format>", "output format").choices(["text", "json", "markdown"]).default("text"))
-      .option("--out <file>", "save the plan (JSON) for `apply --plan`")
-      .option("--detailed-exitcode", "exit 2 when there are changes (0: none, 1: error)", false)
-      .option("--prune", "delete owned objects that no manifest names (orphans)", false)
-      .option("--max-shift <points>", "traffic-shift risk above this many percentage points", "50")
-      .option("--max-deletes <n>", "mass-delete risk above this many deletes (default: 10 or 30% of the stack)"),
-  ).action(async (paths: string[], flags: Omit<import("./commands/plan.js").PlanCommandOptions, "paths">) => {
+    .description("check the project file and the manifests (syntax, fields, references, IdP metadata) without contacting the API")
+    .argument("[paths...]", "manifest files or folders (default: the project file's paths, else .)");
+  addOptions(cmd, [CONFIG_OPTION, { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false }]);
+  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string }) => {
+    const { runValidate } = await import("./commands/validate.js");
+    done(await runValidate(paths, { verbose: flags.verbose, ...(flags.config !== undefined ? { config: flags.config } : {}) }));
+  });
+}
+
+function registerPlan(program: Command, done: Done): void {
+  const description = "show what would change to make the live side match the manifests";
+  const cmd = planningCommand(program, "plan", description, "manifest files or folders; the manifest root (default: the project file's paths, else .)", [
+    ...PLAN_ONLY_OPTIONS,
+    ...PLAN_OPTIONS,
+  ]);
+  cmd.action(async (paths: string[], flags: Omit<import("./commands/plan.js").PlanCommandOptions, "paths">) => {
     const [{ runPlan }, { processIO }] = await Promise.all([import("./commands/plan.js"), import("./commands/io.js")]);
     done((await runPlan({ ...flags, paths }, processIO())).exitCode);
   });
-  withCommonOptions(
-    program
-      .command("apply")
-      .description("make the live side match the manifests (or a saved plan): show the plan, ask, apply, check convergence")
-      .argument("[paths...]", "manifest files or folders; the manifest root (default: .)")
-      .option("--plan <file>", "apply this saved plan (from `plan --out`) instead of planning now")
-      .option("--auto-approve", "apply without asking for 'yes'", false)
-      .option("--prune", "delete owned objects that no manifest names (orphans)", false)
-      .option(
-        "--ack <rule>",
-        "acknowledge a risk: auth-removal, traffic-shift, no-traffic, mass-delete (repeatable)",
-        (v: string, all: string[]) => [...all, v],
-        [] as string[],
-      )
-      .option("--force", "acknowledge every risk", false)
-      .option("--refresh", "with --plan: when the saved plan is stale, plan again from the manifests and apply that", false)
-      .option("--max-shift <points>", "traffic-shift risk above this many percentage points (default 50)")
-      .option("--max-deletes <n>", "mass-delete risk above this many deletes (default: 10 or 30% of the stack)")
-      .addOption(new Option("--format <format>", "how the plan and the report are shown").choices(["text", "json", "markdown"]).default("text")),
-  ).action(async (paths: string[], flags: Omit<import("./commands/apply.js").ApplyCommandOptions, "paths">) => {
+}
+
+function registerApply(program: Command, done: Done): void {
+  const description = "make the live side match the manifests (or a saved plan): show the plan, ask, apply, check convergence";
+  const cmd = planningCommand(program, "apply", description, "manifest files or folders; the manifest root (default: the project file's paths, else .)", [
+    ...APPLY_ONLY_OPTIONS,
+    ...PLAN_OPTIONS,
+  ]);
+  cmd.action(async (paths: string[], flags: Omit<import("./commands/apply.js").ApplyCommandOptions, "paths">) => {
     const [{ runApply }, { processIO }] = await Promise.all([import("./commands/apply.js"), import("./commands/io.js")]);
     done((await runApply({ ...flags, paths }, processIO())).exitCode);
   });
-  withCommonOptions(
-    program
-      .command("export")
-      .description("write manifests for the live objects: weighted backends, and the modules of HTTPS edge routes")
-      .argument("[paths...]", "manifests whose EdgeRoute documents name the routes to export (default: every route)")
-      .option("--out <dir>", "folder to create; it must not exist or be empty", "exported")
-      .option("--route <edge_id/route_id>", "export this route (repeatable)", (v: string, all: string[] | undefined) => [...(all ?? []), v]),
-  ).action(async (paths: string[], flags: Omit<import("./commands/export.js").ExportCommandOptions, "paths">) => {
+}
+
+function registerExport(program: Command, done: Done): void {
+  const description = "write manifests for the live objects: weighted backends, and the modules of HTTPS edge routes";
+  const cmd = planningCommand(program, "export", description, "manifests whose EdgeRoute documents name the routes to export (default: every route)", EXPORT_OPTIONS);
+  cmd.action(async (paths: string[], flags: Omit<import("./commands/export.js").ExportCommandOptions, "paths">) => {
     const [{ runExport }, { processIO }] = await Promise.all([import("./commands/export.js"), import("./commands/io.js")]);
     done((await runExport({ ...flags, paths }, processIO())).exitCode);
   });
+}
+
+function registerDemo(program: Command, done: Done): void {
   program
     .command("demo")
     .description("plan, apply and plan again the bundled examples on an embedded local server (no account needed)")
@@ -107,38 +183,30 @@ async function main(argv: string[]): Promise<number> {
       const [{ runDemo }, { processIO }] = await Promise.all([import("./commands/demo.js"), import("./commands/io.js")]);
       done(await runDemo(processIO()));
     });
+}
+
+function registerSchema(program: Command, done: Done): void {
   program
     .command("schema")
-    .description("write the JSON Schemas of the manifest kinds and of the plan file")
+    .description("write the JSON Schemas of the manifest kinds, of the project file and of the plan file")
     .option("--out <dir>", "folder to write them into", "schemas")
     .action(async (flags: { out: string }) => {
       const { runSchema } = await import("./commands/schema.js");
       done(await runSchema(flags.out));
     });
-  program
+}
+
+function registerServe(program: Command, done: Done): void {
+  const cmd = program
     .command("serve")
-    .description("run the API server (docs/api.md) until SIGTERM or SIGINT; prints `listening on http://HOST:PORT` when ready")
-    .option("--host <host>", "address to listen on", "127.0.0.1")
-    .option("--port <port>", "port to listen on; 0 picks a free one", "4780")
-    .option("--data <file>", "SQLite file that keeps the state (default: in memory)")
-    .option("--fixtures <file>", "YAML file of edges, routes and backends to load into the first key's account")
-    .option("--api-key <key>", "an API key (repeatable; each key is its own account); or EDGEPLAN_SERVE_API_KEYS=K1,K2", (v: string, all: string[] | undefined) => [...(all ?? []), v])
-    .option("--public-url <url>", "base of every uri the server writes (default: http://HOST:PORT)")
-    .option("--sp-base <url>", "base of the generated SAML service-provider URLs", "https://idp.edgeplan.localhost")
-    .option("--version-header <name>", "name of the API version header", "Ngrok-Version")
-    .option("--rate-limit <n/duration>", "at most N requests per rolling window per key, e.g. 120/60s, or off (429 beyond)")
-    .option("--max-inflight <n>", "at most N requests in flight per key (429 beyond)")
-    .option("--latency <ms>", "test fault: delay every request by MS or a random MIN-MAX milliseconds")
-    .option("--fail-rate <p>", "test fault: answer this fraction of requests 503 before doing anything")
-    .option("--drop-rate <p>", "test fault: commit this fraction of writes, then cut the connection before the answer")
-    .option("--fault-seed <n>", "test faults: draw them from this seed (0 to 4294967295), so a run's faults can be met again")
-    .option("--headers-timeout <duration>", "time allowed to receive request headers (milliseconds or e.g. 10s)", "10000")
-    .option("--request-timeout <duration>", "time allowed to receive a whole request (milliseconds or e.g. 30s)", "30000")
-    .option("--quiet", "no request log on stderr", false)
-    .action(async (flags: import("./commands/serve.js").ServeFlags) => {
-      const { serveCommand } = await import("./commands/serve.js");
-      done(await serveCommand(flags));
-    });
+    .description("run the API server (docs/api.md) until SIGTERM or SIGINT; prints `listening on http://HOST:PORT` when ready");
+  addOptions(cmd, SERVE_OPTIONS).action(async (flags: import("./commands/serve.js").ServeFlags) => {
+    const { serveCommand } = await import("./commands/serve.js");
+    done(await serveCommand(flags));
+  });
+}
+
+function registerAction(program: Command, done: Done): void {
   program
     .command("action")
     .description("the GitHub Action entry: reads its inputs from INPUT_* variables and the GitHub context (see action.yml)")
@@ -146,7 +214,28 @@ async function main(argv: string[]): Promise<number> {
       const [{ runActionCommand }, { processIO }] = await Promise.all([import("./commands/action.js"), import("./commands/io.js")]);
       done(await runActionCommand(processIO()));
     });
+}
 
+/** Every command, in the order `edgeplan --help` lists them. */
+const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
+  registerValidate,
+  registerPlan,
+  registerApply,
+  registerExport,
+  registerDemo,
+  registerSchema,
+  registerServe,
+  registerAction,
+];
+
+async function main(argv: string[]): Promise<number> {
+  const program = new Command("edgeplan")
+    .description("Plan and apply weighted backends and HTTPS edge route modules from YAML manifests")
+    .version(pkg.version)
+    .showHelpAfterError()
+    .exitOverride();
+  let exitCode: number = EXIT.ok;
+  for (const register of COMMANDS) register(program, (code) => (exitCode = code));
   try {
     await program.parseAsync(argv);
   } catch (err) {
@@ -158,17 +247,17 @@ async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
-main(process.argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    if (err instanceof EdgeplanError) {
-      if (err.message) process.stderr.write(`edgeplan: ${err.message}\n`);
-      process.exitCode = err.exitCode;
-    } else {
-      process.stderr.write(`edgeplan: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = EXIT.error;
-    }
-  },
-);
+/** The one handler of errors: an EdgeplanError's message and exit code; anything else is an internal error. */
+function reportError(err: unknown): void {
+  if (err instanceof EdgeplanError) {
+    if (err.message) process.stderr.write(`edgeplan: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
+    process.stderr.write(`edgeplan: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = EXIT.error;
+  }
+}
+
+main(process.argv).then((code) => {
+  process.exitCode = code;
+}, reportError);

@@ -1,5 +1,5 @@
 /**
- * Client options: their type, and how the common command-line flags (src/cli.ts `withCommonOptions`) and the
+ * Client options: their type, and how the common command-line flags (src/cli.ts `COMMON_OPTIONS`) and the
  * environment become them. Every bad value is refused with a message naming the flag and what it accepts; the API
  * key is read here and never appears in any message.
  */
@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { EdgeplanError } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
 import type { Clock } from "./rate-limit.js";
-import { parseRateLimit, parseTimeout, parseWholeNumber, type RateLimit } from "../model/syntax.js";
+import { SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
 
 export interface ClientOptions {
   /** Base URL of the API, e.g. `https://api.example.com` (a path prefix is kept). */
@@ -37,6 +37,8 @@ export interface ClientOptions {
 
 /** The common flags as commander hands them over (values are strings unless a caller passes numbers). */
 export interface CommonCliOptions {
+  /** The project file to read instead of `edgeplan.yaml` in the working directory (src/commands/project.ts). */
+  config?: string;
   apiUrl?: string;
   apiKeyFile?: string;
   stack?: string;
@@ -60,8 +62,6 @@ export const CLIENT_DEFAULTS = {
   timeoutMs: 30_000,
   versionHeader: "Ngrok-Version",
 } as const;
-
-const LIMITS = { concurrencyMax: 256, retriesMax: 20 } as const;
 
 function optionError(message: string): EdgeplanError {
   return new EdgeplanError(message);
@@ -156,10 +156,10 @@ export async function clientOptionsFrom(
   overrides?: { baseUrl: string; apiKey: string },
 ): Promise<ClientOptions> {
   const insecureHttp = cli.insecureHttp === true;
-  const concurrency = parseWholeNumber("--concurrency", cli.concurrency ?? CLIENT_DEFAULTS.concurrency, 1, LIMITS.concurrencyMax);
-  const rateLimit = parseRateLimit(cli.rateLimit ?? CLIENT_DEFAULTS.rateLimit);
-  const retries = parseWholeNumber("--retries", cli.retries ?? CLIENT_DEFAULTS.retries, 0, LIMITS.retriesMax);
-  const timeoutMs = parseTimeout("--timeout", cli.timeout ?? CLIENT_DEFAULTS.timeoutMs);
+  const concurrency = SETTING_PARSERS.concurrency(cli.concurrency ?? CLIENT_DEFAULTS.concurrency);
+  const rateLimit = SETTING_PARSERS.rateLimit(cli.rateLimit ?? CLIENT_DEFAULTS.rateLimit);
+  const retries = SETTING_PARSERS.retries(cli.retries ?? CLIENT_DEFAULTS.retries);
+  const timeoutMs = SETTING_PARSERS.timeout(cli.timeout ?? CLIENT_DEFAULTS.timeoutMs);
   const versionHeader = (cli.versionHeader ?? CLIENT_DEFAULTS.versionHeader).trim();
   if (!TOKEN.test(versionHeader)) {
     throw optionError(`--version-header: "${versionHeader}" is not a valid header name (letters, digits and - only, e.g. Ngrok-Version)`);

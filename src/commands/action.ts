@@ -7,13 +7,31 @@ import type { Plan } from "../model/plan.js";
 import { NO_CHANGES, summaryLine } from "../render/common.js";
 import { renderMarkdown } from "../render/markdown.js";
 import { runApply, type ApplyCommandResult } from "./apply.js";
+import { loadProjectFile, type ProjectSettings } from "../manifest/project-file.js";
 import type { CommandIO } from "./io.js";
 import { runPlan } from "./plan.js";
 
 /** Runs the action with inputs from `io.env`; resolves to the process exit code. */
 export async function runActionCommand(io: CommandIO): Promise<number> {
-  const outcome = await runAction(io, actionRunners());
+  const outcome = await runAction(await withProjectInputs(io), actionRunners());
   return outcome.exitCode;
+}
+
+/**
+ * The action reads the project file (`edgeplan.yaml` at the root of the checkout) as the CLI does: the inputs left
+ * empty take its paths and prune, and its stack when neither the input nor EDGEPLAN_STACK gives one (the action
+ * names the stack in its comment before plan runs). Every other setting reaches plan and apply through
+ * `withProjectFile`. A file with errors is left for plan and apply to report, as annotations.
+ */
+export async function withProjectInputs(io: CommandIO): Promise<CommandIO> {
+  const { settings, diagnostics } = await loadProjectFile(io.cwd).catch(() => ({ settings: {} as ProjectSettings, diagnostics: [] }));
+  if (diagnostics.length > 0) return io;
+  const env = { ...io.env };
+  const empty = (name: string): boolean => !env[name]?.trim();
+  if (empty("INPUT_PATHS") && settings.paths) env.INPUT_PATHS = settings.paths.join("\n");
+  if (empty("INPUT_PRUNE") && settings.prune !== undefined) env.INPUT_PRUNE = String(settings.prune);
+  if (empty("INPUT_STACK") && empty("EDGEPLAN_STACK") && settings.stack !== undefined) env.EDGEPLAN_STACK = settings.stack;
+  return { ...io, env };
 }
 
 /** The CLI's plan and apply, as the action calls them. */

@@ -32,6 +32,7 @@ import type { Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import type { CommandIO } from "./io.js";
 import { PLAN_FORMATS, planOptionsFrom, renderPlan, useColor, type PlanFlags, type PlanFormat } from "./plan.js";
+import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 
 export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
@@ -75,7 +76,8 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
  * Runs `apply`. Errors before any write (manifests, reads, refusals) are thrown as EdgeplanError subclasses (the
  * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, or 130/143).
  */
-export async function runApply(options: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
+export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
+  const options = await withProjectFile(given, io);
   const format = options.format ?? "text";
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
   const acks = parseAckRules(options.ack ?? []);

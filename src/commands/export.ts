@@ -14,6 +14,7 @@ import { buildExport, type ExportFile, type ExportResult, type ExportRouteInput 
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import { ID_PREFIX, idPattern } from "../model/wire.js";
 import type { CommandIO } from "./io.js";
+import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
 
 export const DEFAULT_EXPORT_DIR = "exported";
@@ -153,7 +154,8 @@ function summaryLine(result: ExportResult, stack: string, shown: string): string
  * Runs `export`. Refuses (EdgeplanError, exit 1) an out folder that exists and is not empty, a malformed `--route`,
  * and invalid manifests; API errors are thrown as they are. Nothing is written when anything fails.
  */
-export async function runExport(options: ExportCommandOptions, io: CommandIO): Promise<ExportCommandResult> {
+export async function runExport(given: ExportCommandOptions, io: CommandIO): Promise<ExportCommandResult> {
+  const options = await withProjectFile(given, io);
   const shown = options.out ?? DEFAULT_EXPORT_DIR;
   const outDir = path.resolve(io.cwd, shown);
   const flagged = (options.route ?? []).map(parseRouteFlag);

@@ -14,8 +14,9 @@ import { renderJson } from "../render/json.js";
 import { renderMarkdown } from "../render/markdown.js";
 import { renderText } from "../render/text.js";
 import type { CommandIO } from "./io.js";
+import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
-import { parseWholeNumber } from "../model/syntax.js";
+import { SETTING_PARSERS } from "../model/syntax.js";
 
 export type PlanFormat = "text" | "json" | "markdown";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown"];
@@ -46,9 +47,9 @@ export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack
     stack,
     prune: flags.prune === true,
     takeover: flags.takeover === true,
-    maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : parseWholeNumber("--max-shift", flags.maxShift, 0, 100),
+    maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : SETTING_PARSERS.maxShift(flags.maxShift),
   };
-  if (flags.maxDeletes !== undefined) options.maxDeletes = parseWholeNumber("--max-deletes", flags.maxDeletes, 0, 1_000_000);
+  if (flags.maxDeletes !== undefined) options.maxDeletes = SETTING_PARSERS.maxDeletes(flags.maxDeletes);
   return options;
 }
 
@@ -72,7 +73,8 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
 }
 
 /** Runs `plan`. Manifest errors and API errors are thrown (the CLI prints them and exits 1). */
-export async function runPlan(options: PlanCommandOptions, io: CommandIO): Promise<PlanCommandResult> {
+export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise<PlanCommandResult> {
+  const options = await withProjectFile(given, io);
   const format = options.format ?? "text";
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
   const loaded = await loadManifests(options.paths, io);

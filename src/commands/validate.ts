@@ -1,15 +1,19 @@
 /**
- * `edgeplan validate [paths...]`: loads the manifests as plan would, without contacting the API, prints every
- * diagnostic to stderr (sorted by file, line, column) and a summary line to stdout. Exit 1 when any error.
+ * `edgeplan validate [paths...]`: loads the project file (`edgeplan.yaml`, or `--config FILE`) and the manifests as
+ * plan would, without contacting the API, prints every diagnostic to stderr (sorted by file, line, column) and a
+ * summary line to stdout. Exit 1 when any error.
  */
 import { EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
-import { loadDesired, type LoadResult } from "../manifest/load.js";
+import { loadDesired, sortDiagnostics, type LoadResult } from "../manifest/load.js";
+import { loadProjectFile } from "../manifest/project-file.js";
 
 export interface ValidateOptions {
   cwd?: string;
   env?: Record<string, string | undefined>;
   /** Also name the YAML files skipped because they hold no manifest. */
   verbose?: boolean;
+  /** The project file to read instead of `edgeplan.yaml` in the working directory. */
+  config?: string;
   now?: Date;
   stdout?: { write(s: string): unknown };
   stderr?: { write(s: string): unknown };
@@ -32,15 +36,17 @@ export function formatSummary(result: Pick<LoadResult, "files" | "objects" | "sk
 export async function runValidate(paths: string[], options: ValidateOptions = {}): Promise<number> {
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
-  const result = await loadDesired(paths, {
+  const project = await loadProjectFile(options.cwd ?? process.cwd(), options.config);
+  const result = await loadDesired(paths.length > 0 ? paths : (project.settings.paths ?? []), {
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     ...(options.env !== undefined ? { env: options.env } : {}),
     ...(options.now !== undefined ? { now: options.now } : {}),
   });
   let text = "";
   if (options.verbose) for (const f of result.skipped) text += `note: skipped ${f}: no document in it has a kind, so it is not a manifest\n`;
-  for (const d of result.diagnostics) text += `${formatDiagnostic(d)}\n`;
+  const diagnostics = sortDiagnostics([...project.diagnostics, ...result.diagnostics]);
+  for (const d of diagnostics) text += `${formatDiagnostic(d)}\n`;
   if (text) stderr.write(text);
-  stdout.write(`${formatSummary(result, result.diagnostics)}\n`);
-  return result.diagnostics.some((d) => d.severity === "error") ? EXIT.error : EXIT.ok;
+  stdout.write(`${formatSummary(result, diagnostics)}\n`);
+  return diagnostics.some((d) => d.severity === "error") ? EXIT.error : EXIT.ok;
 }

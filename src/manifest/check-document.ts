@@ -334,6 +334,16 @@ function salvage(schema: z.ZodType, plain: Record<string, unknown>, issues: Issu
   return undefined;
 }
 
+/**
+ * A plain value against any schema, each issue a diagnostic pinned in `d` with the manifests' wording (the project
+ * file shares it): the parsed value, or the diagnostics.
+ */
+export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, plain: unknown): { data?: T; diagnostics: Diagnostic[] } {
+  const result = schema.safeParse(plain, { reportInput: true, error: genericMessage });
+  if (result.success) return { data: result.data, diagnostics: [] };
+  return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
+}
+
 /** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
 export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): PropertyKey[][] {
   if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...path, i]));

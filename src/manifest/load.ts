@@ -10,6 +10,7 @@ import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS } from "../model/wire.js";
+import { PROJECT_FILE } from "../model/project-schema.js";
 import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
 import { Pinner, type CheckedDocument } from "./check-document.js";
 import { checkManifestText, emptyCheckedTexts } from "./check-text.js";
@@ -163,7 +164,8 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
       return;
     }
     if (!file.explicit && !looksLikeManifest(decoded.text)) {
-      skipped.push(file.display);
+      // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
+      if (path.basename(file.path) !== PROJECT_FILE) skipped.push(file.display);
       return;
     }
     files.push(file.display);

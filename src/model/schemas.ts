@@ -5,6 +5,7 @@
 import { z, type ZodType } from "zod";
 import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifestSchema } from "./manifest-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
+import { ProjectFileSchema } from "./project-schema.js";
 
 /** Every published schema: the file name under schemas/ and the zod schema it is generated from. */
 export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
@@ -12,6 +13,7 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
   { file: "weighted-backend.schema.json", schema: WeightedBackendManifestSchema },
   { file: "edge-route.schema.json", schema: EdgeRouteManifestSchema },
   { file: "plan.schema.json", schema: PlanFileSchema },
+  { file: "project.schema.json", schema: ProjectFileSchema },
 ];
 
 /**

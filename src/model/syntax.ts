@@ -82,3 +82,17 @@ export function parseProbability(flag: string, value: string): number {
   if (!(p >= 0 && p <= 1)) throw new EdgeplanError(`${flag}: expected a probability from 0 to 1 (e.g. 0.1), got "${value}"`);
   return p;
 }
+
+/**
+ * The settings that a flag and the project file (`edgeplan.yaml`) both give, each with its range: one parser per
+ * setting, so that `--concurrency 0` and `concurrency: 0` are refused with the same words. `name` is how the
+ * message names the setting (the flag, or the file's key).
+ */
+export const SETTING_PARSERS = {
+  concurrency: (value: string | number, name = "--concurrency"): number => parseWholeNumber(name, value, 1, 256),
+  retries: (value: string | number, name = "--retries"): number => parseWholeNumber(name, value, 0, 20),
+  timeout: (value: string | number, name = "--timeout"): number => parseTimeout(name, value),
+  rateLimit: (value: string | number, name = "--rate-limit"): RateLimit | null => parseRateLimit(String(value), name),
+  maxShift: (value: string | number, name = "--max-shift"): number => parseWholeNumber(name, value, 0, 100),
+  maxDeletes: (value: string | number, name = "--max-deletes"): number => parseWholeNumber(name, value, 0, 1_000_000),
+} as const;

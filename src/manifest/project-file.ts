@@ -1,0 +1,129 @@
+/**
+ * Loading the project file, `edgeplan.yaml` (or the file `--config` names): YAML with positions, checked against
+ * its zod schema (src/model/project-schema.ts), then each value parsed by the parser its flag uses
+ * (`SETTING_PARSERS`, src/model/syntax.ts). Every problem is a diagnostic at `file:line:col`, as in a manifest.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { Diagnostic } from "../model/errors.js";
+import { EdgeplanError } from "../model/errors.js";
+import { ProjectFileSchema, PROJECT_FILE, type ProjectFile } from "../model/project-schema.js";
+import type { SourcePos } from "../model/state.js";
+import { SETTING_PARSERS } from "../model/syntax.js";
+import { checkBaseUrl } from "../api/options.js";
+import { checkAgainstSchema, Pinner } from "./check-document.js";
+import { sortDiagnostics } from "./load.js";
+import { decodeManifest, parseManifestText, toPlain, type ParsedDocument } from "./yaml-source.js";
+
+/** The settings of a project file, named as the commands' options name them. Paths are relative to the cwd. */
+export interface ProjectSettings {
+  paths?: string[];
+  stack?: string;
+  apiUrl?: string;
+  concurrency?: string | number;
+  rateLimit?: string;
+  retries?: string | number;
+  timeout?: string | number;
+  maxShift?: string | number;
+  maxDeletes?: string | number;
+  prune?: boolean;
+}
+
+export interface ProjectFileResult {
+  /** The file as shown in messages (relative to the cwd), or undefined when there is no project file. */
+  file?: string;
+  settings: ProjectSettings;
+  diagnostics: Diagnostic[];
+}
+
+/** Keys a person may try that belong elsewhere, with where they go. */
+const MISPLACED: Record<string, string> = {
+  api_key: "the API key never goes in edgeplan.yaml (it would be committed): set EDGEPLAN_API_KEY or pass --api-key-file FILE",
+  api_key_file: "the API key file is given with --api-key-file FILE, not in edgeplan.yaml",
+};
+
+/** The parser of each value that has a syntax of its own, by the file's key. */
+const VALUE_CHECKS: Partial<Record<keyof ProjectFile, (value: string | number, key: string) => unknown>> = {
+  concurrency: SETTING_PARSERS.concurrency,
+  retries: SETTING_PARSERS.retries,
+  timeout: SETTING_PARSERS.timeout,
+  rate_limit: SETTING_PARSERS.rateLimit,
+  max_shift: SETTING_PARSERS.maxShift,
+  max_deletes: SETTING_PARSERS.maxDeletes,
+  api_url: (value, key) => checkBaseUrl(String(value), true, key),
+};
+
+/**
+ * Reads the project file: `configPath` when given (it must exist), else `edgeplan.yaml` in `cwd` when it exists.
+ * No file: empty settings. Never throws for a problem inside the file: each is a diagnostic.
+ * @throws EdgeplanError when `configPath` cannot be read.
+ */
+export async function loadProjectFile(cwd: string, configPath?: string): Promise<ProjectFileResult> {
+  const absolute = path.resolve(cwd, configPath ?? PROJECT_FILE);
+  const shown = path.relative(cwd, absolute) || PROJECT_FILE;
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(absolute);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (configPath === undefined && code === "ENOENT") return { settings: {}, diagnostics: [] };
+    throw new EdgeplanError(`--config ${configPath ?? shown}: cannot read the project file (${code === "ENOENT" ? "no such file" : (code ?? "error")})`);
+  }
+  const decoded = decodeManifest(bytes, shown);
+  if ("diagnostic" in decoded) return { file: shown, settings: {}, diagnostics: [decoded.diagnostic] };
+  const parsed = parseManifestText(decoded.text, shown);
+  const [doc, second] = parsed.docs;
+  const diagnostics = [...parsed.diagnostics];
+  if (second) diagnostics.push({ severity: "error", pos: second.pos, message: "the project file holds one document; remove this one" });
+  if (!doc || diagnostics.some((d) => d.severity === "error")) return { file: shown, settings: {}, diagnostics };
+  const checked = checkProjectDocument(doc);
+  return { file: shown, settings: checked.file ? toSettings(checked.file, path.dirname(absolute), cwd) : {}, diagnostics: checked.diagnostics };
+}
+
+/** The document against the schema, then each value against its parser. */
+function checkProjectDocument(doc: ParsedDocument): { file?: ProjectFile; diagnostics: Diagnostic[] } {
+  const plain = toPlain(doc);
+  if ("diagnostic" in plain) return { diagnostics: [plain.diagnostic] };
+  const pin = new Pinner(doc);
+  const value = plain.value;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { diagnostics: [error(doc.pos, "the project file must be a mapping of settings, e.g. stack: production")] };
+  }
+  const diagnostics: Diagnostic[] = [];
+  const record = { ...(value as Record<string, unknown>) };
+  for (const [key, advice] of Object.entries(MISPLACED)) {
+    if (!Object.hasOwn(record, key)) continue;
+    diagnostics.push(error(pin.key([key]), `${key}: ${advice}`));
+    delete record[key];
+  }
+  const result = checkAgainstSchema(ProjectFileSchema, doc, record);
+  diagnostics.push(...result.diagnostics);
+  // Values are checked even when another key is wrong, so that one run reports every problem of the file.
+  for (const [key, check] of Object.entries(VALUE_CHECKS)) {
+    const v = record[key];
+    if (typeof v !== "string" && (typeof v !== "number" || key === "api_url")) continue;
+    try {
+      check(v, key);
+    } catch (err) {
+      if (!(err instanceof EdgeplanError)) throw err;
+      diagnostics.push(error(pin.value([key]), err.message));
+    }
+  }
+  return diagnostics.length > 0 || !result.data ? { diagnostics: sortDiagnostics(diagnostics) } : { file: result.data, diagnostics };
+}
+
+function error(pos: SourcePos, message: string): Diagnostic {
+  return { severity: "error", pos, message };
+}
+
+/** The file's values under the options' names (`rate_limit` is `rateLimit`); paths become relative to the cwd. */
+function toSettings(file: ProjectFile, dir: string, cwd: string): ProjectSettings {
+  const settings: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(file)) {
+    if (value !== undefined) settings[key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = value;
+  }
+  // Written relative to the file, so that `--config other/edgeplan.yaml` means the same folders.
+  const paths = typeof file.paths === "string" ? [file.paths] : file.paths;
+  if (paths !== undefined) settings.paths = paths.map((p) => path.relative(cwd, path.resolve(dir, p)) || ".");
+  return settings as ProjectSettings;
+}

@@ -1,0 +1,40 @@
+/**
+ * The zod schema of the project file, `edgeplan.yaml`: the settings a team would otherwise repeat on every command
+ * line (docs/manifests.md, "The project file"). It checks shapes and types; the values are then parsed by the same
+ * parsers as the flags (src/model/syntax.ts), so a file and a flag accept and refuse the same strings. The JSON
+ * Schema in schemas/ is generated from it. The API key is never one of its keys. Pure.
+ */
+import { z } from "zod";
+
+/** The file read from the working directory when `--config` is not given. */
+export const PROJECT_FILE = "edgeplan.yaml";
+
+const text = (description: string) => z.string().meta({ description });
+const numberOrText = (description: string) => z.union([z.number(), z.string()]).meta({ description });
+
+export const ProjectFileSchema = z
+  .strictObject({
+    paths: z
+      .union([z.string(), z.array(z.string())])
+      .optional()
+      .meta({ description: "Manifest files or folders, relative to this file, used when a command names none. Default: the working directory." }),
+    stack: text("Stack name kept in owner markers (--stack, EDGEPLAN_STACK). Default: default.").optional(),
+    api_url: text("API base URL (--api-url, EDGEPLAN_API_URL).").optional(),
+    concurrency: numberOrText("Requests in flight at once (--concurrency), 1 to 256. Default: 4.").optional(),
+    rate_limit: text("Client-side request budget (--rate-limit): N/DURATION such as 120/60s, or off. Default: 120/60s.").optional(),
+    retries: numberOrText("Retries of a failed request (--retries), 0 to 20. Default: 5.").optional(),
+    timeout: numberOrText("Timeout of one request (--timeout): milliseconds or a duration such as 30s. Default: 30000.").optional(),
+    max_shift: numberOrText("Traffic-shift risk above this many percentage points (--max-shift), 0 to 100. Default: 50.").optional(),
+    max_deletes: numberOrText("Mass-delete risk above this many deletes (--max-deletes). Default: 10 or 30% of the stack.").optional(),
+    prune: z.boolean().optional().meta({ description: "Delete owned objects that no manifest names (--prune; --no-prune overrides). Default: false." }),
+  })
+  .meta({
+    title: "edgeplan project file",
+    description:
+      "edgeplan.yaml: defaults of plan, apply, export and validate. A flag wins over the environment, which wins over this file. " +
+      "The API key never goes here: set EDGEPLAN_API_KEY or pass --api-key-file.",
+  });
+export type ProjectFile = z.infer<typeof ProjectFileSchema>;
+
+/** The keys of the project file, in documented order. */
+export const PROJECT_KEYS = Object.keys(ProjectFileSchema.shape) as Array<keyof ProjectFile>;
