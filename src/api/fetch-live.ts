@@ -39,9 +39,10 @@ const edgeReadSupport = new WeakMap<ApiClient, boolean>();
  * markers and orphans among them), and the managed modules of the routes the manifests name. A module the manifests
  * leave unmanaged is reported as null whatever the server holds (it is not read in per-module mode, and it must not
  * depend on which read the server offers); a route with no managed module is not read at all and is absent from
- * `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them.
+ * `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
+ * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed.
  */
-export async function fetchLive(client: ApiClient, desired: DesiredState): Promise<LiveState> {
+export async function fetchLive(client: ApiClient, desired: DesiredState, options: { weightedBackends?: boolean } = {}): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
     const modules: ModuleKind[] = [];
@@ -49,7 +50,8 @@ export async function fetchLive(client: ApiClient, desired: DesiredState): Promi
     if (r.circuit_breaker.state !== "unmanaged") modules.push("circuit_breaker");
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
-  const [weightedBackends, routes] = await Promise.all([client.listWeightedBackends(), readRoutes(client, reads)]);
+  const listed = options.weightedBackends === false ? Promise.resolve([]) : client.listWeightedBackends();
+  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads)]);
   return buildLiveState(weightedBackends, routes);
 }
 

@@ -11,7 +11,7 @@
  * running apply again finishes the job.
  */
 import { resolve } from "node:path";
-import { fetchLive, fetchTouched } from "../api/fetch-live.js";
+import { fetchTouched } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan, type ApplyOutcome } from "../apply/engine.js";
@@ -31,7 +31,7 @@ import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import type { CommandIO } from "./io.js";
-import { PLAN_FORMATS, planOptionsFrom, renderPlan, useColor, type PlanFlags, type PlanFormat } from "./plan.js";
+import { fetchForPlan, PLAN_FORMATS, planOptionsFrom, renderPlan, useColor, type PlanFlags, type PlanFormat } from "./plan.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 
@@ -81,6 +81,9 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   const format = options.format ?? "text";
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
   const acks = parseAckRules(options.ack ?? []);
+  if (options.plan !== undefined && (options.target?.length || options.exclude?.length)) {
+    throw new EdgeplanError(`--target and --exclude cannot be combined with --plan: a saved plan applies the targets it was made with; make a targeted plan with: edgeplan plan --target ADDRESS --out FILE`);
+  }
   if (options.refresh === true && options.plan === undefined) {
     io.stderr("--refresh has an effect only with --plan FILE; planning from the manifests as usual\n");
   }
@@ -117,16 +120,16 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
           const loaded = await loadManifests(options.paths, io);
           diagnostics = loaded.diagnostics;
           const planOptions = refreshedPlanOptions(saved, options);
-          const before = await fetchLive(session.client, loaded.desired);
-          plan = buildPlan(loaded.desired, before, planOptions);
-          fromManifests = { desired: loaded.desired, before, planOptions };
+          const { desired: scoped, live: before } = await fetchForPlan(session.client, loaded.desired, planOptions);
+          plan = buildPlan(scoped, before, planOptions);
+          fromManifests = { desired: scoped, before, planOptions };
         }
       }
     } else {
       const planOptions = planOptionsFrom(options, session.stack);
-      const before = await fetchLive(session.client, desired as DesiredState);
-      plan = buildPlan(desired as DesiredState, before, planOptions);
-      fromManifests = { desired: desired as DesiredState, before, planOptions };
+      const { desired: scoped, live: before } = await fetchForPlan(session.client, desired as DesiredState, planOptions);
+      plan = buildPlan(scoped, before, planOptions);
+      fromManifests = { desired: scoped, before, planOptions };
     }
 
     io.stdout(renderPlan(plan, format, useColor(options, io)));
@@ -183,6 +186,8 @@ function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOp
       takeover: saved.options.takeover || options.takeover === true,
       maxShift: options.maxShift ?? saved.options.max_shift,
       maxDeletes: options.maxDeletes ?? saved.options.max_deletes,
+      target: saved.options.targets,
+      exclude: saved.options.excludes,
     },
     saved.stack,
   );

@@ -16,12 +16,19 @@ import { renderText } from "../render/text.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
-import { SETTING_PARSERS } from "../model/syntax.js";
+import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
+import type { ApiClient } from "../api/client.js";
+import { scopeDesired, scopeReachesKind } from "../core/scope.js";
+import type { DesiredState, LiveState } from "../model/state.js";
 
 export type PlanFormat = "text" | "json" | "markdown";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown"];
 
 export interface PlanFlags {
+  /** `--target` address patterns (repeatable). */
+  target?: string[];
+  /** `--exclude` address patterns (repeatable). */
+  exclude?: string[];
   prune?: boolean;
   maxShift?: string | number;
   maxDeletes?: string | number;
@@ -50,7 +57,21 @@ export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack
     maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : SETTING_PARSERS.maxShift(flags.maxShift),
   };
   if (flags.maxDeletes !== undefined) options.maxDeletes = SETTING_PARSERS.maxDeletes(flags.maxDeletes);
+  if (flags.target !== undefined && flags.target.length > 0) options.targets = flags.target.map((t) => parseAddressPattern("--target", t));
+  if (flags.exclude !== undefined && flags.exclude.length > 0) options.excludes = flags.exclude.map((e) => parseAddressPattern("--exclude", e));
   return options;
+}
+
+/**
+ * Reads the live side a plan with these options needs. A targeted plan reads only what its scope reaches: no
+ * weighted-backend listing when no weighted backend can be in scope, no edge read for a route whose modules are
+ * all out of scope. Returns the desired state to plan with (scoped the same way) and the live state.
+ */
+export async function fetchForPlan(client: ApiClient, desired: DesiredState, options: PlanOptions): Promise<{ desired: DesiredState; live: LiveState }> {
+  const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
+  const scoped = scopeDesired(desired, scope);
+  const live = await fetchLive(client, scoped, { weightedBackends: scopeReachesKind(scope, "weighted_backend") });
+  return { desired: scoped, live };
 }
 
 /** Whether text output may carry ANSI colours: a terminal, no NO_COLOR, no --no-color. */
@@ -81,8 +102,8 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   const session = await openSession(options, io, loaded.desired);
   try {
     const planOptions = planOptionsFrom(options, session.stack);
-    const live = await fetchLive(session.client, loaded.desired);
-    const plan = buildPlan(loaded.desired, live, planOptions);
+    const { desired, live } = await fetchForPlan(session.client, loaded.desired, planOptions);
+    const plan = buildPlan(desired, live, planOptions);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     if (options.out) {
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson(plan));

@@ -19,6 +19,8 @@ import { indexPlanInput, markerOf, ownedByStack, PlanProblems, type PlanIndex } 
 import { findRenames } from "./renames.js";
 import { buildRisks, defaultMaxDeletes } from "./risks.js";
 import { buildRouteChanges, managedModuleCount, pairRoutes } from "./routes.js";
+import { applyScope, inScope, isScoped, type Scope } from "./scope.js";
+import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 
 export interface PlanOptions {
   /** The stack whose owner markers this plan manages. */
@@ -31,6 +33,10 @@ export interface PlanOptions {
   maxShift: number;
   /** `mass-delete` threshold; default: max(10, 30 % of the stack's live objects). */
   maxDeletes?: number;
+  /** `--target` address patterns: only their changes are planned (none: everything). */
+  targets?: string[];
+  /** `--exclude` address patterns: their changes are left out. */
+  excludes?: string[];
 }
 
 export const DEFAULT_MAX_SHIFT = 50;
@@ -55,35 +61,45 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   problems.throwIfErrors();
 
   const orphans = planOrphans(index, matching, resolvedByName, options.prune, problems);
-  const changes = [
-    ...buildWeightedBackendChanges(index, matching, resolvedByName, orphans),
-    ...buildRouteChanges(routePairs),
+  const ignored = new IgnoredCollector();
+  const all = [
+    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored),
+    ...buildRouteChanges(routePairs, ignored),
   ].sort((a, b) => compareText(a.address, b.address));
   const changeById = new Map<string, string>();
-  for (const c of changes) if (c.kind === "weighted_backend" && c.id !== null) changeById.set(c.id, c.address);
-  buildDependencies(changes, { changeById, liveParents: buildLiveParents(index.live) });
+  for (const c of all) if (c.kind === "weighted_backend" && c.id !== null) changeById.set(c.id, c.address);
+  buildDependencies(all, { changeById, liveParents: buildLiveParents(index.live) });
+  const scope: Scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
+  const targeted = isScoped(scope);
+  const { changes, orphans: orphanList, warnings } = targeted ? applyScope(all, orphans.list, scope) : { changes: all, orphans: orphans.list, warnings: [] };
 
   const stackObjects = index.live.filter((l) => ownedByStack(index, l.id)).length + managedModuleCount(routePairs);
   const maxDeletes = options.maxDeletes ?? defaultMaxDeletes(stackObjects);
   return {
     format_version: PLAN_FORMAT_VERSION,
     stack: options.stack,
-    options: { prune: options.prune, takeover: options.takeover, max_shift: options.maxShift, max_deletes: maxDeletes },
-    summary: summarise(changes, orphans.list),
+    targeted,
+    options: { prune: options.prune, takeover: options.takeover, max_shift: options.maxShift, max_deletes: maxDeletes, targets: [...scope.targets], excludes: [...scope.excludes] },
+    summary: summarise(changes, orphanList),
     risks: buildRisks(changes, { maxShift: options.maxShift, maxDeletes }),
     changes,
-    orphans: orphans.list,
+    orphans: orphanList,
     outputs: buildOutputs(routePairs),
-    warnings: problems.warnings,
+    warnings: [...problems.warnings, ...warnings],
+    ignored: ignored.sorted((address) => inScope(scope, address)),
   };
 }
 
-/** The change of every manifest's object that differs, and the delete of every orphan the plan deletes. */
+/**
+ * The change of every manifest's object that differs, and the delete of every orphan the plan deletes; the fields
+ * `ignore_changes` leaves alone go to `ignored`.
+ */
 function buildWeightedBackendChanges(
   index: PlanIndex,
   matching: Matching,
-  resolvedByName: ReadonlyMap<string, Resolved>,
+  children: { resolvedByName: ReadonlyMap<string, Resolved>; nameToId: ReadonlyMap<string, string> },
   orphans: Orphans,
+  ignored: IgnoredCollector,
 ): Change[] {
   // Names shown beside child ids: the manifest name, else the name in the child's marker of this stack. Looked up
   // for the children of changed objects only, so it is not built for every live object.
@@ -98,10 +114,12 @@ function buildWeightedBackendChanges(
   const changes: Change[] = [];
   for (const d of index.desired) {
     const m = matching.matches.get(d.name) as Match;
-    const { backends, pending } = resolvedByName.get(d.name) as Resolved;
     const parsedLive = m.live === null ? undefined : index.parsed.get(m.live.id);
-    const input = { ...m, parsedLive, stack: index.stack, backends, pending, names };
-    const change = buildWeightedBackendChange(input);
+    const kept = ignoreWeightedBackendFields(d, m.live, parsedLive, children.resolvedByName.get(d.name) as Resolved, children.nameToId);
+    const { backends, pending } = kept.resolved;
+    const change = buildWeightedBackendChange({ ...m, desired: kept.desired, parsedLive, stack: index.stack, backends, pending, names });
+    ignored.add(...weightedBackendOrigin(d), kept.ignored);
+    ignored.noteOn(change, kept.ignored);
     if (change) changes.push(change);
   }
   for (const o of orphans.entries) {

@@ -8,6 +8,7 @@ import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { buildModuleChange } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
+import { ignoreModuleFields, type IgnoredCollector } from "./ignore.js";
 import { comparePos, type PlanProblems } from "./plan-index.js";
 
 export interface RoutePair {
@@ -41,17 +42,21 @@ export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly 
   return pairs;
 }
 
-/** The module changes of every pair, in pair order (SAML before circuit breaker). */
-export function buildRouteChanges(pairs: readonly RoutePair[]): Change[] {
+/**
+ * The module changes of every pair, in pair order (SAML before circuit breaker); the fields `ignore_changes` leaves
+ * alone go to `ignored`.
+ */
+export function buildRouteChanges(pairs: readonly RoutePair[], ignored: IgnoredCollector): Change[] {
   const changes: Change[] = [];
   for (const { desired: r, live: lr } of pairs) {
-    const saml = buildModuleChange(SAML, r.edge, r.route, r.saml, lr.saml, lr.fingerprints.saml);
-    if (saml) {
-      if (r.saml.state === "present" && r.saml.idpMetadataFile) saml.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
-      changes.push(saml);
+    for (const spec of [SAML, CIRCUIT_BREAKER]) {
+      const { intent, ignored: paths } = ignoreModuleFields(spec, r, lr, ignored);
+      const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], lr.fingerprints[spec.kind]);
+      if (!change) continue;
+      if (spec.kind === "saml" && r.saml.state === "present" && r.saml.idpMetadataFile) change.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
+      ignored.noteOn(change, paths);
+      changes.push(change);
     }
-    const cb = buildModuleChange(CIRCUIT_BREAKER, r.edge, r.route, r.circuit_breaker, lr.circuit_breaker, lr.fingerprints.circuit_breaker);
-    if (cb) changes.push(cb);
   }
   return changes;
 }

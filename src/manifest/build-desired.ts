@@ -25,6 +25,7 @@ import { fieldsOf, LIMITS, type CircuitBreakerSettings, type SamlSettings } from
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
+import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
 import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
 import { didYouMean } from "./suggest.js";
@@ -182,7 +183,8 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   } else if (children.every((k) => v.backends[k] === 0)) {
     out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: every weight is 0; give at least one child a weight above 0`);
   }
-  if (!ok) return undefined;
+  const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
+  if (!ok || ignoreChanges === undefined) return undefined;
   const fieldSources: Record<string, SourcePos> = {};
   for (const f of WB_MANIFEST_FIELDS) {
     if (v[f] !== undefined) fieldSources[f] = pin.value([f]);
@@ -196,9 +198,27 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     backends: { ...v.backends },
     ...(v.id !== undefined ? { id: v.id } : {}),
     protect: v.protect ?? false,
+    ...(ignoreChanges.length > 0 ? { ignoreChanges } : {}),
     source: doc.src.pos,
     fieldSources,
   };
+}
+
+/** The entries of `ignore_changes`, each checked by the kind; undefined after reporting a bad one. */
+function checkIgnoreChanges(
+  written: string[] | undefined,
+  check: (path: string) => string | undefined,
+  pin: Pinner,
+  out: Collector,
+): string[] | undefined {
+  let ok = true;
+  (written ?? []).forEach((path, i) => {
+    const problem = check(path);
+    if (problem === undefined) return;
+    out.error(pin.value(["ignore_changes", i]), `ignore_changes[${i}]: ${problem}`);
+    ok = false;
+  });
+  return ok ? [...new Set(written ?? [])] : undefined;
 }
 
 function samlIntent(
@@ -251,14 +271,16 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   const v: EdgeRouteManifest = doc.value;
   const saml = samlIntent(doc, source, out);
   const circuit_breaker = circuitBreakerIntent(doc);
-  if (saml === undefined) return undefined;
+  const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkModuleIgnore, new Pinner(doc.src), out);
+  if (saml === undefined || ignoreChanges === undefined) return undefined;
   if (saml.state === "unmanaged" && circuit_breaker.state === "unmanaged") {
     out.warning(
       doc.src.pos,
       `edge route ${v.edge}/${v.route} manages no module; add saml or circuit_breaker (settings, or absent to delete one), or remove this manifest`,
     );
   }
-  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, source: doc.src.pos };
+  const ignored = ignoreChanges.length > 0 ? { ignoreChanges } : {};
+  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos };
 }
 
 /**

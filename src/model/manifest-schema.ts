@@ -117,6 +117,14 @@ export const WeightedBackendManifestSchema = z
       .boolean()
       .optional()
       .meta({ description: "Never delete the live object, even with --prune, until a manifest sets protect: false. Default: false." }),
+    ignore_changes: z
+      .array(z.string())
+      .optional()
+      .meta({
+        description:
+          "Fields set on create and never updated afterwards: description, metadata, metadata.KEY, backends, backends.CHILD. " +
+          "A plan shows an ignored field that differs as a note, not a change. The owner marker is never ignorable.",
+      }),
   })
   .meta({
     title: "edgeplan WeightedBackend",
@@ -246,6 +254,14 @@ export const EdgeRouteManifestSchema = z
       .union([CircuitBreakerManifestSchema, absent])
       .optional()
       .meta({ description: "The circuit breaker module: its settings, or absent. Left out: edgeplan does not manage it." }),
+    ignore_changes: z
+      .array(z.string())
+      .optional()
+      .meta({
+        description:
+          "Module fields set when the module is set and never updated afterwards: saml.FIELD, circuit_breaker.FIELD " +
+          "(e.g. saml.authorized_groups). A plan shows an ignored field that differs as a note, not a change.",
+      }),
   })
   .meta({
     title: "edgeplan EdgeRoute",

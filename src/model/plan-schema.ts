@@ -95,11 +95,14 @@ export const ModuleChangeSchema = z.object({
 export const PlanSchema = z.object({
   format_version: z.literal(1),
   stack: z.string(),
+  targeted: z.boolean().default(false).describe("true when --target or --exclude limited the plan: the rest of the stack was not planned"),
   options: z.object({
     prune: z.boolean(),
     takeover: z.boolean(),
     max_shift: z.number(),
     max_deletes: count,
+    targets: z.array(z.string()).default([]).describe("--target address patterns; empty: everything"),
+    excludes: z.array(z.string()).default([]).describe("--exclude address patterns"),
   }),
   summary: z.object({
     create: count,
@@ -145,6 +148,10 @@ export const PlanSchema = z.object({
     }),
   ),
   warnings: z.array(z.string()),
+  ignored: z
+    .array(z.object({ address: z.string(), path: z.string(), source: sourceText.nullable() }))
+    .default([])
+    .describe("fields that differ and that ignore_changes leaves as they are live"),
 }).meta({
   title: "edgeplan plan",
   description: "A plan of edgeplan (format_version 1): `edgeplan plan --format json`, `plan --out FILE`, read by `apply --plan FILE`.",

@@ -179,10 +179,30 @@ export interface PlanSummary {
   total: number;
 }
 
+/** A field that differs between the manifest and the live side and that `ignore_changes` leaves as it is live. */
+export interface IgnoredDifference {
+  address: string;
+  /** The field as `ignore_changes` names it: `description`, `metadata.team`, `backends.<child>`, `saml.<field>`. */
+  path: string;
+  /** Where the manifest declares the object, `file:line:col`. */
+  source: string | null;
+}
+
 export interface Plan {
   format_version: typeof PLAN_FORMAT_VERSION;
   stack: string;
-  options: { prune: boolean; takeover: boolean; max_shift: number; max_deletes: number };
+  /** True when `--target` or `--exclude` limited the plan: the rest of the stack was not planned. */
+  targeted: boolean;
+  options: {
+    prune: boolean;
+    takeover: boolean;
+    max_shift: number;
+    max_deletes: number;
+    /** The `--target` address patterns (empty: everything). */
+    targets: string[];
+    /** The `--exclude` address patterns. */
+    excludes: string[];
+  };
   summary: PlanSummary;
   risks: Risk[];
   /** Sorted by address. */
@@ -191,6 +211,8 @@ export interface Plan {
   outputs: SamlOutput[];
   /** Things a reviewer should know that are not changes (e.g. two objects carrying the same marker). */
   warnings: string[];
+  /** Fields that differ and that `ignore_changes` leaves as they are live, sorted by address then path. */
+  ignored: IgnoredDifference[];
 }
 
 /** Address of a weighted backend. */

@@ -44,6 +44,8 @@ export interface DesiredWeightedBackend {
   /** Adopt this existing object instead of finding it by owner marker. */
   id?: string;
   protect: boolean;
+  /** `ignore_changes`: fields set on create and never updated afterwards (src/kinds/ignore-changes.ts). */
+  ignoreChanges?: string[];
   source: SourcePos;
   /** Positions of individual fields and children (`backends.<key>`), for errors traced back to a line. */
   fieldSources?: Record<string, SourcePos>;
@@ -61,6 +63,8 @@ export interface DesiredEdgeRoute {
   route: string;
   saml: ModuleIntent<SamlSettings> & { idpMetadataFile?: string };
   circuit_breaker: ModuleIntent<CircuitBreakerSettings>;
+  /** `ignore_changes`: module fields (`saml.FIELD`, `circuit_breaker.FIELD`) never updated once set. */
+  ignoreChanges?: string[];
   source: SourcePos;
 }
 

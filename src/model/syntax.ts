@@ -96,3 +96,44 @@ export const SETTING_PARSERS = {
   maxShift: (value: string | number, name = "--max-shift"): number => parseWholeNumber(name, value, 0, 100),
   maxDeletes: (value: string | number, name = "--max-deletes"): number => parseWholeNumber(name, value, 0, 1_000_000),
 } as const;
+
+/** The kinds an address starts with. */
+export const ADDRESS_KINDS = ["weighted_backend", "edge_route"] as const;
+
+const ADDRESS_PATTERN_TEXT = /^[A-Za-z0-9_*-]+(?:[./][A-Za-z0-9_*-]+)*$/;
+const compiledPatterns = new Map<string, RegExp>();
+
+/** The regular expression of an address pattern: `*` within one segment (segments end at `.` and `/`). */
+function patternRegExp(pattern: string): RegExp {
+  let re = compiledPatterns.get(pattern);
+  if (re === undefined) {
+    const body = pattern.replace(/[.]/g, "\\.").replace(/\*/g, "[^./]*");
+    // A pattern names an address and everything under it: `edge_route.E/R` holds both modules of the route.
+    re = new RegExp(`^${body}(?:[./].*)?$`);
+    compiledPatterns.set(pattern, re);
+  }
+  return re;
+}
+
+/**
+ * An address pattern of `--target` and `--exclude`: an address such as `weighted_backend.checkout` or
+ * `edge_route.EDGE/ROUTE.saml`, where `*` matches any characters within one segment (`weighted_backend.checkout*`,
+ * `edge_route.edghts_X/*.saml`); a pattern also names what is under it (`edge_route.EDGE/ROUTE` holds both modules).
+ * Returns the pattern; throws an EdgeplanError naming the flag when it is not one.
+ */
+export function parseAddressPattern(flag: string, value: string): string {
+  const text = value.trim();
+  const kind = text.split(/[./]/)[0] ?? "";
+  const re = new RegExp(`^${kind.replace(/\*/g, ".*")}$`);
+  if (!ADDRESS_PATTERN_TEXT.test(text) || !ADDRESS_KINDS.some((k) => re.test(k))) {
+    throw new EdgeplanError(
+      `${flag}: expected an address such as weighted_backend.checkout or edge_route.EDGE_ID/ROUTE_ID.saml, starting with ${ADDRESS_KINDS.join(" or ")} (* matches within one segment); got "${text}"`,
+    );
+  }
+  return text;
+}
+
+/** Whether an address pattern (from `parseAddressPattern`) names `address` or something it holds. */
+export function addressMatches(pattern: string, address: string): boolean {
+  return patternRegExp(pattern).test(address);
+}

@@ -115,3 +115,23 @@ export const KNOWN_AFTER_APPLY = "(known after apply)";
 export function outputText(value: string | null, knownAfterApply: boolean): string {
   return value ?? (knownAfterApply ? KNOWN_AFTER_APPLY : "(not available)");
 }
+
+/**
+ * The sentence at the top of a targeted plan (`--target`, `--exclude`), or null for a whole plan: the rest of the
+ * stack was not planned, so the live side may still differ from the manifests.
+ */
+export function targetedLine(plan: Plan): string | null {
+  if (!plan.targeted) return null;
+  const parts: string[] = [];
+  if (plan.options.targets.length > 0) parts.push(`only ${plan.options.targets.join(", ")}`);
+  if (plan.options.excludes.length > 0) parts.push(`without ${plan.options.excludes.join(", ")}`);
+  return `Targeted plan (${parts.join("; ")}): the rest of stack "${plan.stack}" is not planned and may still differ from the manifests.`;
+}
+
+/** Ignored differences of objects the plan does not change (those it changes carry them as notes). */
+export function ignoredOfUnchanged(plan: Plan): Plan["ignored"] {
+  const changed = new Set(plan.changes.map((c) => c.address));
+  return plan.ignored.filter((i) => !changed.has(i.address));
+}
+
+export const IGNORED_HEADING = "Ignored (ignore_changes): these fields differ and are left as they are live";

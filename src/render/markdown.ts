@@ -7,12 +7,15 @@
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import {
   childLabel,
+  IGNORED_HEADING,
+  ignoredOfUnchanged,
   NO_CHANGES,
   OUTPUT_FIELDS,
   outputText,
   phraseOf,
   summaryLine,
   symbolOf,
+  targetedLine,
   titleOf,
   valueText,
   visibleWeights,
@@ -72,6 +75,8 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
   const head: string[] = [];
   head.push(`### edgeplan plan: stack ${code(plan.stack)}`);
   head.push("");
+  const targeted = targetedLine(plan);
+  if (targeted !== null) head.push(`> **${cell(targeted)}**`, "");
   head.push(plan.changes.length === 0 ? `**${NO_CHANGES}**` : `**${summaryLine(plan)}**`);
   if (plan.risks.length > 0) {
     head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
@@ -104,11 +109,16 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     }),
     noun: "outputs",
   };
+  const ignored: Section = {
+    head: `\n#### ${IGNORED_HEADING}\n\n`,
+    items: ignoredOfUnchanged(plan).map((i) => `- ${code(i.address)}: ignored: ${code(i.path)} differs\n`),
+    noun: "ignored differences",
+  };
   const details: Section = { head: "\n#### Details\n", items: plan.changes.map(renderDetails), noun: "change details" };
 
   // Fill the room left in order of importance; notes have room kept for them.
-  const display = [changes, orphans, outputs, details].filter((sec) => sec.items.length > 0);
-  const priority = [changes, outputs, orphans, details].filter((sec) => sec.items.length > 0);
+  const display = [changes, orphans, ignored, outputs, details].filter((sec) => sec.items.length > 0);
+  const priority = [changes, outputs, orphans, ignored, details].filter((sec) => sec.items.length > 0);
   let room = maxChars - fixed.length - NOTE_ROOM * display.length;
   const kept = new Map<Section, number>();
   for (const sec of priority) {

@@ -6,6 +6,8 @@
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import {
   childLabel,
+  IGNORED_HEADING,
+  ignoredOfUnchanged,
   NO_CHANGES,
   OUTPUT_FIELDS,
   outputText,
@@ -13,6 +15,7 @@ import {
   summaryLine,
   SYMBOL_LEGEND,
   symbolOf,
+  targetedLine,
   titleOf,
   valueText,
   visibleWeights,
@@ -53,6 +56,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
   const paint: Paint = options.color ? (style, text) => `\x1b[${STYLES[style]}m${text}\x1b[0m` : (_style, text) => text;
   const out: string[] = [];
 
+  const targeted = targetedLine(plan);
+  if (targeted !== null) out.push(paint("bold", paint("yellow", targeted)), "");
   if (plan.risks.length > 0) {
     out.push(paint("bold", paint("red", `Risks: apply needs --ack RULE for each rule below (or --force):`)));
     for (const risk of plan.risks) out.push(`  ${paint("red", "!")} ${paint("bold", risk.rule)}: ${risk.message}`);
@@ -85,6 +90,12 @@ export function renderText(plan: Plan, options: TextOptions): string {
       const mark = o.action === "delete" ? paint("red", "-") : " ";
       out.push(`  ${mark} ${titleOf(o)}: ${o.reason}`);
     }
+  }
+
+  const ignored = ignoredOfUnchanged(plan);
+  if (ignored.length > 0) {
+    out.push("", `${IGNORED_HEADING}:`);
+    for (const i of ignored) out.push(`  # ${i.address}: ignored: ${i.path} differs`);
   }
 
   if (plan.outputs.length > 0) {

@@ -1,7 +1,8 @@
 /**
  * Golden scenarios: each folder `NNN-name/` holds manifests (`manifests/`), the live side as wire objects
  * (`live.json`), optional plan options (`options.json`), and the expected renderings (`plan.txt`, `plan.md`,
- * `plan.json`), or `error.txt` when no plan can be made. The runner loads the manifests as the CLI does (cwd = the
+ * `plan.json`), or `error.txt` when no plan can be made. `options.json` may hold `targets` and `excludes` (address
+ * patterns): the live side is then read as a targeted run reads it. The runner loads the manifests as the CLI does (cwd = the
  * scenario folder, so paths in the output are relative), builds the live state with buildLiveState, plans, and
  * compares every rendering byte for byte.
  *
@@ -13,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { buildLiveState } from "../../src/api/live-state.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, type PlanOptions } from "../../src/core/plan.js";
+import { scopeDesired, scopeReachesKind } from "../../src/core/scope.js";
 import { loadDesired } from "../../src/manifest/load.js";
 import { formatDiagnostic, ManifestError } from "../../src/model/errors.js";
 import { PlanSchema } from "../../src/model/plan-schema.js";
@@ -46,7 +48,10 @@ async function runScenario(dir: string): Promise<Record<string, string>> {
     return { "error.txt": `${loaded.diagnostics.map(formatDiagnostic).join("\n")}\n` };
   }
   try {
-    const plan = buildPlan(loaded.desired, buildLiveState(live.weighted_backends, live.routes), options);
+    // As the commands read: a targeted plan sees only what its scope reaches (src/commands/plan.ts fetchForPlan).
+    const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
+    const listed = scopeReachesKind(scope, "weighted_backend") ? live.weighted_backends : [];
+    const plan = buildPlan(scopeDesired(loaded.desired, scope), buildLiveState(listed, live.routes), options);
     const out: Record<string, string> = {
       "plan.txt": renderText(plan, { color: false }),
       "plan.md": renderMarkdown(plan),
