@@ -10,7 +10,10 @@ import type { ApiClient } from "../api/client.js";
 import { describeMissing, RouteNotFoundError } from "../api/errors.js";
 import { readRoutes, type RouteRead } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
-import { buildExport, type ExportFile, type ExportResult, type ExportRouteInput } from "../export/build-export.js";
+import { buildExport, type ExportFile, type ExportInput, type ExportResult, type ExportRouteInput } from "../export/build-export.js";
+import { inScope, scopeReachesKind } from "../core/scope.js";
+import type { DesiredState } from "../model/state.js";
+import { scopeFrom, type PlanFlags } from "./plan.js";
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import { ID_PREFIX, idPattern } from "../model/wire.js";
 import type { CommandIO } from "./io.js";
@@ -19,7 +22,7 @@ import { loadManifests, openSession } from "./session.js";
 
 export const DEFAULT_EXPORT_DIR = "exported";
 
-export interface ExportCommandOptions extends CommonCliOptions {
+export interface ExportCommandOptions extends CommonCliOptions, Pick<PlanFlags, "target" | "exclude"> {
   /** Manifests whose EdgeRoute documents name routes to export. */
   paths: string[];
   /** Folder to create (default `exported`); it must not exist, or be empty. */
@@ -131,6 +134,15 @@ async function fetchExportRoutes(client: ApiClient, named: RouteRef[] | undefine
   return edges.flatMap((e) => e.routes.map((r) => ({ edge: e.id, route: r.id, saml: r.saml, circuit_breaker: r.circuit_breaker })));
 }
 
+/** The `ignore_changes` of the manifests read, for the export to write back. */
+function ignoreChangesOf(desired: DesiredState): NonNullable<ExportInput["ignoreChanges"]> {
+  const weightedBackends = new Map<string, string[]>();
+  for (const wb of desired.weightedBackends) if (wb.ignoreChanges) weightedBackends.set(wb.name, wb.ignoreChanges);
+  const routes = new Map<string, string[]>();
+  for (const r of desired.edgeRoutes) if (r.ignoreChanges) routes.set(`${r.edge}/${r.route}`, r.ignoreChanges);
+  return { weightedBackends, routes };
+}
+
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 /** The summary line of stderr. */
@@ -159,6 +171,7 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
   const shown = options.out ?? DEFAULT_EXPORT_DIR;
   const outDir = path.resolve(io.cwd, shown);
   const flagged = (options.route ?? []).map(parseRouteFlag);
+  const scope = scopeFrom(options);
   await checkOutDir(outDir, shown);
 
   const loaded = options.paths.length > 0 ? await loadManifests(options.paths, io) : undefined;
@@ -174,8 +187,18 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
   let result: ExportResult;
   try {
     const byFlag = new Set(flagged.map((r) => `${r.edge}/${r.route}`));
-    const [weightedBackends, routes] = await Promise.all([session.client.listWeightedBackends(), fetchExportRoutes(session.client, named, byFlag)]);
-    result = buildExport({ stack: session.stack, takeover: options.takeover === true, weightedBackends, routes });
+    const [weightedBackends, routes] = await Promise.all([
+      scopeReachesKind(scope, "weighted_backend") ? session.client.listWeightedBackends() : [],
+      scopeReachesKind(scope, "edge_route") ? fetchExportRoutes(session.client, named, byFlag) : [],
+    ]);
+    result = buildExport({
+      stack: session.stack,
+      takeover: options.takeover === true,
+      weightedBackends,
+      routes,
+      inScope: (address) => inScope(scope, address),
+      ...(loaded ? { ignoreChanges: ignoreChangesOf(loaded.desired) } : {}),
+    });
     const lines: string[] = [];
     for (const r of routes) {
       if (named !== undefined && r.saml === null && r.circuit_breaker === null) {

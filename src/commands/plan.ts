@@ -18,7 +18,7 @@ import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
-import { scopeDesired, scopeReachesKind } from "../core/scope.js";
+import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 
 export type PlanFormat = "text" | "json" | "markdown";
@@ -57,9 +57,18 @@ export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack
     maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : SETTING_PARSERS.maxShift(flags.maxShift),
   };
   if (flags.maxDeletes !== undefined) options.maxDeletes = SETTING_PARSERS.maxDeletes(flags.maxDeletes);
-  if (flags.target !== undefined && flags.target.length > 0) options.targets = flags.target.map((t) => parseAddressPattern("--target", t));
-  if (flags.exclude !== undefined && flags.exclude.length > 0) options.excludes = flags.exclude.map((e) => parseAddressPattern("--exclude", e));
+  const scope = scopeFrom(flags);
+  if (scope.targets.length > 0) options.targets = [...scope.targets];
+  if (scope.excludes.length > 0) options.excludes = [...scope.excludes];
   return options;
+}
+
+/** The scope of `--target` and `--exclude`; throws an EdgeplanError naming the flag for a pattern that is not one. */
+export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
+  return {
+    targets: (flags.target ?? []).map((t) => parseAddressPattern("--target", t)),
+    excludes: (flags.exclude ?? []).map((e) => parseAddressPattern("--exclude", e)),
+  };
 }
 
 /**

@@ -29,9 +29,10 @@ function schemaFiles(): ExportFile[] {
  */
 export function buildExport(input: ExportInput): ExportResult {
   const log: ExportLog = { skipped: [], notes: [] };
-  const kept = exportableWeightedBackends(input.weightedBackends, { stack: input.stack, takeover: input.takeover }, log);
+  // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document.
+  const kept = exportableWeightedBackends(input.weightedBackends, input, log);
   const wbs = weightedBackendFiles(kept);
-  const routes = routeFiles(input.routes, log);
+  const routes = routeFiles(input.routes, log, input);
   const files = [...wbs.files, ...routes.files];
   // Schemas only beside manifests: an export with nothing in it writes nothing.
   if (files.length > 0) files.push(...schemaFiles());

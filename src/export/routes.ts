@@ -10,7 +10,8 @@ import { compareText } from "../model/canonical.js";
 import type { JsonValue } from "../model/plan.js";
 import type { SamlModule } from "../model/wire.js";
 import { renderDocument, renderManifestFile } from "./render.js";
-import { EXPORT_LAYOUT, EXPORT_SCHEMAS, schemaRef, type ExportedRoute, type ExportFile, type ExportLog, type ExportRouteInput } from "./types.js";
+import { moduleAddress } from "../model/plan.js";
+import { EXPORT_LAYOUT, EXPORT_SCHEMAS, schemaRef, type ExportedRoute, type ExportFile, type ExportInput, type ExportLog, type ExportRouteInput } from "./types.js";
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -45,37 +46,44 @@ export interface RouteDocument {
  * The document of one route: each module that is set, except a SAML module whose IdP metadata no file can hold
  * (left out, the reason in `log`).
  */
-export function routeDocument(r: ExportRouteInput, log: ExportLog): RouteDocument {
+export function routeDocument(r: ExportRouteInput, log: ExportLog, scope: RouteScope = {}): RouteDocument {
+  const inScope = (kind: "saml" | "circuit_breaker"): boolean => scope.inScope?.(moduleAddress(r.edge, r.route, kind)) ?? true;
   const value: Record<string, JsonValue> = { kind: "EdgeRoute", edge: r.edge, route: r.route };
   const modules: ExportedRoute["modules"] = [];
   let idp: ExportFile | undefined;
-  if (r.saml && LONE_SURROGATE.test(r.saml.idp_metadata)) {
+  const saml = inScope("saml") ? r.saml : null;
+  if (saml && LONE_SURROGATE.test(saml.idp_metadata)) {
     log.skipped.push({
       what: `edge route ${r.edge}/${r.route} saml`,
       reason: "its IdP metadata holds text that UTF-8 cannot encode (a lone surrogate), so no file can hold it as it is; the SAML module is left out (unmanaged)",
     });
-  } else if (r.saml) {
+  } else if (saml) {
     const ref = `${EXPORT_LAYOUT.idp}/${r.route}.xml`;
-    idp = { path: `${EXPORT_LAYOUT.routes}/${ref}`, text: r.saml.idp_metadata };
-    value.saml = samlValue(r.saml, ref);
+    idp = { path: `${EXPORT_LAYOUT.routes}/${ref}`, text: saml.idp_metadata };
+    value.saml = samlValue(saml, ref);
     modules.push("saml");
   }
-  if (r.circuit_breaker) {
+  if (r.circuit_breaker && inScope("circuit_breaker")) {
     value.circuit_breaker = normaliseModuleSettings(CIRCUIT_BREAKER, r.circuit_breaker);
     modules.push("circuit_breaker");
   }
+  const ignore = scope.ignoreChanges?.routes.get(`${r.edge}/${r.route}`);
+  if (ignore !== undefined) value.ignore_changes = [...ignore];
   return idp ? { value, modules, idp } : { value, modules };
 }
 
+/** What of a route is exported (`--target`, `--exclude`), and the `ignore_changes` written back. */
+export type RouteScope = Pick<ExportInput, "inScope" | "ignoreChanges">;
+
 /** The files of the routes (one manifest per edge, the IdP metadata files) and what was exported, by edge and route. */
-export function routeFiles(routes: readonly ExportRouteInput[], log: ExportLog): { files: ExportFile[]; exported: ExportedRoute[] } {
+export function routeFiles(routes: readonly ExportRouteInput[], log: ExportLog, scope: RouteScope = {}): { files: ExportFile[]; exported: ExportedRoute[] } {
   const files: ExportFile[] = [];
   const exported: ExportedRoute[] = [];
   for (const [edge, edgeRoutes] of routesByEdge(routes)) {
     const file = `${EXPORT_LAYOUT.routes}/${edge}.yaml`;
     const bodies: string[] = [];
     for (const r of edgeRoutes) {
-      const doc = routeDocument(r, log);
+      const doc = routeDocument(r, log, scope);
       if (doc.modules.length === 0) continue;
       const rendered = renderDocument({ value: doc.value });
       if ("problem" in rendered) {

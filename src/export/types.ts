@@ -42,6 +42,19 @@ export interface ExportInput {
   takeover: boolean;
   weightedBackends: readonly ExportWeightedBackendInput[];
   routes: readonly ExportRouteInput[];
+  /**
+   * `ignore_changes` of the manifests the export read, written back into the documents it writes: by weighted
+   * backend name, and by route (`EDGE/ROUTE`).
+   */
+  ignoreChanges?: ExportIgnoreChanges;
+  /** Whether an address is exported (`--target`, `--exclude`); everything when absent. */
+  inScope?: (address: string) => boolean;
+}
+
+/** The `ignore_changes` lists an export writes back. */
+export interface ExportIgnoreChanges {
+  weightedBackends: ReadonlyMap<string, string[]>;
+  routes: ReadonlyMap<string, string[]>;
 }
 
 /** How the next plan will match an exported weighted backend. */

@@ -7,7 +7,7 @@ import { buildMarker, parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { ESTIMATE_STACK } from "../manifest/build-desired.js";
 import { canonicalJson, compareText, isJsonObject, sortedJson } from "../model/canonical.js";
 import { InternalError } from "../model/errors.js";
-import type { JsonValue } from "../model/plan.js";
+import { weightedBackendAddress, type JsonValue } from "../model/plan.js";
 import { MARKER_KEY, type OwnerMarker } from "../model/state.js";
 import { LIMITS } from "../model/wire.js";
 import { isValidName, NameAllocator, nameFromId, slugify } from "./names.js";
@@ -18,6 +18,7 @@ import {
   schemaRef,
   type ExportedWeightedBackend,
   type ExportFile,
+  type ExportInput,
   type ExportLog,
   type ExportMatch,
   type ExportWeightedBackendInput,
@@ -36,6 +37,8 @@ export interface Candidate {
   comment: string[];
   /** How the metadata is written: a mapping, or JSON text of an object (set by `checkWritable`). */
   form?: "mapping" | "json";
+  /** `ignore_changes` of the manifest of that name, written back. */
+  ignore?: string[] | undefined;
 }
 
 /** The metadata of a live object as the export reads it. */
@@ -158,6 +161,7 @@ export function weightedBackendDoc(c: Candidate, backends: Record<string, number
   if (c.live.description !== "") value.description = c.live.description;
   if (Object.keys(c.user).length > 0) value.metadata = form === "json" ? canonicalJson(c.user) : sortedJson(c.user);
   value.backends = sortedJson(backends);
+  if (c.ignore !== undefined) value.ignore_changes = [...c.ignore];
   return { value, comment: c.comment, sortedKeys: ["metadata", "backends"] };
 }
 
@@ -215,12 +219,12 @@ export function weightedBackendFiles(kept: readonly Candidate[]): { files: Expor
 }
 
 /**
- * Every live weighted backend that a manifest can hold, classified and named. Objects are taken oldest first (id
- * order is creation order), so that the oldest of two same markers wins, as in a plan.
+ * Every live weighted backend that a manifest can hold, classified and named, and in scope by that name. Objects
+ * are taken oldest first (id order is creation order), so that the oldest of two same markers wins, as in a plan.
  */
 export function exportableWeightedBackends(
   live: readonly ExportWeightedBackendInput[],
-  options: { stack: string; takeover: boolean },
+  options: { stack: string; takeover: boolean } & Pick<ExportInput, "inScope" | "ignoreChanges">,
   log: ExportLog,
 ): Candidate[] {
   const ctx: ClassifyContext = { ...options, names: new NameAllocator() };
@@ -235,5 +239,10 @@ export function exportableWeightedBackends(
     if (c) candidates.push(c);
   }
   assignNames(candidates, ctx.names);
-  return candidates.filter((c) => checkWritable(c, options.stack, log));
+  const inScope = options.inScope ?? (() => true);
+  return candidates.filter((c) => {
+    if (!inScope(weightedBackendAddress(c.name))) return false;
+    c.ignore = options.ignoreChanges?.weightedBackends.get(c.name);
+    return checkWritable(c, options.stack, log);
+  });
 }
