@@ -253,4 +253,21 @@ describe("edgeplan action against the real server", () => {
     expect(finalPlan.runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "0" });
     expectNoKey(acked.run, acked.runner);
   });
+
+  it("reads edgeplan.yaml: the inputs left empty take its paths and stack, and its max_shift reaches the plan", async () => {
+    const ws = checkout({
+      "edgeplan.yaml": "paths: [manifests]\nstack: from-file\nmax_shift: 5\n",
+      "manifests/checkout.yaml": checkoutYaml(9000, 1000),
+    });
+    const { run, runner } = await act(ws, { inputs: { stack: "", paths: "" } });
+    expect(run.stderr).not.toContain("internal error");
+    expect(run.code).toBe(0);
+    const outputs = runner.outputs();
+    expect(outputs["plan-file"]).toBe(join(runner.dir, "temp", "edgeplan-plan-from-file.json"));
+    const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as { stack: string; options: { max_shift: number }; changes: Array<{ address: string }> };
+    expect(saved.stack).toBe("from-file");
+    expect(saved.options.max_shift).toBe(5);
+    expect(saved.changes.map((c) => c.address)).toEqual(["weighted_backend.checkout"]);
+    expect(gh.comments.get("acme/routes#21")![0]!.body.startsWith("<!-- edgeplan:plan stack=from-file -->\n")).toBe(true);
+  });
 });

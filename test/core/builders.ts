@@ -41,6 +41,7 @@ export function desiredWb(
     source: fields.source ?? pos(1),
     ...(fields.id !== undefined ? { id: fields.id } : {}),
     ...(fields.fieldSources !== undefined ? { fieldSources: fields.fieldSources } : {}),
+    ...(fields.ignoreChanges !== undefined ? { ignoreChanges: fields.ignoreChanges } : {}),
   };
 }
 

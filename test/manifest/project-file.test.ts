@@ -1,0 +1,99 @@
+/**
+ * The project file loader (`edgeplan.yaml`, `--config FILE`) and the precedence of its values, on real files in a
+ * temporary folder; and `ignore_changes` entries checked at their lines in a manifest.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { fillFromProject } from "../../src/commands/project.js";
+import { loadDesired } from "../../src/manifest/load.js";
+import { loadProjectFile } from "../../src/manifest/project-file.js";
+import { formatDiagnostic } from "../../src/model/errors.js";
+
+const tmp = mkdtempSync(join(tmpdir(), "edgeplan-project-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function folder(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmp, "p-"));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, ".."), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  return dir;
+}
+
+describe("the project file", () => {
+  it("is optional in the working directory, and required when --config names it", async () => {
+    const dir = folder({});
+    expect(await loadProjectFile(dir)).toEqual({ settings: {}, diagnostics: [] });
+    await expect(loadProjectFile(dir, "ci/edgeplan.yaml")).rejects.toThrow("--config ci/edgeplan.yaml: cannot read the project file (no such file)");
+  });
+
+  it("gives its settings under the options' names, paths relative to the file", async () => {
+    const dir = folder({ "ci/prod.yaml": "paths: ../manifests\nstack: production\nrate_limit: 60/60s\ntimeout: 10s\nprune: true\n" });
+    expect(await loadProjectFile(dir, "ci/prod.yaml")).toEqual({
+      file: "ci/prod.yaml",
+      settings: { paths: ["manifests"], stack: "production", rateLimit: "60/60s", timeout: "10s", prune: true },
+      diagnostics: [],
+    });
+  });
+
+  it("reports every problem at its line, with the flags' own words", async () => {
+    const dir = folder({ "edgeplan.yaml": "stack: [a]\nconcurrency: 0\ntimeout: 2h\nmax_deletes: -1\n---\nstack: b\n" });
+    const result = await loadProjectFile(dir);
+    expect(result.diagnostics.map(formatDiagnostic)).toEqual([
+      "edgeplan.yaml:6:1: the project file holds one document; remove this one",
+    ]);
+    writeFileSync(join(dir, "edgeplan.yaml"), "stack: [a]\nconcurrency: 0\ntimeout: 2h\nmax_deletes: -1\n");
+    expect((await loadProjectFile(dir)).diagnostics.map(formatDiagnostic)).toEqual([
+      "edgeplan.yaml:1:8: stack: expected text, got a list",
+      'edgeplan.yaml:2:14: concurrency: expected a whole number from 1 to 256, got "0"',
+      'edgeplan.yaml:3:10: timeout: expected milliseconds from 1 to 600000 (or a duration such as 30s), got "2h"',
+      'edgeplan.yaml:4:14: max_deletes: expected a whole number from 0 to 1000000, got "-1"',
+    ]);
+  });
+
+  it("fills only what neither a flag nor the environment gives", () => {
+    const settings = { paths: ["manifests"], stack: "file", apiUrl: "https://file.example", concurrency: 8, prune: true };
+    expect(fillFromProject({ paths: [], concurrency: "2" }, settings, {})).toEqual({
+      paths: ["manifests"],
+      stack: "file",
+      apiUrl: "https://file.example",
+      concurrency: "2",
+      prune: true,
+    });
+    expect(fillFromProject({ paths: ["other"], prune: false }, settings, { EDGEPLAN_STACK: "env", EDGEPLAN_API_URL: "https://env.example" })).toEqual({
+      paths: ["other"],
+      concurrency: 8,
+      prune: false,
+    });
+  });
+});
+
+describe("ignore_changes in manifests", () => {
+  it("refuses the owner marker and unknown fields at their lines", async () => {
+    const dir = folder({
+      "m/a.yaml": [
+        "kind: WeightedBackend",
+        "name: checkout",
+        "backends: {bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw: 1}",
+        "ignore_changes:",
+        "  - description",
+        "  - metadata.edgeplan",
+        "---",
+        "kind: EdgeRoute",
+        "edge: edghts_2G4e8ay6UX87bXwr8GXBHKATNk6",
+        "route: edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw",
+        "circuit_breaker: absent",
+        "ignore_changes: [circuit_breaker.num_bucket]",
+        "",
+      ].join("\n"),
+    });
+    const loaded = await loadDesired(["m"], { cwd: dir, env: {} });
+    expect(loaded.diagnostics.map(formatDiagnostic)).toEqual([
+      "m/a.yaml:6:5: ignore_changes[1]: metadata.edgeplan cannot be ignored: the owner marker is how edgeplan finds its objects; it is never ignorable",
+      "m/a.yaml:12:18: ignore_changes[0]: circuit_breaker.num_bucket: circuit_breaker has no field num_bucket; its fields are enabled, tripped_duration, rolling_window, num_buckets, volume_threshold, error_threshold_percentage",
+    ]);
+  });
+});
