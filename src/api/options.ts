@@ -37,8 +37,11 @@ export interface ClientOptions {
 
 /** The common flags as commander hands them over (values are strings unless a caller passes numbers). */
 export interface CommonCliOptions {
-  /** The project file to read instead of `edgeplan.yaml` in the working directory (src/commands/project.ts). */
-  config?: string;
+  /**
+   * The project file to read instead of `edgeplan.yaml` in the working directory (src/commands/project.ts); false
+   * reads none (the demo, which runs the bundled examples whatever folder it is started in).
+   */
+  config?: string | false;
   apiUrl?: string;
   apiKeyFile?: string;
   stack?: string;

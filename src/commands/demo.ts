@@ -19,7 +19,8 @@ export async function runDemo(io: CommandIO): Promise<number> {
   const state = mkdtempSync(join(tmpdir(), "edgeplan-demo-"));
   const demoIO: CommandIO = { ...io, env: { ...io.env, EDGEPLAN_LOCAL_DIR: state } };
   const examples = relative(io.cwd, EXAMPLES) || ".";
-  const common = { paths: [examples], local: true, stack: "demo" };
+  // The demo's own settings: a project file of the folder it is started in is not read.
+  const common = { paths: [examples], local: true, stack: "demo", config: false as const };
   const step = (n: number, text: string): void => io.stderr(`\n== ${n}/3 ${text}\n\n`);
   try {
     step(1, `plan: what applying ${examples} to an empty local server would do`);

@@ -13,7 +13,7 @@ import { reportDiagnostics } from "./session.js";
 const ENV_OF: Partial<Record<keyof ProjectSettings, string>> = { stack: "EDGEPLAN_STACK", apiUrl: "EDGEPLAN_API_URL" };
 
 /** What a command's options hold that the project file can fill. */
-export type ProjectFillable = { paths: string[]; config?: string } & { [K in Exclude<keyof ProjectSettings, "paths">]?: ProjectSettings[K] };
+export type ProjectFillable = { paths: string[]; config?: string | false } & { [K in Exclude<keyof ProjectSettings, "paths">]?: ProjectSettings[K] };
 
 /**
  * Loads the project file and reports its diagnostics on stderr.
@@ -44,6 +44,7 @@ export function fillFromProject<T extends ProjectFillable>(options: T, settings:
 
 /** Loads the project file (see `loadProject`) and fills `options` from it. */
 export async function withProjectFile<T extends ProjectFillable>(options: T, io: CommandIO): Promise<T> {
+  if (options.config === false) return options;
   const project = await loadProject(io, options.config);
   return fillFromProject(options, project.settings, io.env);
 }

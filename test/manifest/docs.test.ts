@@ -14,6 +14,7 @@ import {
   WeightedBackendManifestSchema,
 } from "../../src/model/manifest-schema.js";
 import { CIRCUIT_BREAKER_DEFAULTS, SAML_DEFAULTS } from "../../src/model/wire.js";
+import { PROJECT_KEYS } from "../../src/model/project-schema.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 // Code blocks hold YAML comments that would read as headings.
@@ -46,6 +47,11 @@ describe("docs/manifests.md", () => {
       for (const field of Object.keys(schema.shape)) expect(row(text, field), `no row for ${field}`).toBeDefined();
     });
   }
+
+  it("has a row for every key of the project file", () => {
+    const text = section("## The project file");
+    for (const key of PROJECT_KEYS) expect(row(text, key), `no row for ${key}`).toBeDefined();
+  });
 
   it("states the default the loader applies for every module field", () => {
     const saml = section("### saml");
