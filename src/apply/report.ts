@@ -19,6 +19,8 @@ export interface ApplyReport {
   against: "manifests" | "plan";
   /** The signal that interrupted the run, when one did. */
   interruptedBy?: string;
+  /** The plan was targeted (`--target`, `--exclude`): convergence was checked within its scope only. */
+  targeted?: boolean;
 }
 
 export const APPLY_REPORT_FORMAT_VERSION = 1;
@@ -39,9 +41,9 @@ export function buildApplyHeadline(report: Pick<ApplyReport, "outcome" | "interr
 }
 
 /** The sentence that says whether the live side converged. */
-export function buildConvergenceLine(report: Pick<ApplyReport, "convergence" | "against" | "outcome">): string {
+export function buildConvergenceLine(report: Pick<ApplyReport, "convergence" | "against" | "outcome" | "targeted">): string {
   const c = report.convergence;
-  const target = report.against === "manifests" ? "the manifests" : "the plan";
+  const target = (report.against === "manifests" ? "the manifests" : "the plan") + (report.targeted === true ? " within the targets" : "");
   if (!c.checked) {
     if (report.outcome.interrupted) return "Not checked for convergence: the run was interrupted. Run apply again to finish it (nothing is created twice).";
     return `Not checked for convergence: ${c.error ?? "the objects could not be read again"}.`;

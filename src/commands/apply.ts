@@ -155,6 +155,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
 
     const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: fromManifests ? "manifests" : "plan" };
     if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
+    if (plan.targeted) report.targeted = true;
     io.stdout(format === "json" ? renderApplyJson(report) : format === "markdown" ? `\n${renderApplyMarkdown(report)}` : renderApplyText(report));
     result.summaryMarkdown = renderApplyMarkdown(report);
     result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;

@@ -38,6 +38,7 @@ describe("--target and --exclude (built CLI, real server)", () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.startsWith("Targeted plan (only weighted_backend.checkout): the rest of stack \"default\" is not planned")).toBe(true);
     expect(run.stdout).toContain("Plan: 0 to create, 1 to update, 0 to delete.");
+    expect(run.stdout).toContain("Converged: the live state matches the manifests within the targets.");
     expect(w.writes(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("checkout")}`]);
     // One listing to plan, one read of what changed to check convergence; no edge read.
     expect(requests(w, from)).toEqual(["GET /backends/weighted", `GET /backends/weighted/${ids.get("checkout")}`, `PATCH /backends/weighted/${ids.get("checkout")}`]);
