@@ -347,3 +347,32 @@ describe("buildExport: determinism", () => {
     );
   });
 });
+
+describe("buildExport: scope and ignore_changes", () => {
+  it("writes back the ignore_changes of the manifests read, by name and by route", () => {
+    const result = run({
+      weightedBackends: [wb(1, { description: "Checkout", metadata: marked(STACK, "checkout") }), wb(2, { metadata: marked(STACK, "search") })],
+      routes: [route(1, 1, { circuit_breaker: cb() })],
+      ignoreChanges: {
+        weightedBackends: new Map([["checkout", ["description", "backends.canary"]]]),
+        routes: new Map([[`${edgeId(1)}/${routeId(1)}`, ["circuit_breaker.num_buckets"]]]),
+      },
+    });
+    expect(fileText(result, "weighted-backends/checkout.yaml")).toBe(
+      `${WB_HEADER}kind: WeightedBackend\nname: checkout\ndescription: Checkout\nbackends:\n  ${hrId(1)}: 100\nignore_changes:\n  - description\n  - backends.canary\n`,
+    );
+    expect(fileText(result, "weighted-backends/search.yaml")).not.toContain("ignore_changes");
+    expect(fileText(result, `routes/${edgeId(1)}.yaml`)).toContain("ignore_changes:\n  - circuit_breaker.num_buckets\n");
+  });
+
+  it("exports only what the scope names", () => {
+    const result = run({
+      weightedBackends: [wb(1, { metadata: marked(STACK, "checkout") }), wb(2, { metadata: marked(STACK, "search") })],
+      routes: [route(1, 1, { circuit_breaker: cb(), saml: saml(routeId(1)) })],
+      inScope: (address) => address === "weighted_backend.search" || address.endsWith(".circuit_breaker"),
+    });
+    expect(result.weightedBackends.map((w) => w.name)).toEqual(["search"]);
+    expect(result.routes).toEqual([{ edge: edgeId(1), route: routeId(1), modules: ["circuit_breaker"], file: `routes/${edgeId(1)}.yaml` }]);
+    expect(result.files.map((f) => f.path).filter((p) => p.endsWith(".xml"))).toEqual([]);
+  });
+});

@@ -151,7 +151,7 @@ describe("renderJson", () => {
     expect(text.endsWith("}\n")).toBe(true);
     const parsed = JSON.parse(text) as Record<string, unknown>;
     expect(parsed.format_version).toBe(1);
-    expect(Object.keys(parsed)).toEqual(["format_version", "stack", "options", "summary", "risks", "changes", "orphans", "outputs", "warnings"]);
+    expect(Object.keys(parsed)).toEqual(["format_version", "stack", "targeted", "options", "summary", "risks", "changes", "orphans", "outputs", "warnings", "ignored"]);
     expect(PlanFileSchema.safeParse(parsed).success).toBe(true);
     expect(parsed).toEqual(JSON.parse(JSON.stringify(p)));
   });
