@@ -88,6 +88,17 @@ export async function measurePlanRead(size: PlanReadSize, log: (line: string) =>
       requests_by_kind: JSON.stringify(run.traffic.byKind),
     };
 
+    // Side by side in the same run: a plan targeted at the modules of one edge reads that edge and lists nothing.
+    const edge = fleet.desired.edgeRoutes[0]?.edge ?? "";
+    log(`plan-read: edgeplan plan --target 'edge_route.${edge}/*'`);
+    const targeted = await runEdgeplanPlan(cli, server, fleet, { concurrency, args: ["--target", `edge_route.${edge}/*`] });
+    if (!targeted.plan.targeted || targeted.plan.changes.some((c) => !c.address.startsWith(`edge_route.${edge}/`))) {
+      throw new Error("plan-read: the targeted plan holds changes outside its target");
+    }
+    result.targeted_requests = targeted.traffic.requests;
+    result.targeted_wall_ms = round1(targeted.traffic.spanMs);
+    result.targeted_requests_ratio = ratio(run.traffic.requests, targeted.traffic.requests);
+
     if (size.reference) {
       log("plan-read: the reference strategy (one request at a time, one GET per module)");
       const ref = await runReferencePlan(server, fleet.desired);

@@ -38,6 +38,7 @@ function notes(r: Record<string, unknown>): string {
   if (typeof r.reference_requests_ratio === "number" && typeof r.reference_wall_ratio === "number") {
     parts.push(`reference: ${r.reference_requests_ratio}x requests, ${r.reference_wall_ratio}x wall`);
   }
+  if (typeof r.targeted_requests_ratio === "number") parts.push(`one edge targeted: ${r.targeted_requests_ratio}x fewer requests`);
   if (typeof r.target === "string") parts.push(`target: ${r.target}`);
   else if (typeof r.target_ms === "number") parts.push(`target: wall <= ${r.target_ms} ms`);
   return parts.join("; ");

@@ -27,6 +27,8 @@ export interface CommandSettings {
   concurrency?: number;
   /** `--rate-limit` (default `off`: the bench server has no limit unless the scenario sets one). */
   rateLimit?: string;
+  /** More arguments, e.g. `--target ADDRESS`. */
+  args?: string[];
 }
 
 interface Exit {
@@ -76,6 +78,7 @@ function commonArgs(server: BenchServer, settings: CommandSettings): string[] {
     "--prune",
     "--format",
     "json",
+    ...(settings.args ?? []),
   ];
 }
 

@@ -40,9 +40,12 @@ describe("bench scenarios at a tiny size", () => {
     expect(r.status_429).toBe(0);
     expect(r.changes).toBe(10 + 2);
     expect(JSON.parse(r.requests_by_kind as string)).toEqual({ "GET /backends/weighted": 2, "GET /edges/https/:id": 2 });
+    // A plan targeted at one edge's modules reads that edge and lists no weighted backend.
+    expect(r.targeted_requests).toBe(1);
+    expect(r.targeted_requests_ratio).toBe(4);
     // The reference: the same 2 pages, then one GET per module of the 6 routes.
     expect(r.reference_requests).toBe(2 + 12);
-    expectTimes(r, ["wall_ms", "bound_ms", "latency_bound_ms", "command_ms", "reference_wall_ms"]);
+    expectTimes(r, ["wall_ms", "bound_ms", "latency_bound_ms", "command_ms", "reference_wall_ms", "targeted_wall_ms"]);
   }, 60_000);
 
   it("apply-write: one request per change, the reads before, and one list page to tell convergence", async () => {
