@@ -7,7 +7,7 @@
  */
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanSummary } from "../model/plan.js";
-import { PLAN_FORMAT_VERSION } from "../model/plan.js";
+import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
 import { matchedIds, resolveAllChildren, type Resolved } from "./children.js";
@@ -18,8 +18,8 @@ import { buildOutputs } from "./outputs.js";
 import { indexPlanInput, markerOf, ownedByStack, PlanProblems, type PlanIndex } from "./plan-index.js";
 import { findRenames } from "./renames.js";
 import { buildRisks, defaultMaxDeletes } from "./risks.js";
-import { buildRouteChanges, managedModuleCount, pairRoutes } from "./routes.js";
-import { applyScope, inScope, isScoped, type Scope } from "./scope.js";
+import { buildRouteChanges, managedModuleCount, pairRoutes, type RoutePair } from "./routes.js";
+import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./scope.js";
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 
 export interface PlanOptions {
@@ -72,6 +72,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const scope: Scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const targeted = isScoped(scope);
   const { changes, orphans: orphanList, warnings } = targeted ? applyScope(all, orphans.list, scope) : { changes: all, orphans: orphans.list, warnings: [] };
+  if (targeted) warnings.push(...unmatchedTargets(scope, knownAddresses(index, orphans.list, routePairs)));
 
   const stackObjects = index.live.filter((l) => ownedByStack(index, l.id)).length + managedModuleCount(routePairs);
   const maxDeletes = options.maxDeletes ?? defaultMaxDeletes(stackObjects);
@@ -126,6 +127,15 @@ function buildWeightedBackendChanges(
     if (orphans.deleting.has(o.live.id)) changes.push(buildWeightedBackendDelete(o.live, index.parsed.get(o.live.id), o.marker, o.address, names));
   }
   return changes;
+}
+
+/** Every address the plan knows: the manifests' weighted backends, the orphans, the managed modules of the routes. */
+function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: readonly RoutePair[]): string[] {
+  const addresses = [...index.desired.map((d) => weightedBackendAddress(d.name)), ...orphans.map((o) => o.address)];
+  for (const { desired: r } of pairs) {
+    for (const kind of ["saml", "circuit_breaker"] as const) if (r[kind].state !== "unmanaged") addresses.push(moduleAddress(r.edge, r.route, kind));
+  }
+  return addresses;
 }
 
 function summarise(changes: Change[], orphans: Orphan[]): PlanSummary {

@@ -6,7 +6,7 @@
  */
 import { EdgeplanError } from "../model/errors.js";
 import type { Change, Orphan } from "../model/plan.js";
-import { moduleAddress, weightedBackendAddress } from "../model/plan.js";
+import { moduleAddress } from "../model/plan.js";
 import type { DesiredEdgeRoute, DesiredState } from "../model/state.js";
 import { addressMatches, ADDRESS_KINDS } from "../model/syntax.js";
 
@@ -126,7 +126,13 @@ function pullInCreates(byAddress: ReadonlyMap<string, Change>, kept: Set<string>
   return warnings;
 }
 
-/** Addresses a weighted backend manifest has, for callers that scope by name. */
-export function weightedBackendInScope(scope: Scope, name: string): boolean {
-  return inScope(scope, weightedBackendAddress(name));
+/**
+ * A warning for each target that names none of `addresses` (what the manifests and the stack's objects are): most
+ * likely a typo, which would otherwise look like a plan with nothing to do. (Excludes are not checked: what they
+ * name is taken out before the plan sees it.)
+ */
+export function unmatchedTargets(scope: Scope, addresses: readonly string[]): string[] {
+  return scope.targets
+    .filter((t) => !addresses.some((a) => addressMatches(t, a)))
+    .map((t) => `--target ${t} names nothing in the manifests or among the stack's objects; check the address (a plan without --target shows them)`);
 }

@@ -51,6 +51,14 @@ describe("a scoped plan", () => {
     expect(p.summary.total).toBe(2);
   });
 
+  it("warns of a target that names nothing, as a typo would", () => {
+    const p = plan({ wbs: [parent, child] }, {}, { targets: ["weighted_backend.parnet"] });
+    expect(p.changes).toEqual([]);
+    expect(p.warnings).toEqual([
+      "--target weighted_backend.parnet names nothing in the manifests or among the stack's objects; check the address (a plan without --target shows them)",
+    ]);
+  });
+
   it("refuses to leave out a create that a target needs", () => {
     expect(() => plan({ wbs: [parent, child] }, {}, { targets: ["weighted_backend.parent"], excludes: ["weighted_backend.child"] })).toThrow(
       "weighted_backend.parent references weighted_backend.child by name, which does not exist yet and --exclude leaves out; remove that --exclude so that it is created first, or leave weighted_backend.parent out too",
