@@ -78,16 +78,7 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
  */
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
   const options = await withProjectFile(given, io);
-  const format = options.format ?? "text";
-  if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
-  const acks = parseAckRules(options.ack ?? []);
-  if (options.plan !== undefined && (options.target?.length || options.exclude?.length)) {
-    throw new EdgeplanError(`--target and --exclude cannot be combined with --plan: a saved plan applies the targets it was made with; make a targeted plan with: edgeplan plan --target ADDRESS --out FILE`);
-  }
-  if (options.refresh === true && options.plan === undefined) {
-    io.stderr("--refresh has an effect only with --plan FILE; planning from the manifests as usual\n");
-  }
-
+  const { format, acks } = checkApplyFlags(options, io);
   let diagnostics: Diagnostic[] = [];
   let desired: DesiredState | undefined;
   let saved: Plan | undefined;
@@ -101,36 +92,11 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
 
   const session = await openSession(options, io, desired);
   try {
-    // What to apply, and what the convergence check needs: from the manifests, the desired state, the live state
-    // read before and the plan options; from a saved plan, only the plan.
-    let plan: Plan;
-    let fromManifests: { desired: DesiredState; before: LiveState; planOptions: PlanOptions } | undefined;
-    if (saved) {
-      if (saved.stack !== session.stack) {
-        io.stderr(`the saved plan is for stack "${saved.stack}"; it is applied to that stack (not "${session.stack}")\n`);
-      }
-      plan = saved;
-      if (planHasChanges(saved)) {
-        const stale = await fetchStale(session.client, saved);
-        if (stale.length > 0) {
-          if (!options.refresh) throw buildStalePlanError(options.plan as string, stale);
-          io.stderr(
-            `the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`,
-          );
-          const loaded = await loadManifests(options.paths, io);
-          diagnostics = loaded.diagnostics;
-          const planOptions = refreshedPlanOptions(saved, options);
-          const { desired: scoped, live: before } = await fetchForPlan(session.client, loaded.desired, planOptions);
-          plan = buildPlan(scoped, before, planOptions);
-          fromManifests = { desired: scoped, before, planOptions };
-        }
-      }
-    } else {
-      const planOptions = planOptionsFrom(options, session.stack);
-      const { desired: scoped, live: before } = await fetchForPlan(session.client, desired as DesiredState, planOptions);
-      plan = buildPlan(scoped, before, planOptions);
-      fromManifests = { desired: scoped, before, planOptions };
-    }
+    const chosen = saved
+      ? await fromSavedPlan(saved, options, io, session)
+      : await planFromManifests(desired as DesiredState, planOptionsFrom(options, session.stack), session);
+    const { plan, fromManifests } = chosen;
+    if (chosen.diagnostics) diagnostics = chosen.diagnostics;
 
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     const hasChanges = planHasChanges(plan);
@@ -164,6 +130,60 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   } finally {
     await session.close();
   }
+}
+
+/** Checks the flags that need nothing read first: the format, the `--ack` rules, `--plan` beside a scope. */
+function checkApplyFlags(options: ApplyCommandOptions, io: CommandIO): { format: PlanFormat; acks: ReturnType<typeof parseAckRules> } {
+  const format = options.format ?? "text";
+  if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
+  const acks = parseAckRules(options.ack ?? []);
+  if (options.plan !== undefined && (options.target?.length || options.exclude?.length)) {
+    throw new EdgeplanError(
+      "--target and --exclude cannot be combined with --plan: a saved plan applies the targets it was made with; make a targeted plan with: edgeplan plan --target ADDRESS --out FILE",
+    );
+  }
+  if (options.refresh === true && options.plan === undefined) {
+    io.stderr("--refresh has an effect only with --plan FILE; planning from the manifests as usual\n");
+  }
+  return { format, acks };
+}
+
+/** From manifests, what the convergence check needs besides the plan: the desired state, the live state read before and the plan options. */
+interface FromManifests {
+  desired: DesiredState;
+  before: LiveState;
+  planOptions: PlanOptions;
+}
+
+/** What apply runs; `fromManifests` when it was planned from manifests (not a saved plan applied as it is). */
+interface ToApply {
+  plan: Plan;
+  fromManifests?: FromManifests;
+  /** The diagnostics of manifests loaded to plan again (`--refresh`). */
+  diagnostics?: Diagnostic[];
+}
+
+/** Reads the live side the options' scope reaches and plans. */
+async function planFromManifests(desired: DesiredState, planOptions: PlanOptions, session: Session): Promise<ToApply> {
+  const { desired: scoped, live: before } = await fetchForPlan(session.client, desired, planOptions);
+  return { plan: buildPlan(scoped, before, planOptions), fromManifests: { desired: scoped, before, planOptions } };
+}
+
+/**
+ * A saved plan, checked for staleness: applied as it is when nothing it touches changed since; when something did,
+ * refused (StalePlanError naming each object), or with `--refresh` planned again from the manifests.
+ */
+async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: CommandIO, session: Session): Promise<ToApply> {
+  if (saved.stack !== session.stack) {
+    io.stderr(`the saved plan is for stack "${saved.stack}"; it is applied to that stack (not "${session.stack}")\n`);
+  }
+  if (!planHasChanges(saved)) return { plan: saved };
+  const stale = await fetchStale(session.client, saved);
+  if (stale.length === 0) return { plan: saved };
+  if (!options.refresh) throw buildStalePlanError(options.plan as string, stale);
+  io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
+  const loaded = await loadManifests(options.paths, io);
+  return { ...(await planFromManifests(loaded.desired, refreshedPlanOptions(saved, options), session)), diagnostics: loaded.diagnostics };
 }
 
 /**
@@ -288,7 +308,7 @@ async function checkConvergence(
   plan: Plan,
   outcome: ApplyOutcome,
   session: Session,
-  fromManifests: { desired: DesiredState; before: LiveState; planOptions: PlanOptions } | undefined,
+  fromManifests: FromManifests | undefined,
 ): Promise<{ convergence: Convergence; outputs: SamlOutput[] }> {
   try {
     if (fromManifests) {
