@@ -9,9 +9,12 @@
 import { jsonEqual as equal } from "../model/json-equal.js";
 import type { JsonValue, ModuleKind, ModuleSettings } from "../model/plan.js";
 import { MARKER_KEY } from "../model/state.js";
+import { WEIGHTED_BACKEND_FIELDS } from "../model/wire.js";
 import { moduleSpec } from "./module.js";
 
-const WEIGHTED_BACKEND_FIELDS = ["description", "metadata", "backends"] as const;
+type WeightedBackendField = (typeof WEIGHTED_BACKEND_FIELDS)[number];
+/** The fields whose keys can be ignored one by one (`metadata.KEY`, `backends.CHILD`). */
+const KEYED_FIELDS: readonly WeightedBackendField[] = ["metadata", "backends"];
 const MODULE_KINDS: readonly ModuleKind[] = ["saml", "circuit_breaker"];
 
 /** Fields of a manifest that are never ignorable, with why. */
@@ -25,10 +28,9 @@ const NEVER: Record<string, string> = {
 /** Why an entry of a WeightedBackend's `ignore_changes` is not valid, or undefined when it is. */
 export function checkWeightedBackendIgnore(path: string): string | undefined {
   if (NEVER[path] !== undefined) return `${path} cannot be ignored: ${NEVER[path]}`;
-  const [field, ...rest] = path.split(".");
-  const key = rest.join(".");
-  if (field === "description" && rest.length === 0) return undefined;
-  if ((field === "metadata" || field === "backends") && (rest.length === 0 || key !== "")) return undefined;
+  const [field, ...rest] = path.split(".") as [WeightedBackendField, ...string[]];
+  if (WEIGHTED_BACKEND_FIELDS.includes(field) && rest.length === 0) return undefined;
+  if (KEYED_FIELDS.includes(field) && rest.join(".") !== "") return undefined;
   return `${JSON.stringify(path)} cannot be ignored; a WeightedBackend ignores description, metadata, metadata.KEY, backends or backends.CHILD`;
 }
 
@@ -65,7 +67,7 @@ export function applyWeightedBackendIgnore(
   const value: WeightedBackendFields = { description: desired.description, metadata: { ...desired.metadata }, backends: { ...desired.backends } };
   const ignored: string[] = [];
   for (const path of ignore) {
-    const [field, ...rest] = path.split(".") as [(typeof WEIGHTED_BACKEND_FIELDS)[number], ...string[]];
+    const [field, ...rest] = path.split(".") as [WeightedBackendField, ...string[]];
     if (rest.length === 0) {
       if (!equal(value[field] as JsonValue, live[field] as JsonValue)) ignored.push(path);
       if (field === "description") value.description = live.description;
