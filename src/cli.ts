@@ -72,7 +72,7 @@ const SCOPE_OPTIONS: readonly OptionSpec[] = [
   { flags: "--exclude <address>", description: "leave this address out (repeatable; * matches within one segment)", repeat: true },
 ];
 
-const FORMAT_CHOICES = ["text", "json", "markdown"] as const;
+const FORMAT_CHOICES = ["text", "json", "markdown", "html"] as const;
 
 /** What plan and apply share: how the plan is made and shown. */
 const PLAN_OPTIONS: readonly OptionSpec[] = [
@@ -86,6 +86,7 @@ const PLAN_OPTIONS: readonly OptionSpec[] = [
 const PLAN_ONLY_OPTIONS: readonly OptionSpec[] = [
   { flags: "--format <format>", description: "output format", choices: FORMAT_CHOICES, default: "text" },
   { flags: "--out <file>", description: "save the plan (JSON) for `apply --plan`" },
+  { flags: "--html <file>", description: "also write the plan as a self-contained HTML page to this file" },
   { flags: "--detailed-exitcode", description: "exit 2 when there are changes (0: none, 1: error)", default: false },
 ];
 
@@ -96,6 +97,8 @@ const APPLY_ONLY_OPTIONS: readonly OptionSpec[] = [
   { flags: "--force", description: "acknowledge every risk", default: false },
   { flags: "--refresh", description: "with --plan: when the saved plan is stale, plan again from the manifests and apply that", default: false },
   { flags: "--format <format>", description: "how the plan and the report are shown", choices: FORMAT_CHOICES, default: "text" },
+  { flags: "--html <file>", description: "also write the report (with the plan) as a self-contained HTML page to this file" },
+  { flags: "--quiet", description: "no progress on stderr while the changes run", default: false },
 ];
 
 const EXPORT_OPTIONS: readonly OptionSpec[] = [

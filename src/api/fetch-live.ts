@@ -10,6 +10,7 @@ import type { ApiClient, ModuleKind } from "./client.js";
 import { RouteNotFoundError, type MissingRoute } from "./errors.js";
 import { buildLiveState } from "./live-state.js";
 import { compareText } from "../model/canonical.js";
+import { readsByListing } from "../model/reads.js";
 
 /** The modules of one route to read. */
 export interface RouteRead {
@@ -33,6 +34,14 @@ interface RouteModules {
 
 /** Whether a client's server answered the edge read; learnt once per client, so later reads skip the probe. */
 const edgeReadSupport = new WeakMap<ApiClient, boolean>();
+
+/**
+ * Whether the modules of a route are read with one read of its edge (true) or one GET per module (false), as this
+ * client learnt from its server; undefined before any module was read.
+ */
+export function edgeReadsOffered(client: ApiClient): boolean | undefined {
+  return edgeReadSupport.get(client);
+}
 
 /**
  * Reads the live state the plan of `desired` needs: every weighted backend of the account (the plan looks for owner
@@ -65,9 +74,6 @@ export interface FetchTouchedOptions {
   accountWeightedBackends?: number;
 }
 
-/** Weighted backends per list page. */
-const PAGE_SIZE = 100;
-
 /**
  * Reads again only the given objects (a saved plan's staleness check, the convergence check after apply): the
  * weighted backends by id, or by listing them all when `options.accountWeightedBackends` says that takes fewer
@@ -83,11 +89,9 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
     byRoute.set(key, read);
   }
   const ids = [...new Set(touched.weightedBackendIds)];
-  const known = options.accountWeightedBackends;
-  const listPages = known === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.ceil(known / PAGE_SIZE));
   const readWeightedBackends = async (): Promise<WeightedBackend[]> => {
     if (ids.length === 0) return [];
-    if (listPages < ids.length) {
+    if (readsByListing(ids.length, options.accountWeightedBackends)) {
       const wanted = new Set(ids);
       return (await client.listWeightedBackends()).filter((wb) => wanted.has(wb.id));
     }

@@ -10,7 +10,8 @@ import { resolveWeightedBackendBody } from "../kinds/weighted-backend.js";
 import { ApiError, InternalError } from "../model/errors.js";
 import type { Change, ModuleChange, WeightedBackendChange } from "../model/plan.js";
 import { applyCreate } from "./create.js";
-import { ApplySchedule, type ChangeStatus } from "./schedule.js";
+import type { ApplyOutcome, ChangeResult } from "../model/apply-report.js";
+import { ApplySchedule } from "./schedule.js";
 
 export interface ApplyOptions {
   /** The stack of the plan: the owner marker a lost create is looked for by. */
@@ -21,37 +22,10 @@ export interface ApplyOptions {
   signal?: AbortSignal;
   /** One line per event (`weighted_backend.checkout: created bkdwd_... (120 ms)`), without a newline. */
   onProgress?: (line: string) => void;
+  /** Called as each change ends: done, failed, or skipped because a change it depends on failed. */
+  onResult?: (result: ChangeResult) => void;
   /** POSTs of one create at most, each sent only after a listing showed the previous one did not happen (default 4). */
   createAttempts?: number;
-}
-
-/** What happened to one change. */
-export interface ChangeResult {
-  address: string;
-  kind: Change["kind"];
-  action: Change["action"];
-  status: Exclude<ChangeStatus, "pending" | "running">;
-  /** The object's id: the planned one, or the id a create answered (or found by its marker); null for modules. */
-  id: string | null;
-  /** Time the change took, in ms; null when it did not run. */
-  ms: number | null;
-  /**
-   * Done: what was done (`created bkdwd_...`). Failed: the error, with the manifest position for a 400 on a write.
-   * Skipped: which failed change it waited for. Not started: why.
-   */
-  message: string;
-  /** The API error of a failed change. */
-  error?: ApiError;
-}
-
-export interface ApplyOutcome {
-  /** One result per change, in the plan's order. */
-  results: ChangeResult[];
-  /** The id of every weighted backend the run created, by address. */
-  createdIds: Record<string, string>;
-  /** True when the signal stopped the run before every change had started. */
-  interrupted: boolean;
-  counts: { done: number; failed: number; skipped: number; not_started: number };
 }
 
 const DEFAULT_CREATE_ATTEMPTS = 4;
@@ -85,6 +59,10 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
   const progress = options.onProgress ?? (() => undefined);
   const createdIds = new Map<string, string>();
   const results = new Map<string, ChangeResult>();
+  const record = (result: ChangeResult): void => {
+    results.set(result.address, result);
+    options.onResult?.(result);
+  };
   const inFlight = new Set<Promise<void>>();
   const aborted = (): boolean => options.signal?.aborted === true;
 
@@ -96,21 +74,21 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
       if (change.kind === "weighted_backend" && change.action === "create") createdIds.set(change.address, id as string);
       schedule.succeed(change.address);
       const message = `${doneVerb(change)}${id !== null ? ` ${id}` : ""}`;
-      results.set(change.address, { ...base(change), status: "done", id, ms, message });
       progress(`${change.address}: ${message} (${ms} ms)`);
+      record({ ...base(change), status: "done", id, ms, message });
     } catch (err) {
       const ms = Math.round(performance.now() - started);
       const message = failureMessage(change, err);
       const skipped = schedule.fail(change.address);
       const result: ChangeResult = { ...base(change), status: "failed", id: change.kind === "weighted_backend" ? change.id : null, ms, message };
       if (err instanceof ApiError) result.error = err;
-      results.set(change.address, result);
       progress(`${change.address}: failed after ${ms} ms: ${message}`);
+      record(result);
       for (const address of skipped) {
         const message = `depends on ${change.address}, which failed`;
         const c = schedule.change(address);
-        results.set(address, { ...base(c), status: "skipped", id: c.kind === "weighted_backend" ? c.id : null, ms: null, message });
         progress(`${address}: skipped: depends on ${change.address}, which failed`);
+        record({ ...base(c), status: "skipped", id: c.kind === "weighted_backend" ? c.id : null, ms: null, message });
       }
     }
   };

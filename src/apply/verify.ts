@@ -16,25 +16,8 @@ import { buildLiveValue, sortedBackends } from "../kinds/weighted-backend.js";
 import type { Change, Plan, SamlOutput, WeightedBackendChange } from "../model/plan.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import { phraseOf } from "../render/common.js";
-import type { ApplyOutcome } from "./engine.js";
+import type { ApplyOutcome, Convergence, Remaining } from "../model/apply-report.js";
 import { compareText } from "../model/canonical.js";
-
-/** One object that does not hold what the manifests (or the saved plan) say, after the run. */
-export interface Remaining {
-  address: string;
-  /** Words that follow the address: `will be created`, `still differs from the plan`. */
-  reason: string;
-}
-
-/** The convergence check's verdict. */
-export interface Convergence {
-  /** False when the check could not run (the run was interrupted, or the reads failed); see `error`. */
-  checked: boolean;
-  converged: boolean;
-  remaining: Remaining[];
-  /** Why the check did not run, or what went wrong while it ran. */
-  error?: string;
-}
 
 /**
  * What to read again after the run: the weighted backends the run touched (the planned ids, and the ids the creates

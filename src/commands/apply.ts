@@ -14,8 +14,9 @@ import { resolve } from "node:path";
 import { fetchTouched } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
-import { applyPlan, type ApplyOutcome } from "../apply/engine.js";
-import { buildApplyHeadline, buildConvergenceLine, renderApplyJson, renderApplyMarkdown, renderApplyText, type ApplyReport } from "../apply/report.js";
+import { applyPlan } from "../apply/engine.js";
+import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
+import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { fetchStale, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError } from "../apply/stale.js";
 import {
@@ -24,14 +25,16 @@ import {
   buildOutputsFromLive,
   buildTouchedAfterRun,
   mergeLive,
-  type Convergence,
 } from "../apply/verify.js";
+import { buildEstimate } from "../core/estimate.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import type { CommandIO } from "./io.js";
-import { fetchForPlan, PLAN_FORMATS, planOptionsFrom, renderPlan, useColor, type PlanFlags, type PlanFormat } from "./plan.js";
+import { showPlan, showPlanPage, showReport } from "./apply-show.js";
+import { estimateOptionsOf, fetchForPlan, PLAN_FORMATS, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
+import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 
@@ -48,8 +51,15 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   force?: boolean;
   /** With `--plan`: when the saved plan is stale, plan again from the manifests (and show, ask, check risks as usual). */
   refresh?: boolean;
-  /** How the plan (and the report after it) is shown on stdout. */
+  /**
+   * How the plan (and the report after it) is shown on stdout. With `html`, stdout is one page written at the end
+   * (the report and the plan, or the plan alone when nothing ran) and the plan goes to stderr as text.
+   */
   format?: PlanFormat;
+  /** Also write the report (or the plan, when nothing ran) as an HTML page to this file. */
+  html?: string;
+  /** No progress on stderr while the changes run (the report on stdout is unchanged). */
+  quiet?: boolean;
   /**
    * Aborting it stops the run as Ctrl-C does. When absent, the command handles SIGINT and SIGTERM itself while the
    * changes run (a second signal ends the process at once).
@@ -98,20 +108,19 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     const { plan, fromManifests } = chosen;
     if (chosen.diagnostics) diagnostics = chosen.diagnostics;
 
-    io.stdout(renderPlan(plan, format, useColor(options, io)));
+    showPlan(plan, format, options, io);
     const hasChanges = planHasChanges(plan);
     const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, hasChanges };
     if (!hasChanges) {
+      await showPlanPage(plan, format, options, io);
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
     }
-
-    const risks = unacknowledgedRisks(plan, acks, options.force === true);
-    if (risks.length > 0) throw buildRiskRefusal(risks);
-    if (options.autoApprove !== true) {
-      if (!io.stdinIsTTY) throw buildNoTerminalRefusal();
-      const answer = await io.prompt(APPROVAL_QUESTION);
-      if (answer.trim() !== "yes") throw buildDeclinedRefusal(answer);
+    try {
+      await approve(plan, acks, options, io);
+    } catch (err) {
+      await showPlanPage(plan, format, options, io);
+      throw err;
     }
 
     const { outcome, interruptedBy } = await runChanges(plan, session, options, io);
@@ -122,7 +131,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: fromManifests ? "manifests" : "plan" };
     if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
     if (plan.targeted) report.targeted = true;
-    io.stdout(format === "json" ? renderApplyJson(report) : format === "markdown" ? `\n${renderApplyMarkdown(report)}` : renderApplyText(report));
+    await showReport(report, plan, format, options, io);
     result.summaryMarkdown = renderApplyMarkdown(report);
     result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
     result.exitCode = exitCodeOf(outcome, convergence, interruptedBy);
@@ -130,6 +139,16 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   } finally {
     await session.close();
   }
+}
+
+/** Every risk acknowledged, then a person's `yes` (or `--auto-approve`); throws the refusal otherwise. */
+async function approve(plan: Plan, acks: ReturnType<typeof parseAckRules>, options: ApplyCommandOptions, io: CommandIO): Promise<void> {
+  const risks = unacknowledgedRisks(plan, acks, options.force === true);
+  if (risks.length > 0) throw buildRiskRefusal(risks);
+  if (options.autoApprove === true) return;
+  if (!io.stdinIsTTY) throw buildNoTerminalRefusal();
+  const answer = await io.prompt(APPROVAL_QUESTION);
+  if (answer.trim() !== "yes") throw buildDeclinedRefusal(answer);
 }
 
 /** Checks the flags that need nothing read first: the format, the `--ack` rules, `--plan` beside a scope. */
@@ -166,7 +185,8 @@ interface ToApply {
 /** Reads the live side the options' scope reaches and plans. */
 async function planFromManifests(desired: DesiredState, planOptions: PlanOptions, session: Session): Promise<ToApply> {
   const { desired: scoped, live: before } = await fetchForPlan(session.client, desired, planOptions);
-  return { plan: buildPlan(scoped, before, planOptions), fromManifests: { desired: scoped, before, planOptions } };
+  const plan = buildPlan(scoped, before, { ...planOptions, ...estimateOptionsOf(session) });
+  return { plan, fromManifests: { desired: scoped, before, planOptions } };
 }
 
 /**
@@ -179,7 +199,8 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
   }
   if (!planHasChanges(saved)) return { plan: saved };
   const stale = await fetchStale(session.client, saved);
-  if (stale.length === 0) return { plan: saved };
+  // The check after a saved plan reads by id, and the outputs' modules too: the estimate follows that.
+  if (stale.length === 0) return { plan: { ...saved, estimate: buildEstimate(saved, { ...estimateOptionsOf(session), outputRoutes: true }) } };
   if (!options.refresh) throw buildStalePlanError(options.plan as string, stale);
   io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
   const loaded = await loadManifests(options.paths, io);
@@ -215,7 +236,7 @@ function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOp
   return planOptions;
 }
 
-/** Runs the plan's changes with progress on stderr; SIGINT/SIGTERM (or `options.signal`) stop it gracefully. */
+/** Runs the plan's changes with progress on stderr (none with `--quiet`); SIGINT/SIGTERM (or `options.signal`) stop it gracefully. */
 async function runChanges(
   plan: Plan,
   session: Session,
@@ -224,17 +245,19 @@ async function runChanges(
 ): Promise<{ outcome: ApplyOutcome; interruptedBy: string | undefined }> {
   const { concurrency } = session;
   const stop = wireStop(io, options.signal);
+  const n = plan.changes.length;
+  if (options.quiet !== true) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
+  const progress = options.quiet === true ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client });
   try {
-    const n = plan.changes.length;
-    io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
     const outcome = await applyPlan(plan.changes, session.client, {
       stack: plan.stack,
       concurrency,
       signal: stop.signal,
-      onProgress: (line) => io.stderr(`${line}\n`),
+      ...(progress ? { onProgress: (line: string) => progress.line(line), onResult: (r: ChangeResult) => progress.result(r) } : {}),
     });
     return { outcome, interruptedBy: stop.by() };
   } finally {
+    progress?.stop();
     stop.dispose();
   }
 }

@@ -13,6 +13,8 @@ export interface CommandIO {
   cwd: string;
   stdoutIsTTY: boolean;
   stdinIsTTY: boolean;
+  /** The terminal stderr writes to, when it is one (the live progress line of apply draws on it). */
+  stderrTerminal?: NodeJS.WriteStream;
   /** Asks a question on the terminal and returns the answer (only called when stdinIsTTY). */
   prompt(question: string): Promise<string>;
 }
@@ -26,6 +28,7 @@ export function processIO(): CommandIO {
     cwd: process.cwd(),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stdinIsTTY: Boolean(process.stdin.isTTY),
+    ...(process.stderr.isTTY ? { stderrTerminal: process.stderr } : {}),
     prompt: async (question) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
       try {

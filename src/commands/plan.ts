@@ -5,24 +5,25 @@
  */
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { fetchLive } from "../api/fetch-live.js";
+import { edgeReadsOffered, fetchLive } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import { renderJson } from "../render/json.js";
+import { renderHtml } from "../render/html.js";
 import { renderMarkdown } from "../render/markdown.js";
 import { renderText } from "../render/text.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
-import { loadManifests, openSession } from "./session.js";
+import { loadManifests, openSession, type Session } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
 import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 
-export type PlanFormat = "text" | "json" | "markdown";
-export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown"];
+export type PlanFormat = "text" | "json" | "markdown" | "html";
+export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown", "html"];
 
 export interface PlanFlags {
   /** `--target` address patterns (repeatable). */
@@ -38,6 +39,8 @@ export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
   paths: string[];
   format?: PlanFormat;
   out?: string;
+  /** Also write the plan as an HTML page to this file, whatever `format` prints. */
+  html?: string;
   detailedExitcode?: boolean;
 }
 
@@ -83,6 +86,14 @@ export async function fetchForPlan(client: ApiClient, desired: DesiredState, opt
   return { desired: scoped, live };
 }
 
+/**
+ * What the plan's estimate follows: the session's rate limit and concurrency, and whether its server reads modules
+ * by edge (known once the live side was read).
+ */
+export function estimateOptionsOf(session: Session): Required<Pick<PlanOptions, "budget" | "edgeReads">> {
+  return { budget: session.budget, edgeReads: edgeReadsOffered(session.client) !== false };
+}
+
 /** Whether text output may carry ANSI colours: a terminal, no NO_COLOR, no --no-color. */
 export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
   return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
@@ -92,6 +103,7 @@ export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
 export function renderPlan(plan: Plan, format: PlanFormat, color: boolean): string {
   if (format === "json") return renderJson(plan);
   if (format === "markdown") return renderMarkdown(plan);
+  if (format === "html") return renderHtml(plan);
   return renderText(plan, { color });
 }
 
@@ -100,6 +112,12 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
   const tmp = `${path}.${process.pid}.tmp`;
   await writeFile(tmp, text, { mode: 0o644 });
   await rename(tmp, path);
+}
+
+/** Writes an HTML page to `--html FILE` (atomically) and says so on stderr. */
+export async function writeHtmlFile(io: CommandIO, file: string, page: string, what: string): Promise<void> {
+  await writeFileAtomic(resolve(io.cwd, file), page);
+  io.stderr(`${what} written to ${file} (HTML; open it in a browser)\n`);
 }
 
 /** Runs `plan`. Manifest errors and API errors are thrown (the CLI prints them and exits 1). */
@@ -112,12 +130,13 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   try {
     const planOptions = planOptionsFrom(options, session.stack);
     const { desired, live } = await fetchForPlan(session.client, loaded.desired, planOptions);
-    const plan = buildPlan(desired, live, planOptions);
+    const plan = buildPlan(desired, live, { ...planOptions, ...estimateOptionsOf(session) });
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     if (options.out) {
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson(plan));
       io.stderr(`plan saved to ${options.out}; apply it with: edgeplan apply --plan ${options.out}\n`);
     }
+    if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");
     const hasChanges = planHasChanges(plan);
     return {
       exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,

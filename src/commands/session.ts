@@ -6,7 +6,8 @@
 import { mkdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { createClient, type ApiClient } from "../api/client.js";
-import { clientOptionsFrom, type CommonCliOptions } from "../api/options.js";
+import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
+import type { ApplyBudget } from "../core/estimate.js";
 import { loadDesired, type LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
@@ -43,6 +44,8 @@ export interface Session {
   stack: string;
   /** Requests in flight at once (`--concurrency`), as the client was given them. */
   concurrency: number;
+  /** The client's rate limit and concurrency, which the plan's estimate follows. */
+  budget: ApplyBudget;
   /** Closes the client, and the embedded server of `--local`. */
   close(): Promise<void>;
 }
@@ -57,7 +60,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   if (!options.local) {
     const clientOptions = await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv);
     const client = createClient(clientOptions);
-    return { client, stack, concurrency: clientOptions.concurrency, close: () => client.close() };
+    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), close: () => client.close() };
   }
 
   const { startServer, loadFixturesFile, accountForKey } = await import("../server/index.js");
@@ -90,6 +93,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
       client,
       stack,
       concurrency: clientOptions.concurrency,
+      budget: budgetOf(clientOptions),
       close: async () => {
         await client.close();
         await server.close();
@@ -99,6 +103,10 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     await server.close();
     throw err;
   }
+}
+
+function budgetOf(options: ClientOptions): ApplyBudget {
+  return { rateLimit: options.rateLimit, concurrency: options.concurrency };
 }
 
 type LocalStore = Awaited<ReturnType<typeof import("../server/index.js").startServer>>["store"];

@@ -17,6 +17,7 @@ import { planOrphans, type Orphans } from "./orphans.js";
 import { buildOutputs } from "./outputs.js";
 import { indexPlanInput, markerOf, ownedByStack, PlanProblems, type PlanIndex } from "./plan-index.js";
 import { findRenames } from "./renames.js";
+import { buildEstimate, DEFAULT_BUDGET, type ApplyBudget } from "./estimate.js";
 import { buildRisks, defaultMaxDeletes } from "./risks.js";
 import { buildRouteChanges, managedModuleCount, pairRoutes, type RoutePair } from "./routes.js";
 import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./scope.js";
@@ -37,6 +38,10 @@ export interface PlanOptions {
   targets?: string[];
   /** `--exclude` address patterns: their changes are left out. */
   excludes?: string[];
+  /** The client's rate limit and concurrency, which the estimate's time follows (default: DEFAULT_BUDGET). */
+  budget?: ApplyBudget;
+  /** Whether the server reads a route's modules with one read of its edge (default true; see `fetchLive`). */
+  edgeReads?: boolean;
 }
 
 export const DEFAULT_MAX_SHIFT = 50;
@@ -76,6 +81,11 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
 
   const stackObjects = index.live.filter((l) => ownedByStack(index, l.id)).length + managedModuleCount(routePairs);
   const maxDeletes = options.maxDeletes ?? defaultMaxDeletes(stackObjects);
+  const outputs = buildOutputs(routePairs);
+  const estimate = buildEstimate(
+    { changes, outputs },
+    { budget: options.budget ?? DEFAULT_BUDGET, accountWeightedBackends: live.weightedBackends.length, edgeReads: options.edgeReads ?? true, outputRoutes: false },
+  );
   return {
     format_version: PLAN_FORMAT_VERSION,
     stack: options.stack,
@@ -85,9 +95,10 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     risks: buildRisks(changes, { maxShift: options.maxShift, maxDeletes }),
     changes,
     orphans: orphanList,
-    outputs: buildOutputs(routePairs),
+    outputs,
     warnings: [...problems.warnings, ...warnings],
     ignored: ignored.sorted((address) => inScope(scope, address)),
+    estimate,
   };
 }
 

@@ -152,6 +152,16 @@ export const PlanSchema = z.object({
     .array(z.object({ address: z.string(), path: z.string(), source: sourceText.nullable() }))
     .default([])
     .describe("fields that differ and that ignore_changes leaves as they are live"),
+  estimate: z
+    .object({
+      requests: count.describe("requests apply sends from its first write to its last convergence read, when nothing fails"),
+      writes: count.describe("one per change"),
+      reads: count.describe("reads after the writes that check convergence"),
+      seconds: count.describe("about how long those requests take under the rate limit and concurrency"),
+      rate_limit: z.string().nullable().describe("the client's request budget, N/DURATION; null when off"),
+      concurrency: z.number().int().min(1),
+    })
+    .describe("what applying this plan costs when nothing fails"),
 }).meta({
   title: "edgeplan plan",
   description: "A plan of edgeplan (format_version 1): `edgeplan plan --format json`, `plan --out FILE`, read by `apply --plan FILE`.",

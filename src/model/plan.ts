@@ -188,6 +188,23 @@ export interface IgnoredDifference {
   source: string | null;
 }
 
+/**
+ * What applying the plan costs, when nothing fails: `requests` is exactly what `apply` sends from its first write to
+ * its last convergence read (`writes`, one per change, plus `reads`, the reads that check convergence); the reads
+ * that make the plan are not counted. `seconds` is the time those requests take under the rate limit and
+ * concurrency in force (src/core/estimate.ts says how).
+ */
+export interface Estimate {
+  requests: number;
+  writes: number;
+  reads: number;
+  seconds: number;
+  /** The client's request budget the time follows (`120/60s`), or null when there is none (`--rate-limit off`). */
+  rate_limit: string | null;
+  /** Requests in flight at once (`--concurrency`). */
+  concurrency: number;
+}
+
 export interface Plan {
   format_version: typeof PLAN_FORMAT_VERSION;
   stack: string;
@@ -213,6 +230,7 @@ export interface Plan {
   warnings: string[];
   /** Fields that differ and that `ignore_changes` leaves as they are live, sorted by address then path. */
   ignored: IgnoredDifference[];
+  estimate: Estimate;
 }
 
 /** Address of a weighted backend. */

@@ -67,6 +67,11 @@ export function parseRateLimit(value: string, flag = "--rate-limit"): RateLimit 
   return { count, windowMs };
 }
 
+/** `120/60s`: a rate limit written as `parseRateLimit` reads it (whole seconds when the window is, else milliseconds). */
+export function formatRateLimit(rl: RateLimit): string {
+  return rl.windowMs % 1000 === 0 ? `${rl.count}/${rl.windowMs / 1000}s` : `${rl.count}/${rl.windowMs}ms`;
+}
+
 /** A latency: `MS` or `MIN-MAX` whole milliseconds with MIN <= MAX. */
 export function parseLatency(flag: string, value: string): [number, number] {
   const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(value);

@@ -2,7 +2,7 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, JsonValue, Plan, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, JsonValue, Plan, WeightChange } from "../model/plan.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -98,6 +98,25 @@ export function summaryLine(plan: Plan): string {
   if (s.module_replace) parts.push(`${s.module_replace} ${s.module_replace === 1 ? "module" : "modules"} to replace`);
   if (s.module_delete) parts.push(`${s.module_delete} ${s.module_delete === 1 ? "module" : "modules"} to delete`);
   return `Plan: ${parts.join(", ")}.`;
+}
+
+/** `about 40 s`, `about 16 min`, `about 2 h 5 min`. */
+export function durationText(seconds: number): string {
+  if (seconds < 90) return `about ${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  return minutes < 120 ? `about ${minutes} min` : `about ${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/**
+ * `apply will send 12 requests (10 writes, 2 reads to check convergence); at 120/60s and 4 at once, that is about
+ * 1 s.`: what the
+ * estimate says, in one sentence.
+ */
+export function estimateLine(e: Estimate): string {
+  const n = (count: number, one: string, many: string): string => `${count} ${count === 1 ? one : many}`;
+  const what = `apply will send ${n(e.requests, "request", "requests")} (${n(e.writes, "write", "writes")}, ${n(e.reads, "read", "reads")} to check convergence)`;
+  const pace = `${e.rate_limit !== null ? `at ${e.rate_limit}` : "with no rate limit"} and ${e.concurrency} at once,`;
+  return `${what}; ${pace} that is ${durationText(e.seconds)}.`;
 }
 
 /** Field labels of the outputs, in the order a person fills them into an IdP. */

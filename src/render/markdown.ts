@@ -1,14 +1,17 @@
 /**
- * The plan as Markdown for a pull-request comment or a job summary: the summary line, risks first, a table of the
- * changes, orphans, outputs, then the details of each change in a `<details>` block. Kept under `maxChars` (GitHub
- * refuses longer comments) by cutting details first, and only for very large plans rows of the tables too; never the
- * summary or the risks. Every cut is said in the comment. Reads the Plan only. Pure.
+ * The plan as Markdown for a pull-request comment or a job summary: the summary line and the request estimate, risks
+ * first, a table of the changes, a traffic diagram (Mermaid) of each split that moves, orphans, outputs, then the
+ * details of each change in a `<details>` block. Kept under `maxChars` (GitHub refuses longer comments) by dropping
+ * the diagrams first, then details, and only for very large plans rows of the tables too; never the summary or the
+ * risks. Every cut is said in the comment. Reads the Plan only. Pure.
  */
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
+import { renderMermaid, trafficChanges } from "./mermaid.js";
 import {
   childLabel,
   IGNORED_HEADING,
   ignoredOfUnchanged,
+  estimateLine,
   NO_CHANGES,
   OUTPUT_FIELDS,
   outputText,
@@ -29,16 +32,23 @@ export interface MarkdownOptions {
 
 export const DEFAULT_MARKDOWN_MAX_CHARS = 60_000;
 
-/** Inline code that survives backticks in the text. */
-export function code(text: string): string {
+/** Inline code that survives backticks and line breaks in the text (a line break would end a table row, or start a fence). */
+export function code(value: string): string {
+  const text = value.replace(/\r?\n/g, " ");
   const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
   const fence = "`".repeat(longest + 1);
   return longest > 0 ? `${fence} ${text} ${fence}` : `${fence}${text}${fence}`;
 }
 
-/** Text safe inside a table cell. */
+/** Text safe inside a table cell or a line of Markdown: no pipe, line break or HTML tag of a value gets through. */
 export function cell(text: string): string {
-  return text.replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/\\/g, "\\\\")
+    .replace(/\|/g, "\\|")
+    .replace(/\r?\n/g, " ");
 }
 
 function html(text: string): string {
@@ -59,6 +69,10 @@ interface Section {
   items: string[];
   /** What the cut note calls an item: `changes`, `orphans`... */
   noun: string;
+  /** Where the items cut can be found. */
+  elsewhere?: string;
+  /** Shown only when every other part is shown whole: the first thing dropped. */
+  dropFirst?: boolean;
 }
 
 /** The longest cut note, kept free for each section so that the notes never push the comment over maxChars. */
@@ -67,7 +81,8 @@ const NOTE_ROOM = 240;
 /**
  * Renders the plan as Markdown, ending with a newline, at most `maxChars` long. The heading, the summary line, the
  * risks and the warnings are never cut; when the rest does not fit, items are cut from the end of each part in this
- * order of importance: the table of changes, the outputs, the orphans, the details; each cut is said in a note.
+ * order of importance: the table of changes, the outputs, the orphans, the details, the traffic diagrams (so these
+ * go first); each cut is said in a note.
  * Only a summary and risks longer than `maxChars` by themselves make a longer comment.
  */
 export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
@@ -78,6 +93,7 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
   const targeted = targetedLine(plan);
   if (targeted !== null) head.push(`> **${cell(targeted)}**`, "");
   head.push(plan.changes.length === 0 ? `**${NO_CHANGES}**` : `**${summaryLine(plan)}**`);
+  if (plan.changes.length > 0) head.push("", cell(estimateLine(plan.estimate)));
   if (plan.risks.length > 0) {
     head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
     for (const risk of plan.risks) head.push(`- **${code(risk.rule)}**: ${cell(risk.message)}`);
@@ -115,16 +131,25 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     noun: "ignored differences",
   };
   const details: Section = { head: "\n#### Details\n", items: plan.changes.map(renderDetails), noun: "change details" };
+  const traffic: Section = {
+    head: "\n#### Traffic\n",
+    // A line never starts with a code span: one of a name holding ``` would open a fence.
+    items: trafficChanges(plan.changes).map((c) => `\nSplit of ${code(c.address)}:\n\n${fenced("mermaid", renderMermaid(c))}\n`),
+    noun: "traffic diagrams",
+    elsewhere: "`edgeplan plan --format html` draws every split",
+    dropFirst: true,
+  };
 
-  // Fill the room left in order of importance; notes have room kept for them.
-  const display = [changes, orphans, ignored, outputs, details].filter((sec) => sec.items.length > 0);
-  const priority = [changes, outputs, orphans, ignored, details].filter((sec) => sec.items.length > 0);
+  // Fill the room left in order of importance (diagrams last, so they are dropped first); notes have room kept.
+  const display = [changes, traffic, orphans, ignored, outputs, details].filter((sec) => sec.items.length > 0);
+  const priority = [changes, outputs, orphans, ignored, details, traffic].filter((sec) => sec.items.length > 0);
   let room = maxChars - fixed.length - NOTE_ROOM * display.length;
   const kept = new Map<Section, number>();
+  let allWhole = true;
   for (const sec of priority) {
     let n = 0;
     let used = sec.head.length;
-    if (used <= room) {
+    if (used <= room && (allWhole || !sec.dropFirst)) {
       for (const item of sec.items) {
         if (used + item.length > room) break;
         used += item.length;
@@ -133,6 +158,7 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     }
     kept.set(sec, n);
     if (n > 0) room -= used;
+    if (n < sec.items.length) allWhole = false;
   }
   let body = fixed;
   for (const sec of display) {
@@ -141,7 +167,7 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     if (n < sec.items.length) {
       body +=
         `\n_${n === 0 ? "All" : "The last"} ${sec.items.length - n} of ${sec.items.length} ${sec.noun} were cut to keep this comment under ` +
-        `${maxChars} characters; the JSON plan (\`edgeplan plan --format json\`) has all of them._\n`;
+        `${maxChars} characters; ${sec.elsewhere ?? "the JSON plan (`edgeplan plan --format json`) has all of them"}._\n`;
     }
   }
   return body;
@@ -167,7 +193,8 @@ function renderDetails(change: Change): string {
       if (hidden > 0) lines.push(`      # (${hidden} unchanged ${hidden === 1 ? "child" : "children"} hidden)`);
     }
   }
-  const summary = `<code>${html(`${symbolOf(change)} ${titleOf(change)}`)}</code> ${html(phraseOf(change))}`;
+  // One line: a line break would end the HTML block of <details> and let the rest be read as Markdown.
+  const summary = `<code>${html(`${symbolOf(change)} ${titleOf(change)}`)}</code> ${html(phraseOf(change))}`.replace(/\r?\n/g, " ");
   return `\n<details><summary>${summary}</summary>\n\n${fenced("diff", lines)}\n\n</details>\n`;
 }
 

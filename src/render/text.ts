@@ -8,6 +8,7 @@ import {
   childLabel,
   IGNORED_HEADING,
   ignoredOfUnchanged,
+  estimateLine,
   NO_CHANGES,
   OUTPUT_FIELDS,
   outputText,
@@ -113,6 +114,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
   if (plan.changes.length > 0) {
     out.push("");
     out.push(paint("bold", summaryLine(plan)));
+    out.push(`Estimate: ${estimateLine(plan.estimate)}`);
   }
   return `${out.join("\n")}\n`;
 }

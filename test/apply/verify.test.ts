@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { buildRiskRefusal, parseAckRules, unacknowledgedRisks } from "../../src/apply/approval.js";
-import type { ApplyOutcome, ChangeResult } from "../../src/apply/engine.js";
-import { buildApplyHeadline, renderApplyJson, renderApplyMarkdown, renderApplyText, type ApplyReport } from "../../src/apply/report.js";
+import type { ApplyOutcome, ApplyReport, ChangeResult } from "../../src/model/apply-report.js";
+import { buildApplyHeadline, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../../src/render/apply-report.js";
 import { buildStalePlanError, buildTouchedByPlan, diffStale } from "../../src/apply/stale.js";
 import {
   buildConvergenceFromPlan,

@@ -37,6 +37,7 @@ describe("renderText", () => {
         "          # (1 unchanged child hidden)",
         "",
         "Plan: 0 to create, 1 to update, 0 to delete.",
+        "Estimate: apply will send 2 requests (1 write, 1 read to check convergence); at 120/60s and 4 at once, that is about 1 s.",
         "",
       ].join("\n"),
     );
@@ -101,8 +102,12 @@ describe("renderMarkdown", () => {
     expect(cut).toContain(
       `_The last ${12 - shown} of 12 change details were cut to keep this comment under 6000 characters; the JSON plan (\`edgeplan plan --format json\`) has all of them._`,
     );
-    // The details kept are the first ones, whole.
-    expect(full.startsWith(cut.slice(0, cut.lastIndexOf("</details>")))).toBe(true);
+    // The traffic diagrams went first, and the details kept are the first ones, whole.
+    expect(full).toContain("#### Traffic");
+    expect(cut).toContain("_All 12 of 12 traffic diagrams were cut to keep this comment under 6000 characters; `edgeplan plan --format html` draws every split._");
+    expect(cut).not.toContain("```mermaid");
+    const blocks = (md: string): string[] => md.match(/<details>[\s\S]*?<\/details>/g) ?? [];
+    expect(blocks(cut)).toEqual(blocks(full).slice(0, shown));
   });
 
   it("cuts table rows too when the table alone is too long, and says so", () => {
@@ -151,7 +156,7 @@ describe("renderJson", () => {
     expect(text.endsWith("}\n")).toBe(true);
     const parsed = JSON.parse(text) as Record<string, unknown>;
     expect(parsed.format_version).toBe(1);
-    expect(Object.keys(parsed)).toEqual(["format_version", "stack", "targeted", "options", "summary", "risks", "changes", "orphans", "outputs", "warnings", "ignored"]);
+    expect(Object.keys(parsed)).toEqual(["format_version", "stack", "targeted", "options", "summary", "risks", "changes", "orphans", "outputs", "warnings", "ignored", "estimate"]);
     expect(PlanFileSchema.safeParse(parsed).success).toBe(true);
     expect(parsed).toEqual(JSON.parse(JSON.stringify(p)));
   });

@@ -1,7 +1,7 @@
 /**
  * Golden scenarios: each folder `NNN-name/` holds manifests (`manifests/`), the live side as wire objects
  * (`live.json`), optional plan options (`options.json`), and the expected renderings (`plan.txt`, `plan.md`,
- * `plan.json`), or `error.txt` when no plan can be made. `options.json` may hold `targets` and `excludes` (address
+ * `plan.json`, `plan.html`), or `error.txt` when no plan can be made. `options.json` may hold `targets` and `excludes` (address
  * patterns): the live side is then read as a targeted run reads it. The runner loads the manifests as the CLI does (cwd = the
  * scenario folder, so paths in the output are relative), builds the live state with buildLiveState, plans, and
  * compares every rendering byte for byte.
@@ -19,6 +19,7 @@ import { loadDesired } from "../../src/manifest/load.js";
 import { formatDiagnostic, ManifestError } from "../../src/model/errors.js";
 import { PlanSchema } from "../../src/model/plan-schema.js";
 import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../../src/model/wire.js";
+import { renderHtml } from "../../src/render/html.js";
 import { renderJson } from "../../src/render/json.js";
 import { renderMarkdown } from "../../src/render/markdown.js";
 import { renderText } from "../../src/render/text.js";
@@ -56,6 +57,7 @@ async function runScenario(dir: string): Promise<Record<string, string>> {
       "plan.txt": renderText(plan, { color: false }),
       "plan.md": renderMarkdown(plan),
       "plan.json": renderJson(plan),
+      "plan.html": renderHtml(plan),
     };
     if (warnings.length > 0) out["warnings.txt"] = `${warnings.join("\n")}\n`;
     return out;
@@ -65,7 +67,7 @@ async function runScenario(dir: string): Promise<Record<string, string>> {
   }
 }
 
-const OUTPUT_FILES = ["plan.txt", "plan.md", "plan.json", "warnings.txt", "error.txt"];
+const OUTPUT_FILES = ["plan.txt", "plan.md", "plan.json", "plan.html", "warnings.txt", "error.txt"];
 
 describe("golden scenarios", () => {
   it("has at least 20 scenarios", () => {
@@ -111,6 +113,9 @@ describe("golden plans as saved plan files", () => {
       const parsed = PlanSchema.parse(JSON.parse(text));
       expect(renderJson(parsed)).toBe(text);
       expect(renderMarkdown(parsed).length).toBeLessThanOrEqual(60_000);
+      // Every renderer reads only the plan: the plan read back from its file renders to the same bytes.
+      expect(renderHtml(parsed)).toBe(readFileSync(path.join(here, name, "plan.html"), "utf8"));
+      expect(renderMarkdown(parsed)).toBe(readFileSync(path.join(here, name, "plan.md"), "utf8"));
     });
   }
 });

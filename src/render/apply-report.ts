@@ -1,29 +1,15 @@
 /**
  * The report of an apply, shown after the plan: what was done, what failed (with the API's message and, for a 400,
  * the manifest line), what was skipped or not started, whether the live side converged, and the outputs for the
- * IdP. As text (stdout of the CLI), Markdown (the GitHub Action's job summary) and JSON (`--format json`). Reads
- * the report only. Pure.
+ * IdP. As text (stdout of the CLI), Markdown (the GitHub Action's job summary), JSON (`--format json`) and HTML
+ * (./html.ts). Reads the report only. Pure.
  */
-import type { SamlOutput } from "../model/plan.js";
-import { OUTPUT_FIELDS, outputText } from "../render/common.js";
-import { cell, code } from "../render/markdown.js";
-import type { ApplyOutcome, ChangeResult } from "./engine.js";
-import type { Convergence } from "./verify.js";
-
-export interface ApplyReport {
-  stack: string;
-  outcome: ApplyOutcome;
-  convergence: Convergence;
-  outputs: SamlOutput[];
-  /** What the convergence was checked against: the manifests, or a saved plan. */
-  against: "manifests" | "plan";
-  /** The signal that interrupted the run, when one did. */
-  interruptedBy?: string;
-  /** The plan was targeted (`--target`, `--exclude`): convergence was checked within its scope only. */
-  targeted?: boolean;
-}
-
-export const APPLY_REPORT_FORMAT_VERSION = 1;
+import { APPLY_REPORT_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
+import { OUTPUT_FIELDS, outputText } from "./common.js";
+import { cell, code } from "./markdown.js";
+import { esc, renderHtmlPage } from "./html-page.js";
+import { renderHtmlChanges, renderHtmlOrphans, renderHtmlOutputs, renderHtmlRisks, renderHtmlSummary } from "./html.js";
+import type { Plan } from "../model/plan.js";
 
 const STATUS_ORDER: ReadonlyArray<ChangeResult["status"]> = ["done", "failed", "skipped", "not_started"];
 const STATUS_LABEL: Record<ChangeResult["status"], string> = { done: "done", failed: "failed", skipped: "skipped", not_started: "not started" };
@@ -136,4 +122,37 @@ export function renderApplyJson(report: ApplyReport): string {
     outputs: report.outputs,
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+const STATUS_CLASS: Record<ChangeResult["status"], string> = { done: "add", failed: "del", skipped: "del", not_started: "muted" };
+
+/**
+ * The report as one self-contained HTML page, with the plan that was applied under it: the headline, the convergence
+ * verdict and what still differs, each change's result, the outputs for the IdP, then the plan's risks and cards.
+ */
+export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
+  const body = [
+    "<header>",
+    "<h1>edgeplan apply</h1>",
+    `<p class="muted">stack <code>${esc(report.stack)}</code></p>`,
+    `<p class="summary">${esc(buildApplyHeadline(report))}</p>`,
+    `<p class="${report.convergence.checked && report.convergence.converged ? "add" : "del"}">${esc(buildConvergenceLine(report))}</p>`,
+    "</header>",
+  ];
+  if (report.convergence.remaining.length > 0) {
+    body.push("<ul>", ...report.convergence.remaining.map((r) => `<li><code>${esc(r.address)}</code> ${esc(r.reason)}</li>`), "</ul>");
+  }
+  const results = resultsInOrder(report.outcome);
+  if (results.length > 0) {
+    body.push('<section aria-labelledby="results">', '<h2 id="results">Results</h2>', "<table>", "<thead><tr><th>change</th><th style=\"width:7em\">result</th><th>detail</th></tr></thead>", "<tbody>");
+    for (const r of results) {
+      const ms = r.ms !== null && r.status === "done" ? ` (${r.ms} ms)` : "";
+      body.push(`<tr><td><code>${esc(r.address)}</code></td><td class="${STATUS_CLASS[r.status]}">${STATUS_LABEL[r.status]}</td><td>${esc(r.message + ms)}</td></tr>`);
+    }
+    body.push("</tbody>", "</table>", "</section>");
+  }
+  body.push(...renderHtmlOutputs(report.outputs));
+  body.push('<section aria-labelledby="plan">', '<h2 id="plan">The plan that was applied</h2>', ...renderHtmlSummary(plan), "</section>");
+  body.push(...renderHtmlRisks(plan), ...renderHtmlChanges(plan, "Changes"), ...renderHtmlOrphans(plan));
+  return renderHtmlPage(`edgeplan apply: stack ${report.stack}`, body);
 }

@@ -1,0 +1,44 @@
+/**
+ * What `apply` shows on stdout, and in `--html FILE`: the plan before the question, the plan's page when nothing
+ * runs, and the report after the run, each in the chosen format.
+ */
+import { renderApplyHtml, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../render/apply-report.js";
+import { renderHtml } from "../render/html.js";
+import type { ApplyReport } from "../model/apply-report.js";
+import type { Plan } from "../model/plan.js";
+import type { CommandIO } from "./io.js";
+import { renderPlan, useColor, writeHtmlFile, type PlanFormat } from "./plan.js";
+
+/** The flags that choose what is shown. */
+export interface ShowOptions {
+  /** Also write the page to this file. */
+  html?: string;
+  color?: boolean;
+}
+
+/**
+ * Shows the plan before the question: on stdout in the chosen format, except HTML, whose stdout is one page written
+ * at the end (the report, or the plan when nothing ran): then the plan goes to stderr as text for the person asked.
+ */
+export function showPlan(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): void {
+  if (format === "html") io.stderr(renderPlan(plan, "text", false));
+  else io.stdout(renderPlan(plan, format, useColor(options, io)));
+}
+
+/** When nothing runs: the plan's page on stdout (`--format html`) and in `--html FILE`. */
+export async function showPlanPage(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
+  if (format !== "html" && options.html === undefined) return;
+  const page = renderHtml(plan);
+  if (format === "html") io.stdout(page);
+  if (options.html !== undefined) await writeHtmlFile(io, options.html, page, "plan");
+}
+
+/** The report on stdout in the chosen format, and as a page in `--html FILE`. */
+export async function showReport(report: ApplyReport, plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
+  const page = format === "html" || options.html !== undefined ? renderApplyHtml(report, plan) : "";
+  if (format === "json") io.stdout(renderApplyJson(report));
+  else if (format === "markdown") io.stdout(`\n${renderApplyMarkdown(report)}`);
+  else if (format === "html") io.stdout(page);
+  else io.stdout(renderApplyText(report));
+  if (options.html !== undefined) await writeHtmlFile(io, options.html, page, "apply report");
+}

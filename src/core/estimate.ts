@@ -1,0 +1,93 @@
+/**
+ * The estimate of what applying a plan costs when nothing fails (`Plan.estimate`): exactly the requests `apply`
+ * sends from its first write to its last convergence read, and about how long they take. It follows what the
+ * applier does (src/apply/engine.ts: one request per change; src/apply/verify.ts and src/commands/apply.ts: what the
+ * convergence check reads again) with the read counts of src/model/reads.ts, which the client uses as well. Pure.
+ */
+import type { Change, Estimate, Plan } from "../model/plan.js";
+import { listPages, readsByListing } from "../model/reads.js";
+import { formatRateLimit, type RateLimit } from "../model/syntax.js";
+
+/** The client's request budget: its rate limit (null for none) and its requests in flight at once. */
+export interface ApplyBudget {
+  rateLimit: RateLimit | null;
+  concurrency: number;
+}
+
+/** The client's defaults (`--rate-limit 120/60s`, `--concurrency 4`), for plans made without a client. */
+export const DEFAULT_BUDGET: ApplyBudget = { rateLimit: { count: 120, windowMs: 60_000 }, concurrency: 4 };
+
+/**
+ * The time one request is assumed to take, answer included, when no rate limit holds the run back: a round trip
+ * to an API across the internet. Only `seconds` depends on it.
+ */
+export const REQUEST_SECONDS = 0.2;
+
+/** How the convergence check after the run will read. */
+export interface EstimateInput {
+  budget: ApplyBudget;
+  /**
+   * Weighted backends the account holds before the run (every stack): the check lists them when that takes fewer
+   * requests than reading the touched ones by id. Undefined: it reads them by id (a saved plan's check).
+   */
+  accountWeightedBackends?: number;
+  /** True when the server answers one read per edge for the modules of its routes, false for one GET per module. */
+  edgeReads: boolean;
+  /** True for a saved plan's check, which also reads the SAML module of every output (its values are shown). */
+  outputRoutes: boolean;
+}
+
+/** Builds the estimate of applying `plan` (nothing at all for a plan without changes). */
+export function buildEstimate(plan: Pick<Plan, "changes" | "outputs">, input: EstimateInput): Estimate {
+  const writes = plan.changes.length;
+  const reads = writes === 0 ? 0 : weightedBackendReads(plan.changes, input.accountWeightedBackends) + moduleReads(plan, input);
+  const requests = writes + reads;
+  return {
+    requests,
+    writes,
+    reads,
+    seconds: estimateSeconds(requests, input.budget),
+    rate_limit: input.budget.rateLimit ? formatRateLimit(input.budget.rateLimit) : null,
+    concurrency: input.budget.concurrency,
+  };
+}
+
+/** Every weighted backend a change touched is read again: by id, or by listing the account when that is fewer. */
+function weightedBackendReads(changes: readonly Change[], accountBefore: number | undefined): number {
+  let touched = 0;
+  let after = accountBefore ?? 0;
+  for (const c of changes) {
+    if (c.kind !== "weighted_backend") continue;
+    touched++;
+    if (c.action === "create") after++;
+    else if (c.action === "delete") after--;
+  }
+  if (touched === 0) return 0;
+  return readsByListing(touched, accountBefore === undefined ? undefined : after) ? listPages(after) : touched;
+}
+
+/** The touched modules (and, for a saved plan, the outputs' SAML modules): one read per edge, or one per module. */
+function moduleReads(plan: Pick<Plan, "changes" | "outputs">, input: EstimateInput): number {
+  const modules = new Set<string>();
+  const edges = new Set<string>();
+  const add = (edge: string, route: string, kind: string): void => {
+    modules.add(`${edge}/${route}/${kind}`);
+    edges.add(edge);
+  };
+  for (const c of plan.changes) if (c.kind !== "weighted_backend") add(c.edge, c.route, c.kind);
+  if (input.outputRoutes) for (const o of plan.outputs) add(o.edge, o.route, "saml");
+  return input.edgeReads ? edges.size : modules.size;
+}
+
+/**
+ * About how many seconds `requests` take (whole seconds, rounded up): `concurrency` at a time, each taking
+ * REQUEST_SECONDS, and under a rate limit of N per window no faster than the limiter lets them go (the first N at
+ * once, each next N one window later).
+ */
+export function estimateSeconds(requests: number, budget: ApplyBudget): number {
+  if (requests <= 0) return 0;
+  const byConcurrency = Math.ceil(requests / Math.max(1, budget.concurrency)) * REQUEST_SECONDS;
+  const rl = budget.rateLimit;
+  const byRate = rl ? (Math.ceil(requests / rl.count) - 1) * (rl.windowMs / 1000) + REQUEST_SECONDS : 0;
+  return Math.ceil(Math.max(byConcurrency, byRate) - 1e-9);
+}

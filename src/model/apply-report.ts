@@ -1,0 +1,71 @@
+/**
+ * The data of an apply's report: what happened to each change (src/apply/engine.ts), whether the live side converged
+ * (src/apply/verify.ts), and the outputs. The applier fills it; the renderers (src/render/apply-report.ts) only read
+ * it.
+ */
+import type { ApiError } from "./errors.js";
+import type { Change, SamlOutput } from "./plan.js";
+
+/** The end of a change in a run. */
+export type ResultStatus = "done" | "failed" | "skipped" | "not_started";
+
+/** What happened to one change. */
+export interface ChangeResult {
+  address: string;
+  kind: Change["kind"];
+  action: Change["action"];
+  status: ResultStatus;
+  /** The object's id: the planned one, or the id a create answered (or found by its marker); null for modules. */
+  id: string | null;
+  /** Time the change took, in ms; null when it did not run. */
+  ms: number | null;
+  /**
+   * Done: what was done (`created bkdwd_...`). Failed: the error, with the manifest position for a 400 on a write.
+   * Skipped: which failed change it waited for. Not started: why.
+   */
+  message: string;
+  /** The API error of a failed change. */
+  error?: ApiError;
+}
+
+export interface ApplyOutcome {
+  /** One result per change, in the plan's order. */
+  results: ChangeResult[];
+  /** The id of every weighted backend the run created, by address. */
+  createdIds: Record<string, string>;
+  /** True when the signal stopped the run before every change had started. */
+  interrupted: boolean;
+  counts: Record<ResultStatus, number>;
+}
+
+/** One object that does not hold what the manifests (or the saved plan) say, after the run. */
+export interface Remaining {
+  address: string;
+  /** Words that follow the address: `will be created`, `still differs from the plan`. */
+  reason: string;
+}
+
+/** The convergence check's verdict. */
+export interface Convergence {
+  /** False when the check could not run (the run was interrupted, or the reads failed); see `error`. */
+  checked: boolean;
+  converged: boolean;
+  remaining: Remaining[];
+  /** Why the check did not run, or what went wrong while it ran. */
+  error?: string;
+}
+
+export interface ApplyReport {
+  stack: string;
+  outcome: ApplyOutcome;
+  convergence: Convergence;
+  outputs: SamlOutput[];
+  /** What the convergence was checked against: the manifests, or a saved plan. */
+  against: "manifests" | "plan";
+  /** The signal that interrupted the run, when one did. */
+  interruptedBy?: string;
+  /** The plan was targeted (`--target`, `--exclude`): convergence was checked within its scope only. */
+  targeted?: boolean;
+}
+
+export const APPLY_REPORT_FORMAT_VERSION = 1;

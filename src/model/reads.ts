@@ -1,0 +1,20 @@
+/**
+ * How many requests a read takes, written once for the client that reads (src/api/fetch-live.ts) and for the plan's
+ * estimate of what an apply will send (src/core/estimate.ts), so that the two cannot disagree. Pure.
+ */
+
+/** Weighted backends per list page (`limit=100`, the API's largest page). */
+export const LIST_PAGE_SIZE = 100;
+
+/** Requests a full listing of `count` weighted backends takes: one page per 100, and one page when there are none. */
+export function listPages(count: number): number {
+  return Math.max(1, Math.ceil(count / LIST_PAGE_SIZE));
+}
+
+/**
+ * Whether reading `ids` weighted backends again is done by listing the account (which holds `accountCount` of them)
+ * rather than one GET per id: only when listing takes fewer requests. An unknown account size never lists.
+ */
+export function readsByListing(ids: number, accountCount: number | undefined): boolean {
+  return ids > 0 && accountCount !== undefined && listPages(accountCount) < ids;
+}

@@ -1,0 +1,161 @@
+/**
+ * The plan as one self-contained HTML page (`plan --format html`, `--html FILE`): the summary and the request
+ * estimate, risks first, then each change as a card (its traffic split drawn as before/after bars in inline SVG,
+ * its field diffs), the orphans, and the SAML values to copy into the IdP. The sections are exported for the apply
+ * report's page. Reads the Plan only; same plan, same bytes. Pure.
+ */
+import type { Change, FieldDiff, Plan, WeightChange, WeightedBackendChange } from "../model/plan.js";
+import { estimateLine, NO_CHANGES, OUTPUT_FIELDS, outputText, phraseOf, summaryLine, symbolOf, valueText, type ChangeSymbol } from "./common.js";
+import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
+import { childName, childTag, shareMove, trafficChanges } from "./mermaid.js";
+
+/** Renders the plan as a whole HTML page, ending with a newline. */
+export function renderHtml(plan: Plan): string {
+  const body = [
+    "<header>",
+    `<h1>edgeplan plan</h1>`,
+    `<p class="muted">stack <code>${esc(plan.stack)}</code></p>`,
+    ...renderHtmlSummary(plan),
+    "</header>",
+    ...renderHtmlRisks(plan),
+    ...renderHtmlChanges(plan, "Changes"),
+    ...renderHtmlOrphans(plan),
+    ...renderHtmlOutputs(plan.outputs),
+  ];
+  return renderHtmlPage(`edgeplan plan: stack ${plan.stack}`, body);
+}
+
+/** The summary line, the estimate, and the count of each kind of change. */
+export function renderHtmlSummary(plan: Plan): string[] {
+  if (plan.changes.length === 0) return [`<p class="summary">${esc(NO_CHANGES)}</p>`];
+  const traffic = trafficChanges(plan.changes).length;
+  return [
+    `<p class="summary">${esc(summaryLine(plan))}</p>`,
+    `<p class="estimate">${esc(estimateLine(plan.estimate))}</p>`,
+    `<ul class="counts"><li>${plan.changes.length} ${plan.changes.length === 1 ? "change" : "changes"}</li>` +
+      `<li>${plan.risks.length} ${plan.risks.length === 1 ? "risk" : "risks"}</li>` +
+      `<li>${traffic} traffic ${traffic === 1 ? "split" : "splits"} moved</li>` +
+      `<li>${plan.orphans.length} ${plan.orphans.length === 1 ? "orphan" : "orphans"}</li></ul>`,
+  ];
+}
+
+/** Risks (each with the flag that acknowledges it) and warnings, in boxes at the top. */
+export function renderHtmlRisks(plan: Plan): string[] {
+  const out: string[] = [];
+  if (plan.risks.length > 0) {
+    out.push('<section class="box risks" aria-labelledby="risks">', '<h2 id="risks">Risks</h2>');
+    out.push("<p>Apply needs <code>--ack RULE</code> for each rule below (or <code>--force</code>).</p>", "<ul>");
+    for (const r of plan.risks) out.push(`<li><strong>${esc(r.rule)}</strong>: ${esc(r.message)}</li>`);
+    out.push("</ul>", "</section>");
+  }
+  if (plan.warnings.length > 0) {
+    out.push('<section class="box warn" aria-labelledby="warnings">', '<h2 id="warnings">Warnings</h2>', "<ul>");
+    for (const w of plan.warnings) out.push(`<li>${esc(w)}</li>`);
+    out.push("</ul>", "</section>");
+  }
+  return out;
+}
+
+/** Every change as a card, under a heading. */
+export function renderHtmlChanges(plan: Pick<Plan, "changes">, heading: string): string[] {
+  if (plan.changes.length === 0) return [];
+  return [`<section aria-labelledby="changes">`, `<h2 id="changes">${esc(heading)} (${plan.changes.length})</h2>`, ...plan.changes.map(renderCard), "</section>"];
+}
+
+const SYMBOL_CLASS: Record<ChangeSymbol, string> = { "+": "a-create", "~": "a-update", "-": "a-delete", ">": "a-own", "!": "a-own", "=>": "a-own" };
+
+function renderCard(change: Change, index: number): string {
+  const symbol = symbolOf(change);
+  const out = [
+    `<article class="card" id="change-${index + 1}">`,
+    `<h3><span class="sym ${SYMBOL_CLASS[symbol]}" aria-hidden="true">${esc(symbol)}</span><code>${esc(change.address)}</code></h3>`,
+    `<p>${esc(phraseOf(change))}${change.kind === "weighted_backend" && change.id ? ` · id <code>${esc(change.id)}</code>` : ""}` +
+      `${change.source ? ` · <code>${esc(change.source)}</code>` : ""}</p>`,
+  ];
+  const notes = [...change.notes, ...(change.depends_on.length > 0 ? [`after ${change.depends_on.join(", ")}`] : [])];
+  if (notes.length > 0) out.push('<ul class="notes muted">', ...notes.map((n) => `<li>${esc(n)}</li>`), "</ul>");
+  if (change.kind === "weighted_backend" && change.weights.length > 0) out.push(...renderSplit(change));
+  if (change.diffs.length > 0) out.push('<ul class="diffs">', ...change.diffs.map(renderDiff), "</ul>");
+  out.push("</article>");
+  return out.join("\n");
+}
+
+/** The traffic split before and after as two bars, and each child's share as a list under them. */
+function renderSplit(change: WeightedBackendChange): string[] {
+  const before = change.action === "create" ? null : change.weights.map((w) => w.share_before);
+  const after = change.action === "delete" ? null : change.weights.map((w) => w.share_after);
+  const out = ['<figure class="split">', `<figcaption class="muted">Traffic split</figcaption>`];
+  out.push(barRow("before", before, change.weights), barRow("after", after, change.weights));
+  out.push('<ul class="shares">');
+  change.weights.forEach((w, i) => {
+    const moved = childTag(w, change.action);
+    const tag = moved ? ` <span class="tag ${moved === "added" ? "add" : "del"}">${moved}</span>` : "";
+    const id = w.name !== null && !w.known_after_apply ? ` <code>${esc(w.child)}</code>` : "";
+    const weights = `${w.before ?? "–"} → ${w.after ?? "–"}`;
+    out.push(
+      `<li><span class="swatch s${i % SPLIT_COLOURS}"></span><span>${esc(childName(w))}</span>${id}${tag}` +
+        `<span class="muted">weight ${esc(weights)}</span><span class="share">${esc(shareMove(w, change.action))}</span></li>`,
+    );
+  });
+  out.push("</ul>", "</figure>");
+  return out;
+}
+
+/** One bar: a rectangle per child as wide as its share; `null` when the object does not exist on that side. */
+function barRow(side: string, shares: Array<number | null> | null, weights: WeightChange[]): string {
+  const head = `<div class="bar-row"><span class="muted">${side}</span>`;
+  if (shares === null) return `${head}<span class="muted">${side === "before" ? "does not exist yet" : "deleted"}</span></div>`;
+  const described = weights.map((w, i) => `${childName(w)} ${shares[i] ?? 0}%`).join(", ");
+  if (shares.every((s) => !s)) return `${head}<span class="muted">no traffic (every weight is 0)</span></div>`;
+  let x = 0;
+  const rects: string[] = [];
+  shares.forEach((share, i) => {
+    if (!share) return;
+    const width = Math.round(share * 10);
+    rects.push(`<rect class="s${i % SPLIT_COLOURS}" x="${x}" y="0" width="${width}" height="22"><title>${esc(`${childName(weights[i] as WeightChange)}: ${share}%`)}</title></rect>`);
+    x += width;
+  });
+  return `${head}<svg class="bar" viewBox="0 0 1000 22" preserveAspectRatio="none" role="img" aria-label="${esc(`${side}: ${described}`)}">${rects.join("")}</svg></div>`;
+}
+
+function renderDiff(diff: FieldDiff): string {
+  const head = `<code>${esc(diff.path)}</code> `;
+  if (diff.lines !== null) {
+    const lines = diff.lines.map((l) => {
+      const cls = l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : l.startsWith("@@") ? "hunk" : "";
+      return cls ? `<span class="${cls}">${esc(l)}</span>` : esc(l);
+    });
+    return `<li>${head}<span class="muted">${diff.op === "add" ? "added" : diff.op === "remove" ? "removed" : "changed"}</span><pre>${lines.join("\n")}</pre></li>`;
+  }
+  if (diff.op === "add") return `<li>${head}<span class="add">+ ${esc(valueText(diff.after))}</span></li>`;
+  if (diff.op === "remove") return `<li>${head}<span class="del">- ${esc(valueText(diff.before))}</span></li>`;
+  return `<li>${head}<span class="del">${esc(valueText(diff.before))}</span> → <span class="add">${esc(valueText(diff.after))}</span></li>`;
+}
+
+/** Objects of the stack that no manifest names, with what the plan does with each. */
+export function renderHtmlOrphans(plan: Pick<Plan, "orphans" | "stack">): string[] {
+  if (plan.orphans.length === 0) return [];
+  const out = ['<section aria-labelledby="orphans">', `<h2 id="orphans">Orphans of stack <code>${esc(plan.stack)}</code></h2>`, "<ul>"];
+  for (const o of plan.orphans) {
+    const what = o.action === "delete" ? '<strong class="del">deleted</strong>' : "kept";
+    out.push(`<li><code>${esc(o.address)}</code> <code>${esc(o.id)}</code>: ${what}. ${esc(o.reason)}</li>`);
+  }
+  out.push("</ul>", "</section>");
+  return out;
+}
+
+/** The SAML values a person copies into the IdP. */
+export function renderHtmlOutputs(outputs: Plan["outputs"]): string[] {
+  if (outputs.length === 0) return [];
+  const out = ['<section aria-labelledby="outputs">', '<h2 id="outputs">Outputs: copy these into the IdP</h2>'];
+  for (const o of outputs) {
+    out.push(`<div class="card"><h3><code>${esc(o.address)}</code></h3>`, "<dl>");
+    for (const [field, label] of OUTPUT_FIELDS) {
+      const value = o[field];
+      out.push(`<dt>${esc(label)}</dt><dd>${value === null ? `<span class="muted">${esc(outputText(null, o.known_after_apply))}</span>` : `<code>${esc(value)}</code>`}</dd>`);
+    }
+    out.push("</dl>", "</div>");
+  }
+  out.push("</section>");
+  return out;
+}
