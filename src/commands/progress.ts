@@ -151,6 +151,8 @@ function liveProgress(stream: NodeJS.WriteStream, input: ProgressInput): ApplyPr
     stop: () => {
       clearInterval(timer);
       redraw();
+      // The lines logged since the last frame are written by the next frame: draw it before stopping.
+      bars.update();
       bars.stop();
       stream.write(`${renderProgressLine(tally.state())}\n`);
     },

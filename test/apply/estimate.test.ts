@@ -1,0 +1,111 @@
+/**
+ * The plan's request estimate against what the server received: `estimate.requests` is exactly what apply sends
+ * from its first write to its last convergence read when nothing fails. Built CLI, real server (its request log),
+ * a mixed plan (creates, updates, deletes, module sets, replaces and deletes on several edges) at two sizes: one
+ * whose convergence check reads the touched weighted backends by id, one that lists the account instead; and a saved
+ * plan, whose check reads by id and reads the outputs' modules too.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import type { Estimate } from "../../src/model/plan.js";
+import { fakeId } from "../helpers/server.js";
+import { closeWorlds, FIXTURES, HR1, HR2, IDP_XML, startWorld, wbYaml, type World } from "./e2e.js";
+
+afterAll(closeWorlds);
+
+const EDGES = [1, 2, 3].map((e) => ({ id: fakeId("edghts", 8100 + e), routes: [1, 2].map((r) => ({ id: fakeId("edghtsrt", 8100 + e * 10 + r), match: `/r${r}`, match_type: "path_prefix" as const })) }));
+const ROUTES = EDGES.flatMap((e) => e.routes.map((r) => ({ edge: e.id, route: r.id })));
+const CB = (buckets: number): string =>
+  `circuit_breaker:\n  tripped_duration: 120\n  rolling_window: 300\n  num_buckets: ${buckets}\n  volume_threshold: 20\n  error_threshold_percentage: 0.2\n`;
+const SAML = "saml:\n  idp_metadata_file: okta.xml\n  allow_idp_initiated: false\n";
+
+/** Manifests: weighted backends `w<i>` for i in `names`, each with its weights, and the routes' modules. */
+function manifests(names: number[], weightOf: (i: number) => number, modules: string[]): Record<string, string> {
+  const files: Record<string, string> = { "okta.xml": IDP_XML };
+  for (const i of names) files[`w${i}.yaml`] = wbYaml(`w${i}`, { [HR1]: weightOf(i), [HR2]: 10 });
+  files["routes.yaml"] = ROUTES.map((r, k) => `kind: EdgeRoute\nedge: ${r.edge}\nroute: ${r.route}\n${modules[k] ?? ""}`).join("---\n");
+  return files;
+}
+
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
+const APPLY = ["apply", "m", "--auto-approve", "--prune", "--force", "--rate-limit", "off", "--format", "json"];
+
+/** The estimate of the plan apply printed (the first JSON document on its stdout). */
+function printedEstimate(stdout: string): Estimate {
+  const first = stdout.slice(0, stdout.indexOf("\n}\n") + 3);
+  return (JSON.parse(first) as { estimate: Estimate }).estimate;
+}
+
+/** Requests the server received from the first write of the run that began at log index `mark`. */
+function fromFirstWrite(w: World, mark: number): { requests: number; writes: number; reads: number } {
+  const lines = w.log(mark);
+  const first = lines.findIndex((l) => l.method !== "GET");
+  expect(first).toBeGreaterThanOrEqual(0);
+  const run = lines.slice(first);
+  const writes = run.filter((l) => l.method !== "GET").length;
+  expect(run.every((l) => l.status < 400 || (l.method === "GET" && l.status === 404)), "nothing failed").toBe(true);
+  return { requests: run.length, writes, reads: run.length - writes };
+}
+
+async function setUp(initial: number): Promise<World> {
+  const w = await startWorld({ fixtures: { edges: EDGES, backends: FIXTURES.backends } });
+  w.manifests(manifests(range(0, initial), () => 50, [CB(5), SAML, CB(5), "", SAML, ""]));
+  const first = await w.cli(APPLY);
+  expect(first.code, first.stderr).toBe(0);
+  return w;
+}
+
+/** The mixed change: `creates` new, `updates` re-weighted, `deletes` removed (pruned), and module changes on every edge. */
+function mixed(initial: number, counts: { creates: number; updates: number; deletes: number }): Record<string, string> {
+  const kept = range(counts.deletes, initial);
+  const names = [...kept, ...range(initial, initial + counts.creates)];
+  const updated = new Set(kept.slice(0, counts.updates));
+  const created = new Set(range(initial, initial + counts.creates));
+  // Route 0: CB replaced; 1: SAML deleted; 2: CB deleted; 3: CB set; 4: SAML kept; 5: SAML set.
+  // New objects get weights of their own, so that no create and delete pair up as a rename.
+  return manifests(names, (i) => (updated.has(i) ? 70 : created.has(i) ? 60 : 50), [CB(10), "saml: absent\n", "circuit_breaker: absent\n", CB(5), SAML, SAML]);
+}
+
+describe.concurrent("estimate.requests is what the server receives from the first write on", { timeout: 120_000 }, () => {
+  it("a mixed plan whose check reads the touched objects by id (205 objects, 3 of them touched)", async () => {
+    const w = await setUp(205);
+    w.manifests(mixed(205, { creates: 1, updates: 1, deletes: 1 }));
+    const plan = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--format", "json"]);
+    const planned = (JSON.parse(plan.stdout) as { estimate: Estimate }).estimate;
+    const mark = w.log().length;
+    const run = await w.cli(APPLY);
+    expect(run.code, run.stderr).toBe(0);
+    const seen = fromFirstWrite(w, mark);
+    // 3 weighted backends and 5 modules written; 3 GETs by id (listing 205 would take 3 pages: not fewer) and one
+    // read per edge that had a module touched.
+    expect(seen).toEqual({ requests: 14, writes: 8, reads: 6 });
+    expect(printedEstimate(run.stdout)).toMatchObject(seen);
+    expect(planned).toEqual({ ...seen, seconds: 1, rate_limit: null, concurrency: 4 });
+    expect(w.log(mark).filter((l) => l.method === "GET" && /^\/backends\/weighted\/bkdwd_/.test(l.path)).length).toBe(3);
+  });
+
+  it("a mixed plan whose check lists the account (20 objects, 48 touched)", async () => {
+    const w = await setUp(20);
+    w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
+    const mark = w.log().length;
+    const run = await w.cli(APPLY);
+    expect(run.code, run.stderr).toBe(0);
+    const seen = fromFirstWrite(w, mark);
+    // 48 weighted backends and 5 modules written; one list page (42 objects) and 3 edge reads.
+    expect(seen).toEqual({ requests: 57, writes: 53, reads: 4 });
+    expect(printedEstimate(run.stdout)).toMatchObject(seen);
+  });
+
+  it("a saved plan: its check reads by id, and the SAML modules of its outputs", async () => {
+    const w = await setUp(20);
+    w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
+    const saved = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--out", "p.json"]);
+    expect(saved.code, saved.stderr).toBe(0);
+    const mark = w.log().length;
+    const run = await w.cli(["apply", "--plan", "p.json", "--auto-approve", "--force", "--rate-limit", "off", "--format", "json"]);
+    expect(run.code, run.stderr).toBe(0);
+    const seen = fromFirstWrite(w, mark);
+    // 48 GETs by id (the deleted ones answer 404) and 3 edge reads, the outputs' routes among them.
+    expect(seen).toEqual({ requests: 104, writes: 53, reads: 51 });
+    expect(printedEstimate(run.stdout)).toMatchObject(seen);
+  });
+});
