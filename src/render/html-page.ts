@@ -21,7 +21,7 @@ const CSS = `
 --c0:#4493f8;--c1:#d29922;--c2:#3fb950;--c3:#ab7df8;--c4:#f85149;--c5:#39c5cf;--c6:#db61a2;--c7:#9198a1;--empty:#3d444d}}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+body{margin:0;overflow-wrap:anywhere;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 main{max-width:980px;margin:0 auto;padding:16px 12px 48px}
 h1{font-size:1.5rem;margin:0 0 4px}h2{font-size:1.2rem;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 h3{font-size:1rem;margin:0;display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}

@@ -1,0 +1,177 @@
+/**
+ * The HTML plan in a real browser (chromium): what a person sees for a weights change, a SAML removal with its risk,
+ * and a plan of 500 changes; opened from disk, loading nothing else, in light and dark schemes, readable at 360 px.
+ * The page is also pure and deterministic (same plan, same bytes), which the golden scenarios hold byte for byte.
+ *
+ * `UPDATE_SCREENSHOT=1 npx vitest run test/render/html.test.ts` remakes docs/images/plan.png (the README shows it):
+ * the plan of the examples after a canary promotion and a blue/green switch.
+ */
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runApply } from "../../src/commands/apply.js";
+import { captureIO } from "../../src/commands/io.js";
+import { runPlan } from "../../src/commands/plan.js";
+import type { Plan } from "../../src/model/plan.js";
+import { renderHtml } from "../../src/render/html.js";
+import { desiredWb, hrId, liveWb, markerMetadata, plan } from "../core/builders.js";
+import { startBrowser, type Browser } from "../helpers/browser.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.join(here, "..", "..");
+const scenario = (name: string): string => path.join(here, "..", "scenarios", name, "plan.html");
+const SCREENSHOT = path.join(REPO, "docs", "images", "plan.png");
+const tmp = mkdtempSync(path.join(tmpdir(), "edgeplan-html-"));
+
+/** 250 creates and 250 pruned deletes, each with a split of two children. */
+function bigPlan(): Plan {
+  const names = Array.from({ length: 250 }, (_, i) => `new-${String(i).padStart(3, "0")}`);
+  return plan(
+    { wbs: names.map((n, i) => desiredWb(n, { backends: { [hrId(1)]: 100 + i, [hrId(2)]: 900 } })) },
+    { wbs: names.map((n, i) => liveWb(i + 1, { metadata: markerMetadata("default", `old-${n}`), backends: { [hrId(1)]: 70, [hrId(2)]: 30 } })) },
+    { prune: true },
+  );
+}
+
+describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await startBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** Opens a page file at `width`, in a colour scheme; `others` collects every request but the page's own. */
+  async function open(file: string, width = 1280, scheme: "light" | "dark" = "light"): Promise<{ page: Page; others: string[] }> {
+    const page = await browser.page(width, 900);
+    await page.emulateMedia({ colorScheme: scheme });
+    const url = pathToFileURL(file).href;
+    const others: string[] = [];
+    page.on("request", (r) => {
+      if (r.url() !== url) others.push(r.url());
+    });
+    await page.goto(url);
+    return { page, others };
+  }
+
+  const text = (page: Page, selector: string): Promise<string[]> => page.locator(selector).allInnerTexts();
+  const overflow = (page: Page): Promise<number> => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+  it("a weights change: the summary, the estimate, the card with the split before and after", async () => {
+    const { page, others } = await open(scenario("006-update-weights"));
+    expect(await page.title()).toBe("edgeplan plan: stack default");
+    expect(await text(page, "h1")).toEqual(["edgeplan plan"]);
+    expect(await text(page, ".summary")).toEqual(["Plan: 0 to create, 1 to update, 0 to delete."]);
+    expect(await text(page, ".estimate")).toEqual([
+      "apply will send 2 requests (1 write, 1 read to check convergence); at 120/60s and 4 at once, that is about 1 s.",
+    ]);
+    const card = page.locator("article.card");
+    expect(await card.count()).toBe(1);
+    expect(await card.locator("h3").innerText()).toContain("weighted_backend.checkout");
+    expect(await card.locator("figcaption").innerText()).toBe("Traffic split");
+    expect(await card.locator("svg.bar").evaluateAll((svgs) => svgs.map((s) => s.getAttribute("aria-label")))).toEqual([
+      "before: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 90%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 10%",
+      "after: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 80%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 20%",
+    ]);
+    // The bars are drawn: the first child's part is 90 % of the before bar's width and 80 % of the after bar's.
+    const widths = await card.locator("svg.bar").evaluateAll((svgs) =>
+      svgs.map((s) => (s.querySelector("rect") as SVGRectElement).getBoundingClientRect().width / s.getBoundingClientRect().width),
+    );
+    expect(widths.map((w) => Math.round(w * 100))).toEqual([90, 80]);
+    expect(await text(page, ".shares .share")).toEqual(["90% → 80%", "0%", "10% → 20%"]);
+    expect(others).toEqual([]);
+  });
+
+  it("a SAML removal: the auth-removal risk first, then the module's card with what is removed", async () => {
+    const { page, others } = await open(scenario("021-saml-delete"));
+    const risks = page.locator("section.risks");
+    expect(await risks.isVisible()).toBe(true);
+    expect(await risks.locator("li").allInnerTexts()).toEqual([
+      expect.stringMatching(/^auth-removal: edge_route\.\S+\.saml: the SAML module is deleted, so the route no longer asks for a login\./),
+    ]);
+    const [riskBox, card] = await Promise.all([risks.boundingBox(), page.locator("article.card").boundingBox()]);
+    expect(riskBox!.y).toBeLessThan(card!.y);
+    expect(await page.locator("article.card p").first().innerText()).toMatch(/^will be deleted/);
+    expect(await text(page, "article.card .diffs li code")).toContain("idp_metadata");
+    // The risk box stands out: its left border has the risk colour.
+    expect(await risks.evaluate((e) => getComputedStyle(e).borderLeftColor)).toBe("rgb(207, 34, 46)");
+    expect(others).toEqual([]);
+  });
+
+  it("the SAML values to copy into the IdP", async () => {
+    const { page } = await open(scenario("020-saml-replace-idp-metadata"));
+    expect(await text(page, "#outputs")).toEqual(["Outputs: copy these into the IdP"]);
+    expect(await text(page, "section[aria-labelledby=outputs] dt")).toEqual(["entity id", "ACS URL", "SLO URL", "metadata URL", "certificate SHA-256"]);
+    expect((await text(page, "section[aria-labelledby=outputs] dd"))[0]).toMatch(/^https:\/\/\S+\/saml\/edghtsrt_/);
+  });
+
+  it("a plan of 500 changes: every card, the mass-delete risk, and nothing wider than 360 px", async () => {
+    const big = bigPlan();
+    expect(big.changes.length).toBe(500);
+    const file = path.join(tmp, "big.html");
+    writeFileSync(file, renderHtml(big));
+    expect(renderHtml(big)).toBe(readFileSync(file, "utf8")); // same plan, same bytes
+    const { page, others } = await open(file, 360);
+    expect(await page.locator("article.card").count()).toBe(500);
+    expect(await text(page, ".summary")).toEqual(["Plan: 250 to create, 0 to update, 250 to delete."]);
+    expect(await text(page, "h2#changes")).toEqual(["Changes (500)"]);
+    expect((await text(page, "section.risks li"))[0]).toMatch(/^mass-delete: The plan deletes 250 objects/);
+    expect(await page.locator("svg.bar").count()).toBe(500); // one bar per side that exists
+    expect(await overflow(page)).toBeLessThanOrEqual(0);
+    expect(others).toEqual([]);
+  });
+
+  it("is readable at 360 px wide, in light and dark schemes", async () => {
+    for (const name of ["006-update-weights", "021-saml-delete", "030-mixed", "020-saml-replace-idp-metadata"]) {
+      const light = await open(scenario(name), 360, "light");
+      expect(await overflow(light.page), `${name} fits 360 px`).toBeLessThanOrEqual(0);
+      const font = await light.page.evaluate(() => parseFloat(getComputedStyle(document.body).fontSize));
+      expect(font).toBeGreaterThanOrEqual(14);
+      const colours = async (p: Page): Promise<string[]> =>
+        p.evaluate(() => [getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]);
+      expect(await colours(light.page)).toEqual(["rgb(255, 255, 255)", "rgb(31, 35, 40)"]);
+      const dark = await open(scenario(name), 360, "dark");
+      expect(await colours(dark.page)).toEqual(["rgb(13, 17, 23)", "rgb(230, 237, 243)"]);
+    }
+  });
+
+  it("docs/images/plan.png shows the example plan (UPDATE_SCREENSHOT=1 remakes it)", async () => {
+    if (process.env.UPDATE_SCREENSHOT === "1") {
+      const page = await examplePlanPage();
+      await page.screenshot({ path: SCREENSHOT, clip: { x: 0, y: 0, width: 900, height: 1000 } });
+    }
+    expect(existsSync(SCREENSHOT)).toBe(true);
+    const png = readFileSync(SCREENSHOT);
+    expect(png.subarray(1, 4).toString()).toBe("PNG");
+    expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([900, 1000]);
+    expect(readFileSync(path.join(REPO, "README.md"), "utf8")).toContain("![The HTML plan of the examples](docs/images/plan.png)");
+  });
+
+  /** The examples applied on a local server, then the canary promoted halfway and blue/green switched: the plan's page. */
+  async function examplePlanPage(): Promise<Page> {
+    const dir = path.join(tmp, "examples");
+    cpSync(path.join(REPO, "examples"), dir, { recursive: true });
+    const io = captureIO({ EDGEPLAN_LOCAL_DIR: path.join(tmp, "state") }, tmp);
+    const common = { paths: ["examples"], local: true };
+    expect((await runApply({ ...common, autoApprove: true, force: true, quiet: true }, io)).exitCode).toBe(0);
+    const edit = (file: string, from: string, to: string): void => {
+      const target = path.join(dir, file);
+      writeFileSync(target, readFileSync(target, "utf8").replace(from, to));
+    };
+    edit("canary/checkout.yaml", "HO5iR: 9000", "HO5iR: 5000");
+    edit("canary/checkout.yaml", "26sfMq: 1000", "26sfMq: 5000");
+    edit("blue-green/storefront.yaml", "storefront-blue: 10000\n  storefront-green: 0", "storefront-blue: 0\n  storefront-green: 10000");
+    const shown = captureIO({ EDGEPLAN_LOCAL_DIR: path.join(tmp, "state") }, tmp);
+    await runPlan({ ...common, format: "html", rateLimit: "120/60s" }, shown);
+    const file = path.join(tmp, "example.html");
+    writeFileSync(file, shown.out);
+    const page = (await open(file, 900)).page;
+    await page.setViewportSize({ width: 900, height: 1000 });
+    return page;
+  }
+});
