@@ -103,3 +103,29 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(res.stderr).toContain("--insecure-http");
   });
 });
+
+describe("HTML pages from the CLI", () => {
+  it("plan --html FILE writes the page beside another format; apply --html FILE writes the report's page", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT, "route.yaml": ROUTE });
+    const md = await w.cli(["plan", "m", "--format", "markdown", "--html", "plan.html"]);
+    expect(md.code).toBe(0);
+    expect(md.stdout.startsWith("### edgeplan plan: stack `default`\n")).toBe(true);
+    expect(md.stdout).toContain("```mermaid\nflowchart LR\n");
+    expect(md.stderr).toBe("plan written to plan.html (HTML; open it in a browser)\n");
+    const page = readFileSync(join(w.dir, "plan.html"), "utf8");
+    expect(page.startsWith("<!doctype html>\n")).toBe(true);
+    expect(page).toContain('<p class="summary">Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.</p>');
+    // Same plan, same bytes: the page of `--format html` on stdout is the file's.
+    expect((await w.cli(["plan", "m", "--format", "html"])).stdout).toBe(page);
+
+    const applied = await w.cli(["apply", "m", "--auto-approve", "--html", "report.html"]);
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toContain("\nApply complete: 2 done.\n"); // the text report is unchanged
+    expect(applied.stderr).toContain("apply report written to report.html (HTML; open it in a browser)\n");
+    const report = readFileSync(join(w.dir, "report.html"), "utf8");
+    expect(report).toContain('<p class="summary">Apply complete: 2 done.</p>');
+    expect(report).toContain('<p class="add">Converged: the live state matches the manifests.</p>');
+    expect(report).not.toMatch(/<script|<link|src=|url\(/);
+  });
+});

@@ -140,6 +140,31 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     }
   });
 
+  it("the apply report: one page with the headline, the convergence, each result, the outputs, then the plan", async () => {
+    const dir = path.join(tmp, "report");
+    cpSync(path.join(REPO, "examples", "saml"), path.join(dir, "saml"), { recursive: true });
+    cpSync(path.join(REPO, "examples", "canary"), path.join(dir, "canary"), { recursive: true });
+    const io = captureIO({ EDGEPLAN_LOCAL_DIR: path.join(dir, "state") }, dir);
+    const result = await runApply({ paths: ["."], local: true, autoApprove: true, format: "html" }, io);
+    expect(result.exitCode).toBe(0);
+    expect(io.out.startsWith("<!doctype html>\n")).toBe(true);
+    expect(io.out.match(/<!doctype html>/g)?.length).toBe(1);
+    expect(io.err).toContain("Plan: 1 to create, 0 to update, 0 to delete, 3 modules to replace."); // the plan asked about
+    const file = path.join(dir, "report.html");
+    writeFileSync(file, io.out);
+    const { page, others } = await open(file, 360);
+    expect(await text(page, "h1")).toEqual(["edgeplan apply"]);
+    expect(await text(page, ".summary")).toEqual(["Apply complete: 4 done.", "Plan: 1 to create, 0 to update, 0 to delete, 3 modules to replace."]);
+    expect(await text(page, "header p.add")).toEqual(["Converged: the live state matches the manifests."]);
+    expect(await page.locator("section[aria-labelledby=results] tbody tr").count()).toBe(4);
+    expect(await text(page, "section[aria-labelledby=results] tbody td:nth-child(2)")).toEqual(["done", "done", "done", "done"]);
+    // The outputs are the values the server made: no "known after apply" left.
+    expect((await text(page, "section[aria-labelledby=outputs] dd")).filter((v) => v.includes("known after apply"))).toEqual([]);
+    expect(await page.locator("article.card").count()).toBe(4);
+    expect(await overflow(page)).toBeLessThanOrEqual(0);
+    expect(others).toEqual([]);
+  });
+
   it("docs/images/plan.png shows the example plan (UPDATE_SCREENSHOT=1 remakes it)", async () => {
     if (process.env.UPDATE_SCREENSHOT === "1") {
       const page = await examplePlanPage();
