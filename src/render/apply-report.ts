@@ -6,6 +6,7 @@
  */
 import { APPLY_REPORT_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
 import { OUTPUT_FIELDS, outputText } from "./common.js";
+import { renderOutputsText } from "./text.js";
 import { cell, code } from "./markdown.js";
 import { esc, renderHtmlPage } from "./html-page.js";
 import { renderHtmlChanges, renderHtmlOrphans, renderHtmlOutputs, renderHtmlRisks, renderHtmlSummary } from "./html.js";
@@ -55,15 +56,7 @@ export function renderApplyText(report: ApplyReport): string {
   out.push("");
   out.push(buildConvergenceLine(report));
   for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
-  if (report.outputs.length > 0) {
-    out.push("");
-    out.push("Outputs: copy these into the IdP:");
-    const labelWidth = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
-    for (const o of report.outputs) {
-      out.push(`  ${o.address}`);
-      for (const [field, label] of OUTPUT_FIELDS) out.push(`    ${`${label}:`.padEnd(labelWidth)} ${outputText(o[field], o.known_after_apply)}`);
-    }
-  }
+  out.push(...renderOutputsText(report.outputs));
   return `${out.join("\n")}\n`;
 }
 

@@ -3,7 +3,7 @@
  * (and `>`, `!`, `=>` for adopt, take over and rename), orphans, outputs, and the summary line. Reads the Plan only.
  * Pure.
  */
-import type { Change, FieldDiff, Plan } from "../model/plan.js";
+import type { Change, FieldDiff, Plan, SamlOutput } from "../model/plan.js";
 import {
   childLabel,
   IGNORED_HEADING,
@@ -99,17 +99,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
     for (const i of ignored) out.push(`  # ${i.address}: ignored: ${i.path} differs`);
   }
 
-  if (plan.outputs.length > 0) {
-    out.push("");
-    out.push("Outputs: copy these into the IdP:");
-    const width = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
-    for (const o of plan.outputs) {
-      out.push(`  ${o.address}`);
-      for (const [field, label] of OUTPUT_FIELDS) {
-        out.push(`    ${`${label}:`.padEnd(width)} ${outputText(o[field], o.known_after_apply)}`);
-      }
-    }
-  }
+  out.push(...renderOutputsText(plan.outputs));
 
   if (plan.changes.length > 0) {
     out.push("");
@@ -117,6 +107,18 @@ export function renderText(plan: Plan, options: TextOptions): string {
     out.push(`Estimate: ${estimateLine(plan.estimate)}`);
   }
   return `${out.join("\n")}\n`;
+}
+
+/** The outputs as text lines (a blank line first), or nothing when there are none; the apply report shows them too. */
+export function renderOutputsText(outputs: readonly SamlOutput[]): string[] {
+  if (outputs.length === 0) return [];
+  const out = ["", "Outputs: copy these into the IdP:"];
+  const width = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
+  for (const o of outputs) {
+    out.push(`  ${o.address}`);
+    for (const [field, label] of OUTPUT_FIELDS) out.push(`    ${`${label}:`.padEnd(width)} ${outputText(o[field], o.known_after_apply)}`);
+  }
+  return out;
 }
 
 function renderChange(change: Change, paint: Paint): string[] {

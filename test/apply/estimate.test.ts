@@ -46,6 +46,14 @@ function fromFirstWrite(w: World, mark: number): { requests: number; writes: num
   return { requests: run.length, writes, reads: run.length - writes };
 }
 
+/** Runs an apply; what it printed, and what the server received from its first write on. */
+async function applyAndCount(w: World, args: string[]): Promise<{ run: { stdout: string }; seen: ReturnType<typeof fromFirstWrite>; mark: number }> {
+  const mark = w.log().length;
+  const run = await w.cli(args);
+  expect(run.code, run.stderr).toBe(0);
+  return { run, seen: fromFirstWrite(w, mark), mark };
+}
+
 async function setUp(initial: number): Promise<World> {
   const w = await startWorld({ fixtures: { edges: EDGES, backends: FIXTURES.backends } });
   w.manifests(manifests(range(0, initial), () => 50, [CB(5), SAML, CB(5), "", SAML, ""]));
@@ -71,10 +79,7 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     w.manifests(mixed(205, { creates: 1, updates: 1, deletes: 1 }));
     const plan = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--format", "json"]);
     const planned = (JSON.parse(plan.stdout) as { estimate: Estimate }).estimate;
-    const mark = w.log().length;
-    const run = await w.cli(APPLY);
-    expect(run.code, run.stderr).toBe(0);
-    const seen = fromFirstWrite(w, mark);
+    const { run, seen, mark } = await applyAndCount(w, APPLY);
     // 3 weighted backends and 5 modules written; 3 GETs by id (listing 205 would take 3 pages: not fewer) and one
     // read per edge that had a module touched.
     expect(seen).toEqual({ requests: 14, writes: 8, reads: 6 });
@@ -86,10 +91,7 @@ describe.concurrent("estimate.requests is what the server receives from the firs
   it("a mixed plan whose check lists the account (20 objects, 48 touched)", async () => {
     const w = await setUp(20);
     w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
-    const mark = w.log().length;
-    const run = await w.cli(APPLY);
-    expect(run.code, run.stderr).toBe(0);
-    const seen = fromFirstWrite(w, mark);
+    const { run, seen } = await applyAndCount(w, APPLY);
     // 48 weighted backends and 5 modules written; one list page (42 objects) and 3 edge reads.
     expect(seen).toEqual({ requests: 57, writes: 53, reads: 4 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
@@ -100,10 +102,7 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
     const saved = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--out", "p.json"]);
     expect(saved.code, saved.stderr).toBe(0);
-    const mark = w.log().length;
-    const run = await w.cli(["apply", "--plan", "p.json", "--auto-approve", "--force", "--rate-limit", "off", "--format", "json"]);
-    expect(run.code, run.stderr).toBe(0);
-    const seen = fromFirstWrite(w, mark);
+    const { run, seen } = await applyAndCount(w, ["apply", "--plan", "p.json", "--auto-approve", "--force", "--rate-limit", "off", "--format", "json"]);
     // 48 GETs by id (the deleted ones answer 404) and 3 edge reads, the outputs' routes among them.
     expect(seen).toEqual({ requests: 104, writes: 53, reads: 51 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);

@@ -20,6 +20,13 @@ import { renderHtml } from "../../src/render/html.js";
 import { desiredWb, hrId, liveWb, markerMetadata, plan } from "../core/builders.js";
 import { startBrowser, type Browser } from "../helpers/browser.js";
 
+// The callbacks given to page.evaluate run in the browser: these are the browser's names (the project's TypeScript
+// settings have no DOM library, so that the server's code is checked against node's types alone).
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const document: any;
+declare const window: any;
+declare function getComputedStyle(element: unknown): any;
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.join(here, "..", "..");
 const scenario = (name: string): string => path.join(here, "..", "scenarios", name, "plan.html");
@@ -80,7 +87,7 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     ]);
     // The bars are drawn: the first child's part is 90 % of the before bar's width and 80 % of the after bar's.
     const widths = await card.locator("svg.bar").evaluateAll((svgs) =>
-      svgs.map((s) => (s.querySelector("rect") as SVGRectElement).getBoundingClientRect().width / s.getBoundingClientRect().width),
+      svgs.map((s) => s.querySelector("rect").getBoundingClientRect().width / s.getBoundingClientRect().width),
     );
     expect(widths.map((w) => Math.round(w * 100))).toEqual([90, 80]);
     expect(await text(page, ".shares .share")).toEqual(["90% → 80%", "0%", "10% → 20%"]);

@@ -14,6 +14,11 @@ import { label, MAX_LABEL, renderMermaid, trafficChanges } from "../../src/rende
 import { desiredWb, hrId, liveWb, markerMetadata, plan, wbId } from "../core/builders.js";
 import { startBrowser, type Browser } from "../helpers/browser.js";
 
+// The callbacks given to page.evaluate run in the browser: these are the browser's names (the project's TypeScript
+// settings have no DOM library, so that the server's code is checked against node's types alone).
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const document: any;
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const scenariosDir = path.join(here, "..", "scenarios");
 const MERMAID_JS = fileURLToPath(new URL("../../node_modules/mermaid/dist/mermaid.min.js", import.meta.url));
