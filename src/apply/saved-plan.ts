@@ -42,6 +42,9 @@ export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan>
       `--plan ${shownAs}: the plan has format_version ${JSON.stringify(version)}, and this edgeplan reads format_version 1; make the plan again with this version`,
     );
   }
+  // A plan saved before plans carried an estimate is read as well: apply estimates a saved plan again anyway.
+  const object = json as Record<string, unknown>;
+  if (object.estimate === undefined) object.estimate = { requests: 0, writes: 0, reads: 0, seconds: 0, rate_limit: null, concurrency: 1 };
   const parsed = PlanFileSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -5,6 +5,8 @@
  * whose convergence check reads the touched weighted backends by id, one that lists the account instead; and a saved
  * plan, whose check reads by id and reads the outputs' modules too.
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Estimate } from "../../src/model/plan.js";
 import { fakeId } from "../helpers/server.js";
@@ -97,11 +99,16 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
   });
 
-  it("a saved plan: its check reads by id, and the SAML modules of its outputs", async () => {
+  it("a saved plan (one saved without an estimate): its check reads by id, and the SAML modules of its outputs", async () => {
     const w = await setUp(20);
     w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
     const saved = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--out", "p.json"]);
     expect(saved.code, saved.stderr).toBe(0);
+    // A plan saved before plans carried an estimate is applied as well, and estimated again.
+    const file = path.join(w.dir, "p.json");
+    const { estimate, ...older } = JSON.parse(readFileSync(file, "utf8")) as { estimate: Estimate };
+    expect(estimate.writes).toBe(53);
+    writeFileSync(file, JSON.stringify(older));
     const { run, seen } = await applyAndCount(w, ["apply", "--plan", "p.json", "--auto-approve", "--force", "--rate-limit", "off", "--format", "json"]);
     // 48 GETs by id (the deleted ones answer 404) and 3 edge reads, the outputs' routes among them.
     expect(seen).toEqual({ requests: 104, writes: 53, reads: 51 });
