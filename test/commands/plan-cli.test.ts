@@ -119,6 +119,14 @@ describe("HTML pages from the CLI", () => {
     // Same plan, same bytes: the page of `--format html` on stdout is the file's.
     expect((await w.cli(["plan", "m", "--format", "html"])).stdout).toBe(page);
 
+    // apply --format html refused (no terminal, no --auto-approve): the plan was asked about on stderr as text, and
+    // stdout holds the plan's page, one whole document.
+    const refused = await w.cli(["apply", "m", "--format", "html"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe(page);
+    expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.\n");
+    expect(w.writes()).toEqual([]);
+
     const applied = await w.cli(["apply", "m", "--auto-approve", "--html", "report.html"]);
     expect(applied.code).toBe(0);
     expect(applied.stdout).toContain("\nApply complete: 2 done.\n"); // the text report is unchanged
