@@ -1,11 +1,12 @@
 /**
  * The plan as one self-contained HTML page (`plan --format html`, `--html FILE`): the summary and the request
- * estimate, risks first, then each change as a card (its traffic split drawn as before/after bars in inline SVG,
- * its field diffs), the orphans, and the SAML values to copy into the IdP. The sections are exported for the apply
- * report's page. Reads the Plan only; same plan, same bytes. Pure.
+ * estimate (after the notice of a targeted plan), risks first, then each change as a card (its traffic split drawn as
+ * before/after bars in inline SVG, its field diffs and notes), the orphans, the differences `ignore_changes` leaves,
+ * and the SAML values to copy into the IdP. The sections are exported for the apply report's page. Reads the Plan
+ * only; same plan, same bytes. Pure.
  */
 import type { Change, FieldDiff, Plan, WeightChange, WeightedBackendChange } from "../model/plan.js";
-import { estimateLine, NO_CHANGES, OUTPUT_FIELDS, outputText, phraseOf, summaryLine, symbolOf, valueText, type ChangeSymbol } from "./common.js";
+import { estimateLine, IGNORED_HEADING, ignoredOfUnchanged, NO_CHANGES, OUTPUT_FIELDS, outputText, phraseOf, summaryLine, symbolOf, targetedLine, valueText, type ChangeSymbol } from "./common.js";
 import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
 import { childName, childTag, shareMove, trafficChanges } from "./mermaid.js";
 
@@ -20,16 +21,20 @@ export function renderHtml(plan: Plan): string {
     ...renderHtmlRisks(plan),
     ...renderHtmlChanges(plan, "Changes"),
     ...renderHtmlOrphans(plan),
+    ...renderHtmlIgnored(plan),
     ...renderHtmlOutputs(plan.outputs),
   ];
   return renderHtmlPage(`edgeplan plan: stack ${plan.stack}`, body);
 }
 
-/** The summary line, the estimate, and the count of each kind of change. */
+/** The targeted-plan notice, the summary line, the estimate, and the count of each kind of change. */
 export function renderHtmlSummary(plan: Plan): string[] {
-  if (plan.changes.length === 0) return [`<p class="summary">${esc(NO_CHANGES)}</p>`];
+  const targeted = targetedLine(plan);
+  const notice = targeted === null ? [] : [`<p class="box warn targeted"><strong>${esc(targeted)}</strong></p>`];
+  if (plan.changes.length === 0) return [...notice, `<p class="summary">${esc(NO_CHANGES)}</p>`];
   const traffic = trafficChanges(plan.changes).length;
   return [
+    ...notice,
     `<p class="summary">${esc(summaryLine(plan))}</p>`,
     `<p class="estimate">${esc(estimateLine(plan.estimate))}</p>`,
     `<ul class="counts"><li>${plan.changes.length} ${plan.changes.length === 1 ? "change" : "changes"}</li>` +
@@ -140,6 +145,16 @@ export function renderHtmlOrphans(plan: Pick<Plan, "orphans" | "stack">): string
     const what = o.action === "delete" ? '<strong class="del">deleted</strong>' : "kept";
     out.push(`<li><code>${esc(o.address)}</code> <code>${esc(o.id)}</code>: ${what}. ${esc(o.reason)}</li>`);
   }
+  out.push("</ul>", "</section>");
+  return out;
+}
+
+/** Fields that differ and that `ignore_changes` leaves as they are live, of objects the plan does not change. */
+export function renderHtmlIgnored(plan: Plan): string[] {
+  const ignored = ignoredOfUnchanged(plan);
+  if (ignored.length === 0) return [];
+  const out = ['<section aria-labelledby="ignored">', `<h2 id="ignored">${esc(IGNORED_HEADING)}</h2>`, "<ul>"];
+  for (const i of ignored) out.push(`<li><code>${esc(i.address)}</code>: ignored: <code>${esc(i.path)}</code> differs</li>`);
   out.push("</ul>", "</section>");
   return out;
 }

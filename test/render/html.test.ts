@@ -110,6 +110,16 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(others).toEqual([]);
   });
 
+  it("a targeted plan says so above its summary; differences ignore_changes leaves are listed", async () => {
+    const targeted = await open(scenario("033-target-prune"));
+    expect(await text(targeted.page, "header .targeted")).toEqual([
+      'Targeted plan (only weighted_backend.old-*): the rest of stack "default" is not planned and may still differ from the manifests.',
+    ]);
+    const ignored = await open(scenario("035-ignore-description-changed-by-hand"));
+    expect(await text(ignored.page, "#ignored")).toEqual(["Ignored (ignore_changes): these fields differ and are left as they are live"]);
+    expect(await text(ignored.page, "section[aria-labelledby=ignored] li")).toEqual([expect.stringMatching(/^weighted_backend\.\S+: ignored: description differs$/)]);
+  });
+
   it("the SAML values to copy into the IdP", async () => {
     const { page } = await open(scenario("020-saml-replace-idp-metadata"));
     expect(await text(page, "#outputs")).toEqual(["Outputs: copy these into the IdP"]);
