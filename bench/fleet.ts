@@ -14,8 +14,9 @@ import { canonicalJson } from "../src/model/canonical.js";
 import type { DesiredState } from "../src/model/state.js";
 import type { PlanSummary } from "../src/model/plan.js";
 import type { CircuitBreakerSettings, SamlSettings } from "../src/model/wire.js";
-import type { Store, StoredSaml } from "../src/server/index.js";
-import { makeSigningKeyPair } from "../src/server/saml-certificate.js";
+import type { StoredSaml } from "../src/server/index.js";
+import type { SqliteStore } from "../src/server/sqlite-store.js";
+import { makeSigningCertificate } from "../src/server/saml-certificate.js";
 import { repoRoot } from "./measure.js";
 import { seedDataFile } from "./traffic.js";
 
@@ -81,8 +82,8 @@ export interface FleetIds {
 }
 
 /** Creates the fixture child backends, edges and routes the fleet's manifests name. */
-export function provisionFleet(store: Store, account: string, spec: FleetSpec): FleetIds {
-  return store.transaction(() => {
+export function provisionFleet(store: SqliteStore, account: string, spec: FleetSpec): FleetIds {
+  return store.syncTransaction(() => {
     const children: string[] = [];
     for (let i = 0; i < 16; i++) children.push(store.createBackend(account, i % 2 === 0 ? "http_response" : "tunnel_group").id);
     const routes: FleetIds["routes"] = [];
@@ -195,15 +196,15 @@ export async function writeFleet(root: string, spec: FleetSpec, ids: FleetIds, d
 /**
  * Seeds the live side into the store: the unchanged and changed weighted backends (changed ones with an 85/15
  * split instead of 90/10: a 5-point shift, below every risk threshold), the orphans, and both modules of every
- * route (the first `changedRoutes` with another volume threshold and another group). One signing key pair is
+ * route (the first `changedRoutes` with another volume threshold and another group). One signing certificate is
  * made for the whole fleet: the server makes one per route, but its cost is not what these benchmarks measure.
  */
-export async function seedLive(store: Store, account: string, spec: FleetSpec, fleet: Fleet, ids: FleetIds): Promise<void> {
+export async function seedLive(store: SqliteStore, account: string, spec: FleetSpec, fleet: Fleet, ids: FleetIds): Promise<void> {
   const names = fleetNames(spec);
   const changed = new Set(names.changed);
   const byName = new Map(fleet.desired.weightedBackends.map((d) => [d.name, d]));
-  const keyPair = await makeSigningKeyPair("https://idp.edgeplan.localhost/saml/bench");
-  store.transaction(() => {
+  const certificate_pem = await makeSigningCertificate("https://idp.edgeplan.localhost/saml/bench");
+  store.syncTransaction(() => {
     for (const name of [...names.same, ...names.changed]) {
       const d = byName.get(name);
       if (!d) throw new Error(`the fleet lost ${name}`);
@@ -238,7 +239,7 @@ export async function seedLive(store: Store, account: string, spec: FleetSpec, f
       const differs = n++ < spec.changedRoutes;
       const saml: SamlSettings = { ...r.saml.settings, authorized_groups: differs ? ["someone-else"] : [...r.saml.settings.authorized_groups] };
       const cb: CircuitBreakerSettings = { ...r.circuit_breaker.settings, volume_threshold: differs ? 99 : r.circuit_breaker.settings.volume_threshold };
-      const stored: StoredSaml = { ...saml, certificate_pem: keyPair.certificate_pem, private_key_pem: keyPair.private_key_pem };
+      const stored: StoredSaml = { ...saml, certificate_pem };
       store.setSaml(account, r.route, stored);
       store.setCircuitBreaker(account, r.route, cb);
     }

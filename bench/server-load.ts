@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Pool } from "undici";
 import { buildMarker, buildMetadata } from "../src/kinds/weighted-backend.js";
 import { canonicalJson } from "../src/model/canonical.js";
+import type { Store } from "../src/server/store.js";
 import { makeWorkDir } from "./fleet.js";
 import { builtCli, percentile, round1, type Measurement, type Scenario } from "./measure.js";
 import { BENCH_KEY, seedDataFile, startBenchServer, type BenchServer } from "./traffic.js";
@@ -68,6 +69,26 @@ async function load(pool: Pool, connections: number, ms: number, next: (i: numbe
   };
 }
 
+/** Seeds `objects` weighted backends over two fixture children, in one transaction; returns their ids. */
+export function seedObjects(store: Store, account: string, objects: number): Promise<{ ids: string[]; children: string[] }> {
+  return store.transaction(async (tx) => {
+    const kids = [(await tx.createBackend(account, "http_response")).id, (await tx.createBackend(account, "tunnel_group")).id];
+    const made: string[] = [];
+    for (let i = 0; i < objects; i++) {
+      const { id, created_at } = await tx.newId("bkdwd");
+      await tx.insertWeightedBackend(account, {
+        id,
+        created_at,
+        description: `service ${i}`,
+        metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}` }, buildMarker("bench", `svc-${i}`, false))),
+        backends: { [kids[0] as string]: 9000, [kids[1] as string]: 1000 },
+      });
+      made.push(id);
+    }
+    return { ids: made, children: kids };
+  });
+}
+
 /** Runs the load test at a size. */
 export async function measureServerLoad(size: ServerLoadSize): Promise<Measurement> {
   const dir = makeWorkDir();
@@ -75,24 +96,7 @@ export async function measureServerLoad(size: ServerLoadSize): Promise<Measureme
   let pool: Pool | undefined;
   try {
     const dataFile = join(dir, "server.db");
-    const { ids, children } = await seedDataFile(dataFile, (store, account) =>
-      store.transaction(() => {
-        const kids = [store.createBackend(account, "http_response").id, store.createBackend(account, "tunnel_group").id];
-        const made: string[] = [];
-        for (let i = 0; i < size.objects; i++) {
-          const { id, created_at } = store.newId("bkdwd");
-          store.insertWeightedBackend(account, {
-            id,
-            created_at,
-            description: `service ${i}`,
-            metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}` }, buildMarker("bench", `svc-${i}`, false))),
-            backends: { [kids[0] as string]: 9000, [kids[1] as string]: 1000 },
-          });
-          made.push(id);
-        }
-        return { ids: made, children: kids };
-      }),
-    );
+    const { ids, children } = await seedDataFile(dataFile, (store, account) => seedObjects(store, account, size.objects));
     server = await startBenchServer(builtCli(), { dataFile, discardLog: true });
     pool = new Pool(server.url, { connections: size.connections });
     const pick = (i: number): string => ids[(i * 7919) % ids.length] as string;

@@ -10,8 +10,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { request } from "undici";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { accountForKey } from "../src/server/index.js";
-import { openSqliteStore } from "../src/server/sqlite-store.js";
-import type { Store } from "../src/server/store.js";
+import { openSqliteStore, type SqliteStore } from "../src/server/sqlite-store.js";
 
 export interface Traffic {
   requests: number;
@@ -84,12 +83,12 @@ export const BENCH_KEY = "bench-key";
 export const BENCH_ACCOUNT = accountForKey(BENCH_KEY);
 
 /** Opens the data file's store to seed it, runs `seed`, and closes it (the server opens it afterwards). */
-export async function seedDataFile<T>(dataFile: string, seed: (store: Store, account: string) => T | Promise<T>): Promise<T> {
+export async function seedDataFile<T>(dataFile: string, seed: (store: SqliteStore, account: string) => T | Promise<T>): Promise<T> {
   const store = openSqliteStore(dataFile);
   try {
     return await seed(store, BENCH_ACCOUNT);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

@@ -17,6 +17,8 @@ export interface ServeFlags {
   host?: string;
   port?: string;
   data?: string;
+  database?: string;
+  poolSize?: string;
   fixtures?: string;
   apiKey?: string[];
   publicUrl?: string;
@@ -81,6 +83,9 @@ export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerO
     apiKeys: serveApiKeys(flags.apiKey, env),
   };
   if (flags.data !== undefined) options.dataFile = flags.data;
+  const databaseUrl = flags.database ?? (env.EDGEPLAN_SERVE_DATABASE_URL || undefined);
+  if (databaseUrl !== undefined) options.databaseUrl = checkDatabaseUrl(databaseUrl, flags.database !== undefined);
+  if (flags.poolSize !== undefined) options.poolSize = parseWholeNumber("--pool-size", flags.poolSize, 1, 1000);
   if (flags.fixtures !== undefined) options.fixtures = loadFixturesFile(flags.fixtures);
   if (flags.publicUrl !== undefined) options.publicUrl = flags.publicUrl;
   if (flags.spBase !== undefined) options.spBase = flags.spBase;
@@ -100,6 +105,21 @@ export function serveOptions(flags: ServeFlags, env: NodeJS.ProcessEnv): ServerO
   if (flags.headersTimeout !== undefined) options.headersTimeoutMs = parseTimeout("--headers-timeout", flags.headersTimeout);
   if (flags.requestTimeout !== undefined) options.requestTimeoutMs = parseTimeout("--request-timeout", flags.requestTimeout);
   return options;
+}
+
+/** A PostgreSQL URL; the error names where it came from and never repeats a password. */
+function checkDatabaseUrl(url: string, fromFlag: boolean): string {
+  const from = fromFlag ? "--database" : "EDGEPLAN_SERVE_DATABASE_URL";
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw new EdgeplanError(`${from} is not a URL; give one like postgres://user:password@host:5432/database`);
+  }
+  if (protocol !== "postgres:" && protocol !== "postgresql:") {
+    throw new EdgeplanError(`${from} must start with postgres:// or postgresql:// (got ${protocol}//); for a SQLite file use --data FILE`);
+  }
+  return url;
 }
 
 function waitForSignal(): Promise<string> {

@@ -12,6 +12,7 @@ import { loadDesired, type LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
+import type { StoreTx } from "../server/store.js";
 import type { CommandIO } from "./io.js";
 
 /** The account key of the embedded `--local` server. It guards nothing: the server listens on loopback only. */
@@ -76,7 +77,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   });
   try {
     if (!options.fixtures && desired) {
-      const made = provisionFor(desired, server.store, accountForKey(LOCAL_API_KEY));
+      const made = await server.store.transaction((tx) => provisionFor(desired, tx, accountForKey(LOCAL_API_KEY)));
       if (made.length > 0) io.stderr(`local: provisioned ${made.join(", ")} (named by the manifests; pass --fixtures FILE to choose them)\n`);
     }
     const shown = relative(resolve(io.cwd), join(dir, LOCAL_DB));
@@ -109,15 +110,13 @@ function budgetOf(options: ClientOptions): ApplyBudget {
   return { rateLimit: options.rateLimit, concurrency: options.concurrency };
 }
 
-type LocalStore = Awaited<ReturnType<typeof import("../server/index.js").startServer>>["store"];
-
 /** Creates the edges, routes and fixture backends `desired` names that the local store lacks; returns what it made. */
-function provisionFor(desired: DesiredState, store: LocalStore, account: string): string[] {
+async function provisionFor(desired: DesiredState, tx: StoreTx, account: string): Promise<string[]> {
   const made: string[] = [];
   for (const r of desired.edgeRoutes) {
-    if (!store.getEdge(account, r.edge)) made.push(`edge ${r.edge}`);
-    if (!store.getRoute(account, r.edge, r.route)) made.push(`route ${r.route}`);
-    store.ensureRoute(account, r.edge, r.route);
+    if (!(await tx.getEdge(account, r.edge))) made.push(`edge ${r.edge}`);
+    if (!(await tx.getRoute(account, r.edge, r.route))) made.push(`route ${r.route}`);
+    await tx.ensureRoute(account, r.edge, r.route);
   }
   const children = new Set<string>();
   for (const wb of desired.weightedBackends) {
@@ -126,8 +125,8 @@ function provisionFor(desired: DesiredState, store: LocalStore, account: string)
     }
   }
   for (const id of [...children].sort()) {
-    if (!store.getFixtureBackend(account, id)) made.push(`backend ${id}`);
-    store.ensureBackend(account, id);
+    if (!(await tx.getFixtureBackend(account, id))) made.push(`backend ${id}`);
+    await tx.ensureBackend(account, id);
   }
   return made;
 }

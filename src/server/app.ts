@@ -1,24 +1,27 @@
 /**
  * The request pipeline of the server, in the order every request goes through it:
  * operation id -> fail-rate fault -> auth -> rate and in-flight limits -> latency fault -> version header -> path
- * and method -> id format -> body (size, content type, JSON) -> client still connected -> handler (one store
- * transaction) -> drop-rate fault -> answer -> one log line. Errors at any step become the API's error body; nothing
+ * and method -> id format -> body (size, content type, JSON) -> client still connected -> handler, in one store
+ * transaction committed before anything is answered -> drop-rate fault -> answer -> one log line. Errors at any step become the API's error body; nothing
  * else reaches the client.
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { isId } from "../model/wire.js";
 import type { KeyRing } from "./auth.js";
-import type { ServerContext } from "./context.js";
-import type { InflightLimiter, RateLimiter } from "./faults.js";
+import type { Handler, ServerContext } from "./context.js";
+import type { InflightLimiter } from "./faults.js";
 import { HttpError } from "./http-error.js";
 import { randomKsuid } from "./ksuid.js";
 import { parseJsonBody, readBody, type BodyResult } from "./request.js";
 import { matchRoute, type Method } from "./router.js";
+import type { RateGate, Store } from "./store.js";
 import type { JsonObject } from "./validate.js";
 
 export interface AppOptions {
   context: ServerContext;
+  /** Where every request runs its one transaction. */
+  store: Store;
   keys: KeyRing;
   /** Name of the version header (any case). */
   versionHeader: string;
@@ -28,7 +31,7 @@ export interface AppOptions {
   dropRate?: number | undefined;
   /** Decides the faults above: a number in [0, 1) per draw. */
   draw: () => number;
-  rateLimiter?: RateLimiter | undefined;
+  rateGate?: RateGate | undefined;
   inflight?: InflightLimiter | undefined;
   /** Receives one JSON line per request; absent: no request log. */
   log?: ((line: string) => void) | undefined;
@@ -84,97 +87,6 @@ function logPath(path: string): string {
 
 /** The `request` listener of the HTTP server. */
 export function createRequestListener(o: AppOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const versionHeader = o.versionHeader.toLowerCase();
-  const { context, keys } = o;
-
-  async function run(req: IncomingMessage, method: string, path: string, query: string): Promise<Outcome> {
-    let account: string | undefined;
-    let holdsSlot = false;
-    try {
-      if (o.failRate && o.draw() < o.failRate) {
-        throw new HttpError(503, "ERR_NGROK_503", "the server is unavailable (a fault injected by --fail-rate); retry later");
-      }
-      // Node keeps the first of several Authorization headers; a proxy in front may keep another one. A request
-      // whose credential depends on who reads it is refused rather than served as either account.
-      if ((req.headersDistinct.authorization?.length ?? 0) > 1) {
-        throw new HttpError(
-          401,
-          "ERR_NGROK_201",
-          "the request has several Authorization headers; send exactly one: Authorization: Bearer <API key>",
-          {},
-          { "WWW-Authenticate": "Bearer" },
-        );
-      }
-      account = keys.authenticate(req.headers.authorization);
-      o.rateLimiter?.take(account, Date.now());
-      if (o.inflight) {
-        o.inflight.acquire(account);
-        holdsSlot = true;
-      }
-      // Injected latency is spent holding the in-flight slot, as a slow server would.
-      if (o.latency) {
-        const [lo, hi] = o.latency;
-        await sleep(lo + o.draw() * (hi - lo));
-      }
-      const version = req.headers[versionHeader];
-      if (version === undefined) {
-        throw new HttpError(400, "ERR_NGROK_218", `the request has no ${o.versionHeader} header; send ${o.versionHeader}: 2`);
-      }
-      if (version !== "2") {
-        throw new HttpError(
-          400,
-          "ERR_NGROK_217",
-          `${o.versionHeader} ${JSON.stringify(String(version).slice(0, 40))} is not supported; send ${o.versionHeader}: 2`,
-        );
-      }
-      const match = matchRoute(path);
-      if (!match) throw new HttpError(404, undefined, "Not Found", { path: logPath(path) });
-      const handler = match.methods[method as Method];
-      if (!handler) {
-        throw new HttpError(405, undefined, "Method Not Allowed", { path: logPath(path), method }, { Allow: match.allow });
-      }
-      for (let i = 0; i < match.params.length; i++) {
-        const id = match.params[i] as string;
-        const prefix = match.prefixes[i] as string;
-        if (!isId(id, [prefix])) {
-          throw new HttpError(
-            404,
-            "ERR_NGROK_222",
-            `"${id.slice(0, 80)}" is not a valid id here: expected ${prefix}_ followed by 27 base62 characters`,
-            { id: id.slice(0, 80) },
-          );
-        }
-      }
-      let read: BodyResult | Promise<BodyResult> = readBody(req, o.bodyLimit);
-      if (read instanceof Promise) read = await read;
-      if (read.kind === "aborted") return { status: 0, drop: true, aborted: true };
-      if (read.kind === "too-large") {
-        const err = new HttpError(413, "ERR_NGROK_413", `the body is larger than the limit of ${o.bodyLimit} bytes`);
-        return { status: 413, close: !read.drained, error: err };
-      }
-      let body: JsonObject | undefined;
-      if (BODYLESS_METHODS.has(method)) {
-        if (read.bytes.length > 0) throw new HttpError(400, "ERR_NGROK_211", `a ${method} request takes no body; send it without one`);
-      } else {
-        body = parseJsonBody(req.headersDistinct["content-type"], read.bytes);
-      }
-      // A request whose client has gone is not carried out: nobody would learn its outcome, and the client may
-      // already be looking for what it did (a lost create is listed for before it is sent again).
-      if (req.socket.destroyed) return { status: 0, drop: true, aborted: true };
-      let reply = handler(context, { account, params: match.params, query, body });
-      if (reply instanceof Promise) reply = await reply;
-      if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && o.draw() < o.dropRate) {
-        return { status: reply.status, drop: true };
-      }
-      return reply.body === undefined ? { status: reply.status } : { status: reply.status, payload: JSON.stringify(reply.body) };
-    } catch (err) {
-      if (err instanceof HttpError) return { status: err.status, headers: err.headers, error: err };
-      return { status: 500, error: err };
-    } finally {
-      if (holdsSlot && account !== undefined) o.inflight?.release(account);
-    }
-  }
-
   return (req, res) => {
     const started = performance.now();
     const operationId = newOperationId();
@@ -183,48 +95,149 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? "" : url.slice(q + 1);
-
-    void run(req, method, path, query).then((outcome) => {
-      let payload = outcome.payload;
-      if (outcome.error instanceof HttpError) payload = errorPayload(outcome.error, operationId);
-      else if (outcome.status === 500) payload = internalErrorPayload(operationId);
-      if (outcome.drop) {
+    void run(o, req, method, path, query)
+      .then((outcome) => {
+        answer(req, res, outcome, operationId);
+        o.log?.(logLine(outcome, method, path, operationId, started));
+      })
+      .catch((err: unknown) => {
+        // Answering itself failed (the socket broke mid-write): nothing more can be sent on this connection.
         req.socket.destroy();
-      } else {
-        const headers: Record<string, string | number> = { "Ngrok-Operation-Id": operationId };
-        if (outcome.headers) Object.assign(headers, outcome.headers);
-        if (payload !== undefined) {
-          headers["Content-Type"] = "application/json";
-          headers["Content-Length"] = Buffer.byteLength(payload);
-        }
-        if (outcome.close) headers.Connection = "close";
-        res.writeHead(outcome.status, headers);
-        res.end(payload);
-      }
-      if (o.log) {
-        const line: Record<string, unknown> = {
-          time: new Date().toISOString(),
-          method,
-          path: logPath(path),
-          status: outcome.status,
-          ms: Math.round((performance.now() - started) * 100) / 100,
-          operation_id: operationId,
-        };
-        if (outcome.aborted) line.aborted = true;
-        else if (outcome.drop) line.dropped = true;
-        if (outcome.error instanceof HttpError && outcome.error.code) line.error_code = outcome.error.code;
-        if (outcome.status === 500) {
-          const e = outcome.error;
-          line.error = e instanceof Error ? (e.stack ?? e.message) : String(e);
-        }
-        o.log(JSON.stringify(line));
-      }
-    }).catch((err: unknown) => {
-      // Answering itself failed (the socket broke mid-write): nothing more can be sent on this connection.
-      req.socket.destroy();
-      o.log?.(JSON.stringify({ time: new Date().toISOString(), method, path: logPath(path), operation_id: operationId, error: String(err) }));
-    });
+        o.log?.(JSON.stringify({ time: new Date().toISOString(), method, path: logPath(path), operation_id: operationId, error: String(err) }));
+      });
   };
+}
+
+/** Every step of one request up to its outcome; errors at any step become the outcome. */
+async function run(o: AppOptions, req: IncomingMessage, method: string, path: string, query: string): Promise<Outcome> {
+  let account: string | undefined;
+  let holdsSlot = false;
+  try {
+    if (o.failRate && o.draw() < o.failRate) {
+      throw new HttpError(503, "ERR_NGROK_503", "the server is unavailable (a fault injected by --fail-rate); retry later");
+    }
+    account = authenticate(o.keys, req);
+    await o.rateGate?.take(account);
+    if (o.inflight) {
+      o.inflight.acquire(account);
+      holdsSlot = true;
+    }
+    // Injected latency is spent holding the in-flight slot, as a slow server would.
+    if (o.latency) await sleep(o.latency[0] + o.draw() * (o.latency[1] - o.latency[0]));
+    checkVersion(req, o.versionHeader);
+    const { handler, params } = resolveHandler(method, path);
+    const read = await readRequestBody(req, method, o.bodyLimit);
+    if ("outcome" in read) return read.outcome;
+    // A request whose client has gone is not carried out: nobody would learn its outcome, and the client may
+    // already be looking for what it did (a lost create is listed for before it is sent again).
+    if (req.socket.destroyed) return { status: 0, drop: true, aborted: true };
+    const request = { account, params, query, body: read.body };
+    const reply = await o.store.transaction((tx) => handler(o.context, tx, request));
+    if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && o.draw() < o.dropRate) {
+      return { status: reply.status, drop: true };
+    }
+    return reply.body === undefined ? { status: reply.status } : { status: reply.status, payload: JSON.stringify(reply.body) };
+  } catch (err) {
+    if (err instanceof HttpError) return { status: err.status, headers: err.headers, error: err };
+    return { status: 500, error: err };
+  } finally {
+    if (holdsSlot && account !== undefined) o.inflight?.release(account);
+  }
+}
+
+/** The account of the request's key; 401 for none, a wrong one, or several Authorization headers. */
+function authenticate(keys: KeyRing, req: IncomingMessage): string {
+  // Node keeps the first of several Authorization headers; a proxy in front may keep another one. A request
+  // whose credential depends on who reads it is refused rather than served as either account.
+  if ((req.headersDistinct.authorization?.length ?? 0) > 1) {
+    throw new HttpError(
+      401,
+      "ERR_NGROK_201",
+      "the request has several Authorization headers; send exactly one: Authorization: Bearer <API key>",
+      {},
+      { "WWW-Authenticate": "Bearer" },
+    );
+  }
+  return keys.authenticate(req.headers.authorization);
+}
+
+/** The version header (named `name`, any case) must be `2`. */
+function checkVersion(req: IncomingMessage, name: string): void {
+  const version = req.headers[name.toLowerCase()];
+  if (version === undefined) throw new HttpError(400, "ERR_NGROK_218", `the request has no ${name} header; send ${name}: 2`);
+  if (version !== "2") {
+    throw new HttpError(400, "ERR_NGROK_217", `${name} ${JSON.stringify(String(version).slice(0, 40))} is not supported; send ${name}: 2`);
+  }
+}
+
+/** The handler of the path and method, with the path's ids checked: 404, 405 or 404 ERR_NGROK_222. */
+function resolveHandler(method: string, path: string): { handler: Handler; params: string[] } {
+  const match = matchRoute(path);
+  if (!match) throw new HttpError(404, undefined, "Not Found", { path: logPath(path) });
+  const handler = match.methods[method as Method];
+  if (!handler) throw new HttpError(405, undefined, "Method Not Allowed", { path: logPath(path), method }, { Allow: match.allow });
+  match.params.forEach((id, i) => {
+    const prefix = match.prefixes[i] as string;
+    if (!isId(id, [prefix])) {
+      throw new HttpError(404, "ERR_NGROK_222", `"${id.slice(0, 80)}" is not a valid id here: expected ${prefix}_ followed by 27 base62 characters`, {
+        id: id.slice(0, 80),
+      });
+    }
+  });
+  return { handler, params: match.params };
+}
+
+/** The JSON body (none for GET and DELETE), or the outcome that ends the request: client gone, body too large. */
+async function readRequestBody(req: IncomingMessage, method: string, limit: number): Promise<{ body: JsonObject | undefined } | { outcome: Outcome }> {
+  let read: BodyResult | Promise<BodyResult> = readBody(req, limit);
+  if (read instanceof Promise) read = await read;
+  if (read.kind === "aborted") return { outcome: { status: 0, drop: true, aborted: true } };
+  if (read.kind === "too-large") {
+    const err = new HttpError(413, "ERR_NGROK_413", `the body is larger than the limit of ${limit} bytes`);
+    return { outcome: { status: 413, close: !read.drained, error: err } };
+  }
+  if (!BODYLESS_METHODS.has(method)) return { body: parseJsonBody(req.headersDistinct["content-type"], read.bytes) };
+  if (read.bytes.length > 0) throw new HttpError(400, "ERR_NGROK_211", `a ${method} request takes no body; send it without one`);
+  return { body: undefined };
+}
+
+/** Sends the outcome (or destroys the connection when it says to drop). */
+function answer(req: IncomingMessage, res: ServerResponse, outcome: Outcome, operationId: string): void {
+  if (outcome.drop) {
+    req.socket.destroy();
+    return;
+  }
+  let payload = outcome.payload;
+  if (outcome.error instanceof HttpError) payload = errorPayload(outcome.error, operationId);
+  else if (outcome.status === 500) payload = internalErrorPayload(operationId);
+  const headers: Record<string, string | number> = { "Ngrok-Operation-Id": operationId, ...outcome.headers };
+  if (payload !== undefined) {
+    headers["Content-Type"] = "application/json";
+    headers["Content-Length"] = Buffer.byteLength(payload);
+  }
+  if (outcome.close) headers.Connection = "close";
+  res.writeHead(outcome.status, headers);
+  res.end(payload);
+}
+
+/** The request's log line: method, path, status, ms, operation id, and why it failed (never the key). */
+function logLine(outcome: Outcome, method: string, path: string, operationId: string, started: number): string {
+  const line: Record<string, unknown> = {
+    time: new Date().toISOString(),
+    method,
+    path: logPath(path),
+    status: outcome.status,
+    ms: Math.round((performance.now() - started) * 100) / 100,
+    operation_id: operationId,
+  };
+  if (outcome.aborted) line.aborted = true;
+  else if (outcome.drop) line.dropped = true;
+  if (outcome.error instanceof HttpError && outcome.error.code) line.error_code = outcome.error.code;
+  if (outcome.status === 500) {
+    const e = outcome.error;
+    line.error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  }
+  return JSON.stringify(line);
 }
 
 /**

@@ -1,18 +1,18 @@
 /**
- * What a request handler receives and returns. Handlers are plain functions of (server, request) to a reply;
- * app.ts does the HTTP around them (auth, version, body, errors, faults, logging).
+ * What a request handler receives and returns. Handlers are functions of (server, transaction, request) to a
+ * reply; app.ts does the HTTP around them (auth, version, body, errors, faults, logging) and runs each request in
+ * one store transaction, committed before the answer is sent. Handlers do not know which store they use.
  */
-import type { SigningKeyPair } from "./saml-certificate.js";
-import type { Store } from "./store.js";
+import type { StoreTx } from "./store.js";
 import type { JsonObject } from "./validate.js";
 
 export interface ServerContext {
-  store: Store;
   /** Base of every `uri` the server writes, without a trailing slash. */
   baseUrl: string;
   /** Base of the generated SAML service-provider URLs, without a trailing slash. */
   spBase: string;
-  makeSigningKeyPair(entityId: string): Promise<SigningKeyPair>;
+  /** A new self-signed request-signing certificate (PEM) for a SAML service provider; its key is not kept. */
+  makeSigningCertificate(entityId: string): Promise<string>;
 }
 
 export interface RequestContext {
@@ -31,4 +31,4 @@ export interface Reply {
   body?: unknown;
 }
 
-export type Handler = (server: ServerContext, request: RequestContext) => Reply | Promise<Reply>;
+export type Handler = (server: ServerContext, tx: StoreTx, request: RequestContext) => Promise<Reply>;

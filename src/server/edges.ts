@@ -6,43 +6,49 @@ import type { Handler, ServerContext } from "./context.js";
 import { notFound } from "./http-error.js";
 import { buildPage, parsePageQuery, rejectQuery } from "./paging.js";
 import { renderEdge, renderRoute } from "./render.js";
-import type { EdgeRecord, RouteRecord } from "./store.js";
+import type { EdgeRecord, RouteRecord, StoreTx } from "./store.js";
 
-function edgeBody(server: ServerContext, account: string, edge: EdgeRecord) {
-  return renderEdge(server.baseUrl, server.spBase, edge, server.store.routesOfEdge(account, edge.id));
+async function edgeBody(server: ServerContext, tx: StoreTx, account: string, edge: EdgeRecord) {
+  return renderEdge(server.baseUrl, server.spBase, edge, await tx.routesOfEdge(account, edge.id));
 }
 
-/** The route of the path, or the API's 404 naming the edge or the route that is missing. */
-export function findRoute(server: ServerContext, account: string, edgeId: string, routeId: string): RouteRecord {
-  const route = server.store.getRoute(account, edgeId, routeId);
+/**
+ * The route of the path (locked until the transaction ends with `forUpdate`), or the API's 404 naming the edge or
+ * the route that is missing.
+ */
+export async function findRoute(tx: StoreTx, account: string, params: string[], forUpdate = false): Promise<RouteRecord> {
+  const [edgeId, routeId] = params as [string, string];
+  const route = await tx.getRoute(account, edgeId, routeId, forUpdate);
   if (route) return route;
-  if (!server.store.getEdge(account, edgeId)) throw notFound("HTTPS edge", edgeId);
+  if (!(await tx.getEdge(account, edgeId))) throw notFound("HTTPS edge", edgeId);
   throw notFound("route", routeId, `route ${routeId} of HTTPS edge ${edgeId} was not found in this account; check the ids`);
 }
 
-export const listEdges: Handler = (server, req) => {
+export const listEdges: Handler = async (server, tx, req) => {
   const page = parsePageQuery(req.query);
-  const result = buildPage(`${server.baseUrl}/edges/https`, page, (q) => server.store.listEdges(req.account, q));
+  const result = await buildPage(`${server.baseUrl}/edges/https`, page, (q) => tx.listEdges(req.account, q));
+  const edges = [];
+  for (const e of result.items) edges.push(await edgeBody(server, tx, req.account, e));
   return {
     status: 200,
     body: {
-      https_edges: result.items.map((e) => edgeBody(server, req.account, e)),
+      https_edges: edges,
       uri: result.uri,
       next_page_uri: result.next_page_uri,
     },
   };
 };
 
-export const getEdge: Handler = (server, req) => {
+export const getEdge: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
   const id = req.params[0] as string;
-  const edge = server.store.getEdge(req.account, id);
+  const edge = await tx.getEdge(req.account, id);
   if (!edge) throw notFound("HTTPS edge", id);
-  return { status: 200, body: edgeBody(server, req.account, edge) };
+  return { status: 200, body: await edgeBody(server, tx, req.account, edge) };
 };
 
-export const getRoute: Handler = (server, req) => {
+export const getRoute: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
-  const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+  const route = await findRoute(tx, req.account, req.params);
   return { status: 200, body: renderRoute(server.baseUrl, server.spBase, route) };
 };

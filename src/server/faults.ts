@@ -18,26 +18,29 @@ export class RateLimiter {
   ) {}
 
   /** Counts one request of `account`; throws 429 ERR_NGROK_226 with `Retry-After` when over the limit. */
-  take(account: string, now: number): void {
+  take(account: string, now: number = Date.now()): void {
     let ring = this.rings.get(account);
     if (!ring) {
       ring = { times: new Float64Array(this.count).fill(-Infinity), next: 0 };
       this.rings.set(account, ring);
     }
     const oldest = ring.times[ring.next] as number;
-    if (now - oldest < this.windowMs) {
-      const seconds = Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000));
-      throw new HttpError(
-        429,
-        "ERR_NGROK_226",
-        `too many requests: this API key may make ${this.count} requests per ${formatWindow(this.windowMs)}; retry after ${seconds} s`,
-        {},
-        { "Retry-After": String(seconds) },
-      );
-    }
+    if (now - oldest < this.windowMs) throw rateLimited(this.count, this.windowMs, oldest + this.windowMs - now);
     ring.times[ring.next] = now;
     ring.next = (ring.next + 1) % this.count;
   }
+}
+
+/** The 429 ERR_NGROK_226 of a request over `count` per `windowMs`, told to come back in `waitMs`. */
+export function rateLimited(count: number, windowMs: number, waitMs: number): HttpError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new HttpError(
+    429,
+    "ERR_NGROK_226",
+    `too many requests: this API key may make ${count} requests per ${formatWindow(windowMs)}; retry after ${seconds} s`,
+    {},
+    { "Retry-After": String(seconds) },
+  );
 }
 
 /** At most `max` requests of one account being answered at once. */

@@ -23,7 +23,7 @@ import { LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { ManifestError, type Diagnostic } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, type FixtureBackendType } from "../model/wire.js";
-import type { Store } from "./store.js";
+import type { Store, StoreTx } from "./store.js";
 
 const MATCH_TYPES = ["exact_path", "path_prefix"] as const;
 
@@ -163,59 +163,70 @@ export interface FixturesSummary {
 }
 
 /**
- * Loads fixtures into `account` in one transaction, idempotently (see the file comment): what already exists is
- * found again, by id or by fixture key, and left as it is.
+ * Loads fixtures into `account` in one transaction under the store's start-up lock, idempotently (see the file
+ * comment): what already exists is found again, by id or by fixture key, and left as it is. Of several replicas
+ * starting together, the first creates the objects and the others find them.
  */
-export function applyFixtures(store: Store, account: string, fixtures: Fixtures): FixturesSummary {
-  const summary: FixturesSummary = { edges: 0, routes: 0, backends: 0, created: 0 };
-  store.transaction(() => {
-    fixtures.edges.forEach((edge, e) => {
-      let edgeId = edge.id;
-      if (edgeId === undefined) {
-        const key = `edges[${e}]`;
-        const known = store.fixtureId(account, key);
-        if (known && store.getEdge(account, known)) edgeId = known;
-        else {
-          edgeId = store.ensureEdge(account, undefined, edge.hostports ? { hostports: edge.hostports } : undefined).id;
-          store.setFixtureId(account, key, edgeId);
-          summary.created++;
-        }
-      } else if (!store.getEdge(account, edgeId)) {
-        store.ensureEdge(account, edgeId, edge.hostports ? { hostports: edge.hostports } : undefined);
+export function applyFixtures(store: Store, account: string, fixtures: Fixtures): Promise<FixturesSummary> {
+  return store.transaction(
+    async (tx) => {
+      const summary: FixturesSummary = { edges: 0, routes: 0, backends: 0, created: 0 };
+      for (const [e, edge] of fixtures.edges.entries()) await loadEdge(tx, account, edge, e, summary);
+      for (const [i, b] of fixtures.backends.entries()) await loadBackend(tx, account, b, i, summary);
+      return summary;
+    },
+    { startup: true },
+  );
+}
+
+type FixtureEdge = Fixtures["edges"][number];
+
+async function loadEdge(tx: StoreTx, account: string, edge: FixtureEdge, e: number, summary: FixturesSummary): Promise<void> {
+  const init = edge.hostports ? { hostports: edge.hostports } : undefined;
+  let edgeId = edge.id;
+  if (edgeId === undefined) {
+    const key = `edges[${e}]`;
+    const known = await tx.fixtureId(account, key);
+    if (known && (await tx.getEdge(account, known))) edgeId = known;
+    else {
+      edgeId = (await tx.ensureEdge(account, undefined, init)).id;
+      await tx.setFixtureId(account, key, edgeId);
+      summary.created++;
+    }
+  } else if (!(await tx.getEdge(account, edgeId))) {
+    await tx.ensureEdge(account, edgeId, init);
+    summary.created++;
+  }
+  summary.edges++;
+  for (const route of edge.routes) {
+    const routeInit = { match: route.match, match_type: route.match_type };
+    if (route.id === undefined) {
+      const key = `${edgeId} ${route.match_type} ${route.match}`;
+      const known = await tx.fixtureId(account, key);
+      if (!known || !(await tx.getRoute(account, edgeId, known))) {
+        await tx.setFixtureId(account, key, (await tx.ensureRoute(account, edgeId, undefined, routeInit)).id);
         summary.created++;
       }
-      summary.edges++;
-      for (const route of edge.routes) {
-        const init = { match: route.match, match_type: route.match_type };
-        if (route.id === undefined) {
-          const key = `${edgeId} ${route.match_type} ${route.match}`;
-          const known = store.fixtureId(account, key);
-          if (!known || !store.getRoute(account, edgeId, known)) {
-            store.setFixtureId(account, key, store.ensureRoute(account, edgeId, undefined, init).id);
-            summary.created++;
-          }
-        } else if (!store.getRoute(account, edgeId, route.id)) {
-          store.ensureRoute(account, edgeId, route.id, init);
-          summary.created++;
-        }
-        summary.routes++;
-      }
-    });
-    fixtures.backends.forEach((b, i) => {
-      if (b.id === undefined) {
-        const key = `backends[${i}]`;
-        const known = store.fixtureId(account, key);
-        const existing = known ? store.getFixtureBackend(account, known) : undefined;
-        if (!existing || existing.type !== b.type) {
-          store.setFixtureId(account, key, store.createBackend(account, b.type).id);
-          summary.created++;
-        }
-      } else if (!store.getFixtureBackend(account, b.id)) {
-        store.ensureBackend(account, b.id);
-        summary.created++;
-      }
-      summary.backends++;
-    });
-  });
-  return summary;
+    } else if (!(await tx.getRoute(account, edgeId, route.id))) {
+      await tx.ensureRoute(account, edgeId, route.id, routeInit);
+      summary.created++;
+    }
+    summary.routes++;
+  }
+}
+
+async function loadBackend(tx: StoreTx, account: string, b: Fixtures["backends"][number], i: number, summary: FixturesSummary): Promise<void> {
+  if (b.id === undefined) {
+    const key = `backends[${i}]`;
+    const known = await tx.fixtureId(account, key);
+    const existing = known ? await tx.getFixtureBackend(account, known) : undefined;
+    if (!existing || existing.type !== b.type) {
+      await tx.setFixtureId(account, key, (await tx.createBackend(account, b.type)).id);
+      summary.created++;
+    }
+  } else if (!(await tx.getFixtureBackend(account, b.id))) {
+    await tx.ensureBackend(account, b.id);
+    summary.created++;
+  }
+  summary.backends++;
 }

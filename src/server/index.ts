@@ -1,7 +1,7 @@
 /**
  * The API server of docs/api.md, as a library: `startServer` is what `edgeplan serve`, the `--local` mode and the
- * tests run. It listens on node's HTTP stack, keeps its state in SQLite (a file, or memory) and answers every
- * request through the pipeline of app.ts.
+ * tests run. It listens on node's HTTP stack, keeps its state in SQLite (a file, or memory) or in PostgreSQL (shared
+ * by several replicas), and answers every request through the pipeline of app.ts.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,29 +10,34 @@ import { LIMITS } from "../model/wire.js";
 import { createClientErrorListener, createRequestListener } from "./app.js";
 import { accountForKey, KeyRing } from "./auth.js";
 import type { ServerContext } from "./context.js";
-import { faultDraws, InflightLimiter, RateLimiter } from "./faults.js";
+import { faultDraws, InflightLimiter } from "./faults.js";
 import { applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
-import { makeSigningKeyPair } from "./saml-certificate.js";
+import { makeSigningCertificate } from "./saml-certificate.js";
 import { openSqliteStore } from "./sqlite-store.js";
 import type { Store } from "./store.js";
 
 export { accountForKey } from "./auth.js";
 export { loadFixturesFile, applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
 export { faultDraws } from "./faults.js";
-export type { Store, WeightedBackendRecord, EdgeRecord, RouteRecord, FixtureBackendRecord, StoredSaml } from "./store.js";
+export type { Store, StoreTx, WeightedBackendRecord, EdgeRecord, RouteRecord, FixtureBackendRecord, StoredSaml } from "./store.js";
 
 export const DEFAULT_PORT = 4780;
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_SP_BASE = "https://idp.edgeplan.localhost";
 export const DEFAULT_VERSION_HEADER = "Ngrok-Version";
+export const DEFAULT_POOL_SIZE = 10;
 
 export interface ServerOptions {
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 4780; 0 picks a free port. */
   port?: number;
-  /** SQLite file that persists the state; absent: in memory. */
+  /** SQLite file that persists the state; absent (and no `databaseUrl`): in memory. */
   dataFile?: string;
+  /** PostgreSQL URL (`postgres://` or `postgresql://`) of a database shared by every replica; not with `dataFile`. */
+  databaseUrl?: string;
+  /** Connections of the PostgreSQL pool; default 10. */
+  poolSize?: number;
   /** At least one; each key is its own account. */
   apiKeys: string[];
   /** Loaded into the first key's account at start. */
@@ -51,9 +56,9 @@ export interface ServerOptions {
   dropRate?: number;
   /** Seed of the fault draws, so a run's faults can be met again; default: Math.random. */
   faultSeed?: number;
-  /** Requests per rolling window, per key (429 ERR_NGROK_226). */
+  /** Requests per rolling window, per key (429 ERR_NGROK_226); over PostgreSQL, shared by every replica. */
   rateLimit?: { count: number; windowMs: number };
-  /** Requests in flight at once, per key (429 ERR_NGROK_225). */
+  /** Requests in flight at once, per key and per replica (429 ERR_NGROK_225). */
   maxInflight?: number;
   /** Request body limit in bytes; default 1 MiB. */
   bodyLimit?: number;
@@ -123,22 +128,27 @@ function faultNotices(o: ServerOptions): string[] {
   return notices;
 }
 
-/**
- * Opens the store, loads the fixtures, and listens. Resolves once the server accepts connections. Throws an
- * EdgeplanError (with the store closed again) when there is no API key, the fixtures are invalid, or the
- * address cannot be bound.
- */
-export async function startServer(options: ServerOptions): Promise<RunningServer> {
+/** The options, checked, with their defaults. */
+interface Settings {
+  keys: string[];
+  host: string;
+  port: number;
+  spBase: string;
+  publicUrl: string | undefined;
+  fixtures: Fixtures | undefined;
+  account: string;
+  headersTimeout: number;
+  requestTimeout: number;
+}
+
+function checkOptions(options: ServerOptions): Settings {
   const keys = options.apiKeys.filter((k) => k !== "");
   if (keys.length === 0) {
     throw new EdgeplanError("serve needs at least one API key: pass --api-key KEY or set EDGEPLAN_SERVE_API_KEYS=KEY1,KEY2");
   }
-  const host = options.host ?? DEFAULT_HOST;
-  const port = options.port ?? DEFAULT_PORT;
-  const spBase = checkUrl("--sp-base", options.spBase ?? DEFAULT_SP_BASE);
-  const publicUrl = options.publicUrl === undefined ? undefined : checkUrl("--public-url", options.publicUrl);
-  const fixtures = options.fixtures === undefined ? undefined : validateFixtures(options.fixtures);
-  const account = accountForKey(keys[0] as string);
+  if (options.dataFile !== undefined && options.databaseUrl !== undefined) {
+    throw new EdgeplanError("--data and --database (or EDGEPLAN_SERVE_DATABASE_URL) both name a store; give one: --data FILE for SQLite, --database URL for PostgreSQL");
+  }
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   if (headersTimeout > requestTimeout) {
@@ -146,42 +156,58 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       `--headers-timeout ${headersTimeout} is longer than --request-timeout ${requestTimeout}; the headers are part of the request, so give a shorter headers timeout`,
     );
   }
+  return {
+    keys,
+    host: options.host ?? DEFAULT_HOST,
+    port: options.port ?? DEFAULT_PORT,
+    spBase: checkUrl("--sp-base", options.spBase ?? DEFAULT_SP_BASE),
+    publicUrl: options.publicUrl === undefined ? undefined : checkUrl("--public-url", options.publicUrl),
+    fixtures: options.fixtures === undefined ? undefined : validateFixtures(options.fixtures),
+    account: accountForKey(keys[0] as string),
+    headersTimeout,
+    requestTimeout,
+  };
+}
 
-  const store = openSqliteStore(options.dataFile);
-  let fixturesSummary: FixturesSummary | undefined;
-  try {
-    if (fixtures) fixturesSummary = applyFixtures(store, account, fixtures);
-  } catch (err) {
-    store.close();
-    throw err;
-  }
+/** The store the options name: PostgreSQL for `databaseUrl`, else SQLite (the file, or memory). */
+export async function openStore(options: Pick<ServerOptions, "dataFile" | "databaseUrl" | "poolSize">): Promise<Store> {
+  if (options.databaseUrl === undefined) return openSqliteStore(options.dataFile);
+  // Loaded only here: the embedded store starts without the PostgreSQL driver.
+  const { openPgStore } = await import("./pg-store.js");
+  return openPgStore(options.databaseUrl, options.poolSize ?? DEFAULT_POOL_SIZE);
+}
 
-  const context: ServerContext = { store, baseUrl: "", spBase, makeSigningKeyPair: (entityId) => makeSigningKeyPair(entityId) };
+function createHttpServer(options: ServerOptions, settings: Settings, store: Store, context: ServerContext): Server {
   const listener = createRequestListener({
     context,
-    keys: new KeyRing(keys),
+    store,
+    keys: new KeyRing(settings.keys),
     versionHeader: options.versionHeader ?? DEFAULT_VERSION_HEADER,
     bodyLimit: options.bodyLimit ?? LIMITS.bodyBytes,
     latency: options.latency,
     failRate: options.failRate,
     dropRate: options.dropRate,
     draw: faultDraws(options.faultSeed),
-    rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit.count, options.rateLimit.windowMs) : undefined,
+    rateGate: options.rateLimit ? store.rateGate(options.rateLimit.count, options.rateLimit.windowMs) : undefined,
     inflight: options.maxInflight ? new InflightLimiter(options.maxInflight) : undefined,
     log: options.log,
   });
-  const server: Server = createServer(
+  const server = createServer(
     {
-      headersTimeout,
-      requestTimeout,
+      headersTimeout: settings.headersTimeout,
+      requestTimeout: settings.requestTimeout,
       // Node checks the two timeouts on this interval (30 s by default): check often enough to honour them.
-      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
+      connectionsCheckingInterval: Math.min(1_000, settings.headersTimeout),
       keepAliveTimeout: 5_000,
     },
     listener,
   );
   server.on("clientError", createClientErrorListener(options.log));
+  return server;
+}
 
+/** Listens; resolves with the bound port, or throws an EdgeplanError saying why not. */
+async function listen(server: Server, host: string, port: number): Promise<number> {
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -191,47 +217,62 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       });
     });
   } catch (err) {
-    store.close();
     const code = (err as { code?: string }).code;
     const why = code === "EADDRINUSE" ? "the address is in use; pick another --port (0 picks a free one)" : (err as Error).message;
     throw new EdgeplanError(`cannot listen on ${urlHost(host)}:${port}: ${why}`, { cause: err });
   }
+  return (server.address() as AddressInfo).port;
+}
 
-  const boundPort = (server.address() as AddressInfo).port;
-  const url = `http://${urlHost(host)}:${boundPort}`;
-  context.baseUrl = publicUrl ?? url;
-
-  if (options.notice) {
-    for (const n of faultNotices(options)) options.notice(n);
-    if (fixturesSummary) {
-      const s = fixturesSummary;
-      options.notice(
-        `fixtures: ${s.edges} edges, ${s.routes} routes, ${s.backends} backends in the first key's account (${s.created} created now, ${s.edges + s.routes + s.backends - s.created} already there)`,
-      );
-    }
+function announce(options: ServerOptions, store: Store, fixtures: FixturesSummary | undefined): void {
+  if (!options.notice) return;
+  if (store.kind === "postgres") options.notice(`store: PostgreSQL (${options.poolSize ?? DEFAULT_POOL_SIZE} connections); --rate-limit is shared by every replica of the database, --max-inflight counts per replica`);
+  for (const n of faultNotices(options)) options.notice(n);
+  if (fixtures) {
+    const s = fixtures;
+    options.notice(
+      `fixtures: ${s.edges} edges, ${s.routes} routes, ${s.backends} backends in the first key's account (${s.created} created now, ${s.edges + s.routes + s.backends - s.created} already there)`,
+    );
   }
+}
 
+/** Stops accepting connections, lets requests in flight finish (at most 5 s), then closes the store. */
+function closer(server: Server, store: Store): () => Promise<void> {
   let closing: Promise<void> | undefined;
-  const running: RunningServer = {
-    url,
-    port: boundPort,
-    host,
-    baseUrl: context.baseUrl,
-    store,
-    account,
-    close() {
-      closing ??= new Promise<void>((resolve) => {
-        const force = setTimeout(() => server.closeAllConnections(), 5_000);
-        server.close(() => {
-          clearTimeout(force);
-          store.close();
-          resolve();
-        });
-        server.closeIdleConnections();
+  return () => {
+    closing ??= new Promise<void>((resolve) => {
+      const force = setTimeout(() => server.closeAllConnections(), 5_000);
+      server.close(() => {
+        clearTimeout(force);
+        resolve(store.close());
       });
-      return closing;
-    },
+      server.closeIdleConnections();
+    });
+    return closing;
   };
-  if (fixturesSummary) running.fixtures = fixturesSummary;
-  return running;
+}
+
+/**
+ * Opens the store (migrating it), loads the fixtures, and listens. Resolves once the server accepts connections.
+ * Throws an EdgeplanError (with the store closed again) when there is no API key, the options conflict, the
+ * store cannot be opened, the fixtures are invalid, or the address cannot be bound.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const settings = checkOptions(options);
+  const store = await openStore(options);
+  try {
+    const fixtures = settings.fixtures ? await applyFixtures(store, settings.account, settings.fixtures) : undefined;
+    const context: ServerContext = { baseUrl: "", spBase: settings.spBase, makeSigningCertificate: (entityId) => makeSigningCertificate(entityId) };
+    const server = createHttpServer(options, settings, store, context);
+    const port = await listen(server, settings.host, settings.port);
+    const url = `http://${urlHost(settings.host)}:${port}`;
+    context.baseUrl = settings.publicUrl ?? url;
+    announce(options, store, fixtures);
+    const running: RunningServer = { url, port, host: settings.host, baseUrl: context.baseUrl, store, account: settings.account, close: closer(server, store) };
+    if (fixtures) running.fixtures = fixtures;
+    return running;
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
 }

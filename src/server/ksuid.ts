@@ -74,6 +74,19 @@ export function randomKsuid(nowMs: number = Date.now()): string {
   return encodeBase62(bytes);
 }
 
+/**
+ * A KSUID for a store shared by several processes: the second, then a database sequence number (8 bytes,
+ * big-endian), then 8 random bytes. Unique because the sequence is; sorted by second, then by sequence, so ids
+ * made one after another through any process sort in the order they were made.
+ */
+export function sequencedKsuid(seconds: number, sequence: bigint): string {
+  const bytes = new Uint8Array(BYTES);
+  writeTimestamp(bytes, seconds);
+  new DataView(bytes.buffer).setBigUint64(4, sequence);
+  randomPayload(bytes, 12);
+  return encodeBase62(bytes);
+}
+
 /** Unix seconds of a KSUID body, or undefined when it is not one. */
 export function ksuidSeconds(body: string): number | undefined {
   const bytes = decodeBase62(body);

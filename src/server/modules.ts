@@ -20,7 +20,6 @@ import { fieldError, HttpError, invalidField } from "./http-error.js";
 import { checkIdpMetadata } from "./idp-metadata.js";
 import { rejectQuery } from "./paging.js";
 import { renderCircuitBreaker, renderSaml, samlUrls } from "./render.js";
-import type { SigningKeyPair } from "./saml-certificate.js";
 import type { StoredSaml } from "./store.js";
 import {
   isPlainObject,
@@ -192,76 +191,56 @@ function moduleNotSet(module: string, req: RequestContext): HttpError {
   );
 }
 
-export const getSaml: Handler = (server, req) => {
+export const getSaml: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
-  const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+  const route = await findRoute(tx, req.account, req.params);
   if (!route.saml) throw moduleNotSet("saml", req);
   return { status: 200, body: renderSaml(server.spBase, route.id, route.saml) };
 };
 
-export const putSaml: Handler = async (server, req) => {
+export const putSaml: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
   const [edgeId, routeId] = req.params as [string, string];
-  let route = findRoute(server, req.account, edgeId, routeId);
+  const route = await findRoute(tx, req.account, req.params, true);
   const { fields, where } = unwrapModuleBody(req.body, edgeId, routeId, SAML_ACCEPTED, SAML_GENERATED);
   const settings = parseSamlSettings(fields, where);
-  const entityId = samlUrls(server.spBase, routeId).entityId;
-  // The key pair is made outside the transaction (it is asynchronous); the transaction then keeps the pair of a
-  // module that is already set, so concurrent first PUTs end with one certificate. A module deleted meanwhile
-  // needs a fresh pair: hence the second round.
-  let fresh: SigningKeyPair | undefined;
-  for (let round = 0; round < 3; round++) {
-    if (!route.saml && !fresh) fresh = await server.makeSigningKeyPair(entityId);
-    const stored = server.store.transaction((): StoredSaml | undefined => {
-      const current = findRoute(server, req.account, edgeId, routeId);
-      const keys = current.saml ?? fresh;
-      if (!keys) return undefined;
-      const next: StoredSaml = { ...settings, certificate_pem: keys.certificate_pem, private_key_pem: keys.private_key_pem };
-      server.store.setSaml(req.account, routeId, next);
-      return next;
-    });
-    if (stored) return { status: 200, body: renderSaml(server.spBase, routeId, stored) };
-    route = findRoute(server, req.account, edgeId, routeId);
-  }
-  throw new Error(`the SAML module of route ${routeId} kept changing while its key pair was made`);
+  // The certificate is made when the module is first set and kept by every later PUT. The route is locked, so of
+  // concurrent first PUTs one makes it and the others find it.
+  const certificate_pem = route.saml?.certificate_pem ?? (await server.makeSigningCertificate(samlUrls(server.spBase, routeId).entityId));
+  const stored: StoredSaml = { ...settings, certificate_pem };
+  await tx.setSaml(req.account, routeId, stored);
+  return { status: 200, body: renderSaml(server.spBase, routeId, stored) };
 };
 
-export const deleteSaml: Handler = (server, req) => {
+export const deleteSaml: Handler = async (_server, tx, req) => {
   rejectQuery(req.query);
-  server.store.transaction(() => {
-    const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
-    if (!route.saml) throw moduleNotSet("saml", req);
-    server.store.setSaml(req.account, route.id, null);
-  });
+  const route = await findRoute(tx, req.account, req.params, true);
+  if (!route.saml) throw moduleNotSet("saml", req);
+  await tx.setSaml(req.account, route.id, null);
   return { status: 204 };
 };
 
-export const getCircuitBreaker: Handler = (server, req) => {
+export const getCircuitBreaker: Handler = async (_server, tx, req) => {
   rejectQuery(req.query);
-  const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
+  const route = await findRoute(tx, req.account, req.params);
   if (!route.circuit_breaker) throw moduleNotSet("circuit_breaker", req);
   return { status: 200, body: renderCircuitBreaker(route.circuit_breaker) };
 };
 
-export const putCircuitBreaker: Handler = (server, req) => {
+export const putCircuitBreaker: Handler = async (_server, tx, req) => {
   rejectQuery(req.query);
   const [edgeId, routeId] = req.params as [string, string];
-  findRoute(server, req.account, edgeId, routeId);
+  await findRoute(tx, req.account, req.params, true);
   const { fields, where } = unwrapModuleBody(req.body, edgeId, routeId, CB_FIELDS, NO_FIELDS);
   const settings = parseCircuitBreakerSettings(fields, where);
-  server.store.transaction(() => {
-    findRoute(server, req.account, edgeId, routeId);
-    server.store.setCircuitBreaker(req.account, routeId, settings);
-  });
+  await tx.setCircuitBreaker(req.account, routeId, settings);
   return { status: 200, body: renderCircuitBreaker(settings) };
 };
 
-export const deleteCircuitBreaker: Handler = (server, req) => {
+export const deleteCircuitBreaker: Handler = async (_server, tx, req) => {
   rejectQuery(req.query);
-  server.store.transaction(() => {
-    const route = findRoute(server, req.account, req.params[0] as string, req.params[1] as string);
-    if (!route.circuit_breaker) throw moduleNotSet("circuit_breaker", req);
-    server.store.setCircuitBreaker(req.account, route.id, null);
-  });
+  const route = await findRoute(tx, req.account, req.params, true);
+  if (!route.circuit_breaker) throw moduleNotSet("circuit_breaker", req);
+  await tx.setCircuitBreaker(req.account, route.id, null);
   return { status: 204 };
 };

@@ -56,12 +56,12 @@ export function rejectQuery(query: string): void {
  * Runs a page query for one more item than asked, to know whether another page exists, and returns the page with
  * the list's `uri` and `next_page_uri`.
  */
-export function buildPage<T extends { id: string }>(
+export async function buildPage<T extends { id: string }>(
   listUrl: string,
   page: PageQuery,
-  fetch: (q: PageQuery) => T[],
-): { items: T[]; uri: string; next_page_uri: string | null } {
-  const rows = fetch({ ...page, limit: page.limit + 1 });
+  fetch: (q: PageQuery) => T[] | Promise<T[]>,
+): Promise<{ items: T[]; uri: string; next_page_uri: string | null }> {
+  const rows = await fetch({ ...page, limit: page.limit + 1 });
   const more = rows.length > page.limit;
   const items = more ? rows.slice(0, page.limit) : rows;
   const last = items[items.length - 1];

@@ -1,5 +1,5 @@
 /**
- * The SAML request-signing key pair of a route: RSA-2048, a self-signed X.509 certificate with SHA-256, subject
+ * The SAML request-signing certificate of a route: an RSA-2048 key, a self-signed X.509 certificate with SHA-256, subject
  * and issuer CN = the SP entity id, valid for 35 years, key usage digitalSignature.
  *
  * Key generation and signing go through WebCrypto, which runs on libuv's thread pool: the event loop keeps
@@ -32,24 +32,14 @@ const ALGORITHM = {
 
 export const CERTIFICATE_YEARS = 35;
 
-export interface SigningKeyPair {
-  certificate_pem: string;
-  private_key_pem: string;
-}
-
-function pem(label: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString("base64");
-  const lines = b64.match(/.{1,64}/g) ?? [];
-  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
-}
-
 /**
- * Makes a new key pair and its self-signed certificate for `entityId`, valid from now (second precision) for
- * 35 years.
+ * Makes a new key pair and returns its self-signed certificate (PEM) for `entityId`, valid from now (second
+ * precision) for 35 years. The private key only signs the certificate and is dropped: the server signs nothing
+ * else with it, so it is never stored.
  */
-export async function makeSigningKeyPair(entityId: string, now: Date = new Date()): Promise<SigningKeyPair> {
+export async function makeSigningCertificate(entityId: string, now: Date = new Date()): Promise<string> {
   const x509 = await loadX509();
-  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, false, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
   // @peculiar/x509 is typed against the DOM's CryptoKey; node's is the same object at run time.
   type DomKey = Parameters<X509["SubjectKeyIdentifierExtension"]["create"]>[0];
   const publicKey = keys.publicKey as unknown as DomKey;
@@ -76,6 +66,5 @@ export async function makeSigningKeyPair(entityId: string, now: Date = new Date(
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
     ],
   });
-  const pkcs8 = await webcrypto.subtle.exportKey("pkcs8", keys.privateKey);
-  return { certificate_pem: cert.toString("pem") + "\n", private_key_pem: pem("PRIVATE KEY", pkcs8) };
+  return cert.toString("pem") + "\n";
 }

@@ -4,26 +4,30 @@
  * crash or `kill -9` of the process; only a crash of the operating system or a power loss can lose the last
  * commits (SQLite's documented WAL guarantee). Without a file the database lives in memory.
  *
- * Every statement is prepared once. better-sqlite3 is synchronous, so one request's transaction never
- * interleaves with another's.
+ * Every statement is prepared once. better-sqlite3 is synchronous; a request's transaction may still wait (for a
+ * certificate to be made), so transactions run one after another, queued, and never interleave. The rate limit
+ * is kept in this process: one process owns the file.
  */
 import Database from "better-sqlite3";
 import { EdgeplanError } from "../model/errors.js";
-import { FIXTURE_BACKEND_TYPES, ID_PREFIX, isId, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
+import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
+import { RateLimiter } from "./faults.js";
 import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
-import type {
-  EdgeRecord,
-  FixtureBackendRecord,
-  PageQuery,
-  RouteRecord,
-  Store,
-  StoredSaml,
-  WeightedBackendRecord,
-} from "./store.js";
+import type { EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, WeightedBackendRecord } from "./store.js";
+import {
+  checkId,
+  edgeFromRow,
+  fixtureBackendType,
+  routeFromRow,
+  routeOfEdge,
+  weightedFromRow,
+  type EdgeRow,
+  type RouteRow,
+  type WeightedRow,
+} from "./store-rows.js";
 
-const SCHEMA_VERSION = 1;
-
-const SCHEMA = `
+/** The schema, one step per version; a file at version N gets steps N+1.. at open, in one transaction. */
+const MIGRATIONS = [`
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS weighted_backends (
   account TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL,
@@ -48,67 +52,11 @@ CREATE INDEX IF NOT EXISTS routes_by_edge ON routes (account, edge_id, id);
 CREATE TABLE IF NOT EXISTS fixture_keys (
   account TEXT NOT NULL, key TEXT NOT NULL, id TEXT NOT NULL,
   PRIMARY KEY (account, key)) WITHOUT ROWID;
-`;
-
-interface WeightedRow {
-  id: string;
-  created_at: string;
-  description: string;
-  metadata: string;
-  backends: string;
-}
-interface EdgeRow {
-  id: string;
-  created_at: string;
-  description: string;
-  metadata: string;
-  hostports: string;
-}
-interface RouteRow {
-  id: string;
-  edge_id: string;
-  created_at: string;
-  match: string;
-  match_type: string;
-  saml: string | null;
-  circuit_breaker: string | null;
-}
-
-const FIXTURE_TYPE_BY_PREFIX = new Map<string, FixtureBackendType>(
-  Object.entries(FIXTURE_BACKEND_TYPES).map(([type, prefix]) => [prefix, type as FixtureBackendType]),
-);
-
-function weightedFromRow(row: WeightedRow): WeightedBackendRecord {
-  return {
-    id: row.id,
-    created_at: row.created_at,
-    description: row.description,
-    metadata: row.metadata,
-    backends: JSON.parse(row.backends) as Record<string, number>,
-  };
-}
-
-function edgeFromRow(row: EdgeRow): EdgeRecord {
-  return {
-    id: row.id,
-    created_at: row.created_at,
-    description: row.description,
-    metadata: row.metadata,
-    hostports: JSON.parse(row.hostports) as string[],
-  };
-}
-
-function routeFromRow(row: RouteRow): RouteRecord {
-  return {
-    id: row.id,
-    edge_id: row.edge_id,
-    created_at: row.created_at,
-    match: row.match,
-    match_type: row.match_type,
-    saml: row.saml === null ? null : (JSON.parse(row.saml) as StoredSaml),
-    circuit_breaker: row.circuit_breaker === null ? null : (JSON.parse(row.circuit_breaker) as CircuitBreakerSettings),
-  };
-}
+`,
+  // The SAML signing private key was stored though never used: drop it (secure_delete zeroes the freed bytes).
+  `UPDATE routes SET saml = json_remove(saml, '$.private_key_pem') WHERE saml IS NOT NULL;`,
+];
+const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
  * Opens (creating when needed) the store in `file`, or in memory when `file` is undefined. Throws an
@@ -126,9 +74,12 @@ export function openSqliteStore(file?: string): SqliteStore {
   return new SqliteStore(db, file);
 }
 
-export class SqliteStore implements Store {
+export class SqliteStore implements Store, StoreTx {
+  readonly kind = "sqlite";
   private readonly ids: MonotonicKsuid;
   private readonly s;
+  /** The end of the queue of transactions: each one starts when the one before has ended. */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly db: Database.Database,
@@ -146,8 +97,7 @@ export class SqliteStore implements Store {
         `the data file ${file} was written by a newer edgeplan (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade edgeplan or use another --data file`,
       );
     }
-    db.exec(SCHEMA);
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    migrate(db, version);
 
     this.s = {
       metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
@@ -220,9 +170,35 @@ export class SqliteStore implements Store {
     this.ids = new MonotonicKsuid(this.s.metaGet.get("last_ksuid")?.value);
   }
 
-  transaction<T>(fn: () => T): T {
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      this.db.exec("BEGIN");
+      try {
+        const result = await fn(this);
+        this.db.exec("COMMIT");
+        return result;
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw err;
+      }
+    };
+    const result = this.queue.then(run, run);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Runs `fn` at once in one transaction, for seeding a file before a server opens it (benchmarks, tests). */
+  syncTransaction<T>(fn: () => T): T {
     // Nested calls join the outer transaction (better-sqlite3 turns them into savepoints).
     return this.db.transaction(fn)();
+  }
+
+  lockAccount(): void {
+    // Transactions already run one at a time.
+  }
+
+  rateGate(count: number, windowMs: number): RateGate {
+    return new RateLimiter(count, windowMs);
   }
 
   newId(prefix: string): { id: string; created_at: string } {
@@ -283,14 +259,8 @@ export class SqliteStore implements Store {
   }
 
   ensureBackend(account: string, id: string): FixtureBackendRecord {
-    const prefix = id.slice(0, id.indexOf("_"));
-    const type = FIXTURE_TYPE_BY_PREFIX.get(prefix);
-    if (!type || !isId(id, [prefix])) {
-      throw new EdgeplanError(
-        `${id} is not a fixture backend id: expected one of ${[...FIXTURE_TYPE_BY_PREFIX.keys()].map((p) => `${p}_`).join(", ")} followed by 27 base62 characters`,
-      );
-    }
-    return this.transaction(() => {
+    const { type, prefix } = fixtureBackendType(id);
+    return this.syncTransaction(() => {
       const existing = this.s.fbGet.get(account, id);
       if (existing) return existing;
       const record: FixtureBackendRecord = { id, type, created_at: this.newId(prefix).created_at };
@@ -300,7 +270,7 @@ export class SqliteStore implements Store {
   }
 
   createBackend(account: string, type: FixtureBackendType): FixtureBackendRecord {
-    return this.transaction(() => {
+    return this.syncTransaction(() => {
       const { id, created_at } = this.newId(FIXTURE_BACKEND_TYPES[type]);
       this.s.fbInsert.run(account, id, type, created_at);
       return { id, type, created_at };
@@ -321,10 +291,8 @@ export class SqliteStore implements Store {
   }
 
   ensureEdge(account: string, edgeId?: string, init?: { hostports?: string[] }): EdgeRecord {
-    if (edgeId !== undefined && !isId(edgeId, [ID_PREFIX.edge])) {
-      throw new EdgeplanError(`${edgeId} is not an HTTPS edge id: expected ${ID_PREFIX.edge}_ followed by 27 base62 characters`);
-    }
-    return this.transaction(() => {
+    checkId(edgeId, ID_PREFIX.edge, "an HTTPS edge");
+    return this.syncTransaction(() => {
       if (edgeId !== undefined) {
         const existing = this.getEdge(account, edgeId);
         if (existing) return existing;
@@ -352,18 +320,13 @@ export class SqliteStore implements Store {
   }
 
   ensureRoute(account: string, edgeId: string, routeId?: string, init?: { match?: string; match_type?: string }): RouteRecord {
-    if (routeId !== undefined && !isId(routeId, [ID_PREFIX.route])) {
-      throw new EdgeplanError(`${routeId} is not an HTTPS edge route id: expected ${ID_PREFIX.route}_ followed by 27 base62 characters`);
-    }
-    return this.transaction(() => {
+    checkId(routeId, ID_PREFIX.route, "an HTTPS edge route");
+    return this.syncTransaction(() => {
       this.ensureEdge(account, edgeId);
       if (routeId !== undefined) {
         const row = this.s.routeGet.get(account, routeId);
         if (row) {
-          if (row.edge_id !== edgeId) {
-            throw new EdgeplanError(`route ${routeId} already belongs to edge ${row.edge_id}, not ${edgeId}; a route has one edge`);
-          }
-          return routeFromRow(row);
+          return routeOfEdge(routeFromRow(row), edgeId);
         }
       }
       const made = this.newId(ID_PREFIX.route);
@@ -397,7 +360,19 @@ export class SqliteStore implements Store {
     this.s.fixtureKeySet.run(account, key, id);
   }
 
-  close(): void {
+  close(): Promise<void> {
     if (this.db.open) this.db.close();
+    return Promise.resolve();
   }
+}
+
+/** Brings the file from schema `version` to SCHEMA_VERSION in one transaction. */
+function migrate(db: Database.Database, version: number): void {
+  if (version === SCHEMA_VERSION) return;
+  db.pragma("secure_delete = ON");
+  db.transaction(() => {
+    for (const step of MIGRATIONS.slice(version)) db.exec(step);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  })();
+  db.pragma("secure_delete = OFF");
 }

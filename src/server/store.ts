@@ -1,7 +1,9 @@
 /**
  * What the server keeps, per account: weighted backends, fixture backends, HTTPS edges and their routes with
- * their modules. The interface is synchronous on purpose: a request's reads and writes run inside one
- * `transaction`, so a rejected request changes nothing and no other request interleaves with it.
+ * their modules. Two stores implement it: SQLite (sqlite-store.ts, embedded, one process) and PostgreSQL
+ * (pg-store.ts, shared by every replica of one database). The handlers see only these interfaces: every request
+ * runs in one `Store.transaction`, so a rejected request changes nothing, and reads made to decide a write take
+ * the locks named below, so that concurrent writes through several replicas serialise as they would in one.
  *
  * An account is the hex sha256 of an API key (see `accountForKey`): never the key itself.
  */
@@ -30,10 +32,12 @@ export interface EdgeRecord {
   hostports: string[];
 }
 
-/** The SAML module as stored: the settings and the request-signing key pair made when it was first set. */
+/**
+ * The SAML module as stored: the settings and the request-signing certificate made when it was first set. The
+ * certificate's private key is never stored: the server signs nothing with it.
+ */
 export interface StoredSaml extends SamlSettings {
   certificate_pem: string;
-  private_key_pem: string;
 }
 
 export interface RouteRecord {
@@ -52,45 +56,53 @@ export interface PageQuery {
   beforeId?: string;
 }
 
-export interface Store {
-  /** Runs `fn` in one transaction: all its writes are committed together, or none when it throws. */
-  transaction<T>(fn: () => T): T;
+/** A value, or a promise of it: the SQLite store answers at once, the PostgreSQL store over the network. */
+export type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What one transaction may read and write. Reads flagged `forUpdate` (and the lookups only writes make:
+ * `backendExists`, `weightedChildrenOf`) lock what they read until the transaction ends, so that a check made
+ * before a write still holds when the write commits.
+ */
+export interface StoreTx {
   /** A new id `<prefix>_<KSUID>` that sorts after every id this store made before, and its creation second. */
-  newId(prefix: string): { id: string; created_at: string };
+  newId(prefix: string): Awaitable<{ id: string; created_at: string }>;
+  /** Serialises this transaction with every other that locks the same account (creates that count). */
+  lockAccount(account: string): Awaitable<void>;
 
-  getWeightedBackend(account: string, id: string): WeightedBackendRecord | undefined;
-  listWeightedBackends(account: string, page: PageQuery): WeightedBackendRecord[];
-  countWeightedBackends(account: string): number;
-  insertWeightedBackend(account: string, record: WeightedBackendRecord): void;
+  getWeightedBackend(account: string, id: string, forUpdate?: boolean): Awaitable<WeightedBackendRecord | undefined>;
+  listWeightedBackends(account: string, page: PageQuery): Awaitable<WeightedBackendRecord[]>;
+  countWeightedBackends(account: string): Awaitable<number>;
+  insertWeightedBackend(account: string, record: WeightedBackendRecord): Awaitable<void>;
   /** Replaces description, metadata and children of an existing weighted backend (id and created_at stay). */
-  updateWeightedBackend(account: string, record: WeightedBackendRecord): void;
-  deleteWeightedBackend(account: string, id: string): boolean;
+  updateWeightedBackend(account: string, record: WeightedBackendRecord): Awaitable<void>;
+  deleteWeightedBackend(account: string, id: string): Awaitable<boolean>;
   /** Ids of weighted backends that list `childId` among their children (at most `limit`). */
-  parentsOf(account: string, childId: string, limit: number): string[];
-  /** Ids of the weighted backends among the children of weighted backend `id`. */
-  weightedChildrenOf(account: string, id: string): string[];
-  /** True when `id` names a weighted or fixture backend of the account. */
-  backendExists(account: string, id: string): boolean;
+  parentsOf(account: string, childId: string, limit: number): Awaitable<string[]>;
+  /** Ids of the weighted backends among the children of weighted backend `id` (which stays locked for sharing). */
+  weightedChildrenOf(account: string, id: string): Awaitable<string[]>;
+  /** True when `id` names a weighted (then locked for sharing) or fixture backend of the account. */
+  backendExists(account: string, id: string): Awaitable<boolean>;
 
-  getFixtureBackend(account: string, id: string): FixtureBackendRecord | undefined;
+  getFixtureBackend(account: string, id: string): Awaitable<FixtureBackendRecord | undefined>;
   /**
    * Makes sure a fixture backend with this id exists (its type follows from the id prefix) and returns it.
    * Throws when the id is not a fixture backend id. An existing backend is returned as it is.
    */
-  ensureBackend(account: string, id: string): FixtureBackendRecord;
+  ensureBackend(account: string, id: string): Awaitable<FixtureBackendRecord>;
   /** Creates a fixture backend of `type` with a new id. */
-  createBackend(account: string, type: FixtureBackendType): FixtureBackendRecord;
+  createBackend(account: string, type: FixtureBackendType): Awaitable<FixtureBackendRecord>;
 
-  getEdge(account: string, id: string): EdgeRecord | undefined;
-  listEdges(account: string, page: PageQuery): EdgeRecord[];
+  getEdge(account: string, id: string): Awaitable<EdgeRecord | undefined>;
+  listEdges(account: string, page: PageQuery): Awaitable<EdgeRecord[]>;
   /**
    * Makes sure an HTTPS edge exists and returns it: with `edgeId`, the edge of that id (created when absent,
    * returned unchanged when present); without, a new edge with a generated id.
    */
-  ensureEdge(account: string, edgeId?: string, init?: { hostports?: string[] }): EdgeRecord;
+  ensureEdge(account: string, edgeId?: string, init?: { hostports?: string[] }): Awaitable<EdgeRecord>;
 
-  getRoute(account: string, edgeId: string, routeId: string): RouteRecord | undefined;
-  routesOfEdge(account: string, edgeId: string): RouteRecord[];
+  getRoute(account: string, edgeId: string, routeId: string, forUpdate?: boolean): Awaitable<RouteRecord | undefined>;
+  routesOfEdge(account: string, edgeId: string): Awaitable<RouteRecord[]>;
   /**
    * Makes sure a route exists on the edge (the edge too) and returns it: with `routeId`, created when absent and
    * returned unchanged when present; without, a new route. `init` defaults to `match: "/"`, `match_type:
@@ -101,13 +113,38 @@ export interface Store {
     edgeId: string,
     routeId?: string,
     init?: { match?: string; match_type?: string },
-  ): RouteRecord;
-  setSaml(account: string, routeId: string, saml: StoredSaml | null): void;
-  setCircuitBreaker(account: string, routeId: string, cb: CircuitBreakerSettings | null): void;
+  ): Awaitable<RouteRecord>;
+  setSaml(account: string, routeId: string, saml: StoredSaml | null): Awaitable<void>;
+  setCircuitBreaker(account: string, routeId: string, cb: CircuitBreakerSettings | null): Awaitable<void>;
 
   /** The id a fixtures file entry got when first loaded (see fixtures.ts), so a restart finds it again. */
-  fixtureId(account: string, key: string): string | undefined;
-  setFixtureId(account: string, key: string, id: string): void;
+  fixtureId(account: string, key: string): Awaitable<string | undefined>;
+  setFixtureId(account: string, key: string, id: string): Awaitable<void>;
+}
 
-  close(): void;
+/** Counts requests per account against `--rate-limit`; throws 429 ERR_NGROK_226 when one is over it. */
+export interface RateGate {
+  take(account: string): Awaitable<void>;
+}
+
+export interface TransactionOptions {
+  /**
+   * Run under the store's start-up lock, the one its migrations take: of several replicas starting at once,
+   * one runs `fn` at a time (fixtures are loaded so, once).
+   */
+  startup?: boolean;
+}
+
+export interface Store {
+  /** `sqlite` or `postgres`, for notices and tests; handlers never look at it. */
+  readonly kind: "sqlite" | "postgres";
+  /**
+   * Runs `fn` in one transaction: all its writes are committed (durably) together before the promise resolves,
+   * or none when it throws. `fn` may run again when the database chose this transaction as the loser of a
+   * deadlock, so it must do nothing but reads and writes through `tx` (and work that may be repeated).
+   */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /** The rate limit of `--rate-limit` as this store keeps it (SQLite: in this process; PostgreSQL: shared). */
+  rateGate(count: number, windowMs: number): RateGate;
+  close(): Promise<void>;
 }

@@ -3,11 +3,11 @@
  * write validates and writes inside one store transaction, so a rejected request changes nothing.
  */
 import { ID_PREFIX, isBackendId, LIMITS, WEIGHTED_BACKEND_FIELDS, WEIGHTED_BACKEND_GENERATED_FIELDS } from "../model/wire.js";
-import type { Handler, ServerContext } from "./context.js";
+import type { Handler } from "./context.js";
 import { describeType, fieldError, HttpError, invalidField, notFound } from "./http-error.js";
 import { buildPage, parsePageQuery, rejectQuery } from "./paging.js";
 import { renderWeightedBackend } from "./render.js";
-import type { WeightedBackendRecord } from "./store.js";
+import type { StoreTx, WeightedBackendRecord } from "./store.js";
 import { isPlainObject, readString, rejectUnknownFields, type JsonObject } from "./validate.js";
 
 const CREATE_FIELDS: ReadonlySet<string> = new Set(WEIGHTED_BACKEND_FIELDS);
@@ -53,10 +53,10 @@ function readBackendsMap(value: unknown): Record<string, number> {
   return out;
 }
 
-/** Every child must exist in the account (ERR_NGROK_6501). */
-function checkChildrenExist(server: ServerContext, account: string, backends: Record<string, number>): void {
+/** Every child must exist in the account (ERR_NGROK_6501); the weighted ones stay locked until the write commits. */
+async function checkChildrenExist(tx: StoreTx, account: string, backends: Record<string, number>): Promise<void> {
   for (const child of Object.keys(backends)) {
-    if (!server.store.backendExists(account, child)) {
+    if (!(await tx.backendExists(account, child))) {
       throw fieldError(
         "ERR_NGROK_6501",
         `backends.${child}`,
@@ -68,9 +68,10 @@ function checkChildrenExist(server: ServerContext, account: string, backends: Re
 
 /**
  * Giving `id` these children must not make a cycle (ERR_NGROK_6524): no child may be `id` itself, nor reach `id`
- * through the children the store holds. Depth-first over weighted children only; each node is visited once.
+ * through the children the store holds. Depth-first over weighted children only; each node is visited once, and
+ * locked for sharing before its children are read, so that no concurrent write closes a loop this walk missed.
  */
-function checkNoCycle(server: ServerContext, account: string, id: string, backends: Record<string, number>): void {
+async function checkNoCycle(tx: StoreTx, account: string, id: string, backends: Record<string, number>): Promise<void> {
   for (const child of Object.keys(backends)) {
     if (!child.startsWith(WEIGHTED_PREFIX)) continue;
     if (child === id) {
@@ -80,7 +81,7 @@ function checkNoCycle(server: ServerContext, account: string, id: string, backen
     const stack: { node: string; path: string[] }[] = [{ node: child, path: [id, child] }];
     while (stack.length > 0) {
       const { node, path } = stack.pop() as { node: string; path: string[] };
-      for (const next of server.store.weightedChildrenOf(account, node)) {
+      for (const next of await tx.weightedChildrenOf(account, node)) {
         if (next === id) {
           throw fieldError(
             "ERR_NGROK_6524",
@@ -102,10 +103,10 @@ function requireBody(body: JsonObject | undefined): JsonObject {
   return body;
 }
 
-export const listWeightedBackends: Handler = (server, req) => {
+export const listWeightedBackends: Handler = async (server, tx, req) => {
   const page = parsePageQuery(req.query);
   const listUrl = `${server.baseUrl}/backends/weighted`;
-  const result = buildPage(listUrl, page, (q) => server.store.listWeightedBackends(req.account, q));
+  const result = await buildPage(listUrl, page, (q) => tx.listWeightedBackends(req.account, q));
   return {
     status: 200,
     body: {
@@ -116,7 +117,7 @@ export const listWeightedBackends: Handler = (server, req) => {
   };
 };
 
-export const createWeightedBackend: Handler = (server, req) => {
+export const createWeightedBackend: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
   const body = requireBody(req.body);
   rejectUnknownFields(body, CREATE_FIELDS, "", CREATE_GENERATED);
@@ -126,32 +127,30 @@ export const createWeightedBackend: Handler = (server, req) => {
     throw invalidField("backends", "is required (an object of backend id to weight; {} for none)");
   }
   const backends = readBackendsMap(body.backends);
-  const record = server.store.transaction((): WeightedBackendRecord => {
-    if (server.store.countWeightedBackends(req.account) >= LIMITS.weightedBackendsPerAccount) {
-      throw new HttpError(
-        400,
-        "ERR_NGROK_6511",
-        `this account already has ${LIMITS.weightedBackendsPerAccount} weighted backends, the limit; delete some before creating more`,
-      );
-    }
-    checkChildrenExist(server, req.account, backends);
-    const { id, created_at } = server.store.newId(ID_PREFIX.weightedBackend);
-    const r: WeightedBackendRecord = { id, created_at, description, metadata, backends };
-    server.store.insertWeightedBackend(req.account, r);
-    return r;
-  });
+  await tx.lockAccount(req.account);
+  if ((await tx.countWeightedBackends(req.account)) >= LIMITS.weightedBackendsPerAccount) {
+    throw new HttpError(
+      400,
+      "ERR_NGROK_6511",
+      `this account already has ${LIMITS.weightedBackendsPerAccount} weighted backends, the limit; delete some before creating more`,
+    );
+  }
+  await checkChildrenExist(tx, req.account, backends);
+  const { id, created_at } = await tx.newId(ID_PREFIX.weightedBackend);
+  const record: WeightedBackendRecord = { id, created_at, description, metadata, backends };
+  await tx.insertWeightedBackend(req.account, record);
   return { status: 201, body: renderWeightedBackend(server.baseUrl, record) };
 };
 
-export const getWeightedBackend: Handler = (server, req) => {
+export const getWeightedBackend: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
   const id = req.params[0] as string;
-  const record = server.store.getWeightedBackend(req.account, id);
+  const record = await tx.getWeightedBackend(req.account, id);
   if (!record) throw notFound("weighted backend", id);
   return { status: 200, body: renderWeightedBackend(server.baseUrl, record) };
 };
 
-export const updateWeightedBackend: Handler = (server, req) => {
+export const updateWeightedBackend: Handler = async (server, tx, req) => {
   rejectQuery(req.query);
   const id = req.params[0] as string;
   const body = requireBody(req.body);
@@ -164,39 +163,34 @@ export const updateWeightedBackend: Handler = (server, req) => {
   const metadata = readString(body, "metadata", "metadata", LIMITS.metadataBytes);
   // An absent `backends` means an empty map (docs/api.md section 1, rule 2), as the retired API did.
   const backends = body.backends === undefined ? {} : readBackendsMap(body.backends);
-  const record = server.store.transaction((): WeightedBackendRecord => {
-    const current = server.store.getWeightedBackend(req.account, id);
-    if (!current) throw notFound("weighted backend", id);
-    checkChildrenExist(server, req.account, backends);
-    checkNoCycle(server, req.account, id, backends);
-    const next: WeightedBackendRecord = {
-      id,
-      created_at: current.created_at,
-      description: description ?? current.description,
-      metadata: metadata ?? current.metadata,
-      backends,
-    };
-    server.store.updateWeightedBackend(req.account, next);
-    return next;
-  });
-  return { status: 200, body: renderWeightedBackend(server.baseUrl, record) };
+  const current = await tx.getWeightedBackend(req.account, id, true);
+  if (!current) throw notFound("weighted backend", id);
+  await checkChildrenExist(tx, req.account, backends);
+  await checkNoCycle(tx, req.account, id, backends);
+  const next: WeightedBackendRecord = {
+    id,
+    created_at: current.created_at,
+    description: description ?? current.description,
+    metadata: metadata ?? current.metadata,
+    backends,
+  };
+  await tx.updateWeightedBackend(req.account, next);
+  return { status: 200, body: renderWeightedBackend(server.baseUrl, next) };
 };
 
-export const deleteWeightedBackend: Handler = (server, req) => {
+export const deleteWeightedBackend: Handler = async (_server, tx, req) => {
   rejectQuery(req.query);
   const id = req.params[0] as string;
-  server.store.transaction(() => {
-    if (!server.store.getWeightedBackend(req.account, id)) throw notFound("weighted backend", id);
-    const parents = server.store.parentsOf(req.account, id, 5);
-    if (parents.length > 0) {
-      throw new HttpError(
-        400,
-        "ERR_NGROK_6502",
-        `weighted backend ${id} is still referenced by ${parents.join(", ")}${parents.length === 5 ? " and maybe others" : ""}; remove it from their backends first`,
-        { referenced_by: parents.join(",") },
-      );
-    }
-    server.store.deleteWeightedBackend(req.account, id);
-  });
+  if (!(await tx.getWeightedBackend(req.account, id, true))) throw notFound("weighted backend", id);
+  const parents = await tx.parentsOf(req.account, id, 5);
+  if (parents.length > 0) {
+    throw new HttpError(
+      400,
+      "ERR_NGROK_6502",
+      `weighted backend ${id} is still referenced by ${parents.join(", ")}${parents.length === 5 ? " and maybe others" : ""}; remove it from their backends first`,
+      { referenced_by: parents.join(",") },
+    );
+  }
+  await tx.deleteWeightedBackend(req.account, id);
   return { status: 204 };
 };

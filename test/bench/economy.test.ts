@@ -17,7 +17,7 @@ import { sortedJson } from "../../src/model/canonical.js";
 import { canonicalJson } from "../../src/model/canonical.js";
 import type { DesiredState, LiveState } from "../../src/model/state.js";
 import { startServer, type RunningServer } from "../../src/server/index.js";
-import { makeSigningKeyPair } from "../../src/server/saml-certificate.js";
+import { makeSigningCertificate } from "../../src/server/saml-certificate.js";
 import { TrafficCounter } from "../../bench/traffic.js";
 import { FakeClock } from "../api/fake-clock.js";
 
@@ -74,10 +74,10 @@ describe("fetchTouched lists the account when that takes fewer requests", () => 
       apiKeys: [key],
       log: (line) => traffic.line(line),
     });
-    server.store.transaction(() => {
+    await server.store.transaction(async (tx) => {
       for (let i = 0; i < 150; i++) {
-        const { id, created_at } = server.store.newId("bkdwd");
-        server.store.insertWeightedBackend(server.account, { id, created_at, description: `wb ${i}`, metadata: "", backends: {} });
+        const { id, created_at } = await tx.newId("bkdwd");
+        await tx.insertWeightedBackend(server.account, { id, created_at, description: `wb ${i}`, metadata: "", backends: {} });
         ids.push(id);
       }
     });
@@ -128,8 +128,8 @@ describe("fetchTouched lists the account when that takes fewer requests", () => 
 
 describe("certificateSha256", () => {
   it("is X509Certificate's fingerprint256 of a certificate the server makes", async () => {
-    const pair = await makeSigningKeyPair("https://idp.edgeplan.localhost/saml/edghtsrt_2rFLrPDVjzfYgym9MMvkYSSNdqk");
-    expect(certificateSha256(pair.certificate_pem)).toBe(new X509Certificate(pair.certificate_pem).fingerprint256);
+    const pem = await makeSigningCertificate("https://idp.edgeplan.localhost/saml/edghtsrt_2rFLrPDVjzfYgym9MMvkYSSNdqk");
+    expect(certificateSha256(pem)).toBe(new X509Certificate(pem).fingerprint256);
   });
 
   it("is undefined for text that holds no certificate", () => {

@@ -1,7 +1,8 @@
 /**
  * Test helpers to run the API server and speak raw HTTP to it, on loopback only.
  * - `spawnServer` runs the BUILT CLI (`node dist/src/cli.js serve --port 0 ...`) as a child process.
- * - `startTestServer` runs `startServer` in this process.
+ * - `startTestServer` runs `startServer` in this process, on the store of the test project: SQLite in memory, or
+ *   (project `postgres`, EDGEPLAN_TEST_STORE=postgres) a fresh database of the run's PostgreSQL cluster.
  * - `http` sends one request with full control over headers and body; `apiClient` adds the key and version.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -9,7 +10,9 @@ import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startServer, type RunningServer, type ServerOptions } from "../../src/server/index.js";
+import pg from "pg";
+import { inject } from "vitest";
+import { startServer, type RunningServer, type ServerOptions, type StoreTx } from "../../src/server/index.js";
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CLI = join(REPO_ROOT, "dist", "src", "cli.js");
@@ -22,6 +25,30 @@ export function randomKey(): string {
 /** A well-formed id with `prefix` whose 27 base62 characters come from `n` (distinct n, distinct ids). */
 export function fakeId(prefix: string, n: number): string {
   return `${prefix}_${String(n).padStart(27, "0")}`;
+}
+
+/** The store the server suites run on in this project. */
+export const TEST_STORE: "sqlite" | "postgres" = process.env.EDGEPLAN_TEST_STORE === "postgres" ? "postgres" : "sqlite";
+
+/** A new, empty database of the run's PostgreSQL cluster (project `postgres` only); its URL. */
+export async function freshDatabase(): Promise<string> {
+  const admin = inject("pgUrl");
+  const name = `t_${randomBytes(8).toString("hex")}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The flags of a persistent store for `serve`: `--data FILE` on SQLite, `--database URL` (a fresh one) on PostgreSQL. */
+export async function persistentStoreArgs(file: string): Promise<string[]> {
+  return TEST_STORE === "postgres" ? ["--database", await freshDatabase()] : ["--data", file];
 }
 
 export interface SpawnedServer {
@@ -133,25 +160,36 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
 
 export interface TestServer extends RunningServer {
   apiKey: string;
+  /** Runs `fn` in one transaction of the server's store (to look at what it holds, or to seed it). */
+  read<T>(fn: (tx: StoreTx) => T | Promise<T>): Promise<T>;
   /** Request log lines (parsed), in order. */
   logLines: Record<string, unknown>[];
   notices: string[];
 }
 
-/** `startServer` in this process on 127.0.0.1, port 0, with a random key (first in `apiKeys`) and in-memory store. */
+/**
+ * `startServer` in this process on 127.0.0.1, port 0, with a random key (first in `apiKeys`), on the project's
+ * store (SQLite in memory, or a fresh PostgreSQL database with a pool of 4) unless `opts` names one.
+ */
 export async function startTestServer(opts: Partial<ServerOptions> = {}): Promise<TestServer> {
   const apiKey = randomKey();
   const logLines: Record<string, unknown>[] = [];
   const notices: string[] = [];
+  const store: Partial<ServerOptions> =
+    TEST_STORE === "postgres" && opts.dataFile === undefined && opts.databaseUrl === undefined
+      ? { databaseUrl: await freshDatabase(), poolSize: 4 }
+      : {};
   const server = await startServer({
     host: "127.0.0.1",
     port: 0,
     log: (line) => logLines.push(JSON.parse(line) as Record<string, unknown>),
     notice: (line) => notices.push(line),
+    ...store,
     ...opts,
     apiKeys: [apiKey, ...(opts.apiKeys ?? [])],
   });
-  return Object.assign(server, { apiKey, logLines, notices });
+  const read = <T>(fn: (tx: StoreTx) => T | Promise<T>): Promise<T> => server.store.transaction(async (tx) => fn(tx));
+  return Object.assign(server, { apiKey, logLines, notices, read });
 }
 
 export interface HttpResponse {

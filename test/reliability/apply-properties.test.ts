@@ -70,11 +70,11 @@ function writeManifests(dir: string, desired: DesiredState, ids: Map<string, str
   });
 }
 
-function snapshot(server: TestServer): { backends: WeightedBackendRecord[]; routes: unknown[] } {
-  return {
-    backends: server.store.listWeightedBackends(server.account, { limit: 10_000 }),
-    routes: ROUTES.map((r) => server.store.getRoute(server.account, r.edge, r.route)),
-  };
+function snapshot(server: TestServer): Promise<{ backends: WeightedBackendRecord[]; routes: unknown[] }> {
+  return server.read(async (tx) => ({
+    backends: await tx.listWeightedBackends(server.account, { limit: 10_000 }),
+    routes: await Promise.all(ROUTES.map((r) => tx.getRoute(server.account, r.edge, r.route))),
+  }));
 }
 
 describe("apply against the real server over random worlds", () => {

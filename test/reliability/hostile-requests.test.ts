@@ -124,8 +124,8 @@ describe("hostile requests", () => {
       expect(statuses.length).toBeGreaterThan(0);
       expect(statuses.filter((s) => s !== 200)).toEqual([]);
     }
-    expect(server.store.countWeightedBackends(server.account)).toBe(1);
-    const stored = server.store.getWeightedBackend(server.account, ownId);
+    expect(await server.read((tx) => tx.countWeightedBackends(server.account))).toBe(1);
+    const stored = await server.read((tx) => tx.getWeightedBackend(server.account, ownId));
     expect(stored?.description).toBe("the only object");
     expect(stored?.backends).toEqual({});
     return result;
@@ -331,7 +331,7 @@ describe("hostile requests", () => {
       expect([child.status, child.json.error_code]).toEqual([400, "ERR_NGROK_6501"]);
       const list = await api.get("/backends/weighted");
       expect(list.json.backends.map((b: { id: string }) => b.id)).toEqual([ownId]);
-      expect(server.store.getWeightedBackend(accountForKey(otherKey), foreign)?.description).toBe("theirs");
+      expect((await server.read((tx) => tx.getWeightedBackend(accountForKey(otherKey), foreign)))?.description).toBe("theirs");
     });
 
     it("paths that look like traversal match nothing (404), and never another resource", async () => {
@@ -376,7 +376,7 @@ describe("hostile requests", () => {
       // Bounded wait for the server to reach the request after its latency.
       for (let i = 0; i < 100 && !slow.logLines.some((l) => l.aborted === true); i++) await new Promise((resolve) => setTimeout(resolve, 20));
       expect(slow.logLines.filter((l) => l.method === "POST")).toEqual([expect.objectContaining({ status: 0, aborted: true })]);
-      expect(slow.store.countWeightedBackends(slow.account)).toBe(0);
+      expect(await slow.read((tx) => tx.countWeightedBackends(slow.account))).toBe(0);
       // The one in-flight slot of this key is free again.
       expect((await apiClient(slow.url, slow.apiKey).get("/backends/weighted")).status).toBe(200);
     } finally {

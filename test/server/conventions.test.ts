@@ -324,10 +324,8 @@ describe("operation ids, ids, times and uris", () => {
 describe("internal errors", () => {
   it("answers 500 with a generic body and the operation id, and logs the error", async () => {
     const created = await api.post("/backends/weighted", { backends: {} });
-    const original = s.store.getWeightedBackend.bind(s.store);
-    s.store.getWeightedBackend = () => {
-      throw new Error("disk on fire at /var/secret/path");
-    };
+    const original = s.store.transaction.bind(s.store);
+    s.store.transaction = () => Promise.reject(new Error("disk on fire at /var/secret/path"));
     try {
       const r = await api.get(`/backends/weighted/${created.json.id}`);
       expect(r.status).toBe(500);
@@ -340,7 +338,7 @@ describe("internal errors", () => {
       expect(line?.status).toBe(500);
       expect(String(line?.error)).toContain("disk on fire");
     } finally {
-      s.store.getWeightedBackend = original;
+      s.store.transaction = original;
     }
   });
 });
@@ -372,7 +370,7 @@ describe("timeouts", () => {
           'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"backends":',
       );
       expect(body).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
-      expect(slow.store.countWeightedBackends(slow.account)).toBe(0);
+      expect(await slow.read((tx) => tx.countWeightedBackends(slow.account))).toBe(0);
       const garbage = await raw(slow.url, "NOT HTTP\r\n\r\n");
       expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
       expect((await apiClient(slow.url, slow.apiKey).get("/backends/weighted")).status).toBe(200);

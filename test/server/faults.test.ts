@@ -42,8 +42,8 @@ describe("--fail-rate", () => {
       });
       expect(cb.status).toBe(503);
       expect((await http(s.url, "GET", "/backends/weighted")).status).toBe(503);
-      expect(s.store.countWeightedBackends(s.account)).toBe(0);
-      expect(s.store.getRoute(s.account, fakeId("edghts", 1), fakeId("edghtsrt", 1))?.circuit_breaker).toBeNull();
+      expect(await s.read((tx) => tx.countWeightedBackends(s.account))).toBe(0);
+      expect((await s.read((tx) => tx.getRoute(s.account, fakeId("edghts", 1), fakeId("edghtsrt", 1))))?.circuit_breaker).toBeNull();
     } finally {
       await s.close();
     }
@@ -102,11 +102,11 @@ describe("--drop-rate", () => {
       expect(s.notices.some((n) => n.includes("successful writes are committed"))).toBe(true);
       const api = apiClient(s.url, s.apiKey);
       await expect(api.post("/backends/weighted", { backends: {}, description: "dropped create" })).rejects.toThrow(/socket hang up|ECONNRESET/);
-      const stored = s.store.listWeightedBackends(s.account, { limit: 10 });
+      const stored = await s.read((tx) => tx.listWeightedBackends(s.account, { limit: 10 }));
       expect(stored.map((b) => b.description)).toEqual(["dropped create"]);
       const id = stored[0]?.id as string;
       await expect(api.patch(`/backends/weighted/${id}`, { description: "dropped update" })).rejects.toThrow(/socket hang up|ECONNRESET/);
-      expect(s.store.getWeightedBackend(s.account, id)?.description).toBe("dropped update");
+      expect((await s.read((tx) => tx.getWeightedBackend(s.account, id)))?.description).toBe("dropped update");
       const read = await api.get(`/backends/weighted/${id}`);
       expect(read.status).toBe(200);
       expect(read.json.description).toBe("dropped update");

@@ -1,6 +1,6 @@
 /**
  * The store and the fixtures loader without HTTP: ids, persistence across reopen, ensure* for provisioning,
- * fixtures parsing with positions, and idempotent loading.
+ * fixtures parsing with positions, and idempotent loading (on the project's store: SQLite or PostgreSQL).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,11 +9,18 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ManifestError } from "../../src/model/errors.js";
 import { accountForKey, applyFixtures, loadFixturesFile } from "../../src/server/index.js";
 import { decodeBase62, encodeBase62, ksuidSeconds, MonotonicKsuid, randomKsuid, rfc3339Seconds } from "../../src/server/ksuid.js";
+import { openStore } from "../../src/server/index.js";
 import { openSqliteStore } from "../../src/server/sqlite-store.js";
-import { fakeId } from "../helpers/server.js";
+import type { Store } from "../../src/server/store.js";
+import { fakeId, freshDatabase, TEST_STORE } from "../helpers/server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "edgeplan-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** The project's store: a SQLite file in the test folder, or a fresh PostgreSQL database. */
+async function openTestStore(file: string): Promise<Store> {
+  return TEST_STORE === "postgres" ? openStore({ databaseUrl: await freshDatabase(), poolSize: 2 }) : openStore({ dataFile: join(dir, file) });
+}
+
 const FIXTURES = new URL("./fixtures/fixtures.yaml", import.meta.url).pathname;
 const INVALID = new URL("./fixtures/invalid-fixtures.yaml", import.meta.url).pathname;
 
@@ -54,7 +61,7 @@ describe("the SQLite store", () => {
     const account = accountForKey("k1");
     const first = openSqliteStore(file);
     const { id, created_at } = first.newId("bkdwd");
-    first.transaction(() => first.insertWeightedBackend(account, { id, created_at, description: "d", metadata: "m", backends: {} }));
+    first.syncTransaction(() => first.insertWeightedBackend(account, { id, created_at, description: "d", metadata: "m", backends: {} }));
     const route = first.ensureRoute(account, fakeId("edghts", 1), fakeId("edghtsrt", 1));
     first.setCircuitBreaker(account, route.id, {
       enabled: true,
@@ -76,26 +83,28 @@ describe("the SQLite store", () => {
     }
   });
 
-  it("ensure* create what is missing and return what exists unchanged", () => {
-    const store = openSqliteStore();
+  it("ensure* create what is missing and return what exists unchanged", async () => {
+    const store = await openTestStore("ensure.db");
     const account = accountForKey("k");
     try {
-      const edge = store.ensureEdge(account, fakeId("edghts", 7), { hostports: ["a:443"] });
-      expect(store.ensureEdge(account, fakeId("edghts", 7), { hostports: ["b:443"] })).toEqual(edge);
-      const route = store.ensureRoute(account, fakeId("edghts", 8), fakeId("edghtsrt", 8));
-      expect(route).toMatchObject({ edge_id: fakeId("edghts", 8), match: "/", match_type: "path_prefix", saml: null, circuit_breaker: null });
-      expect(store.getEdge(account, fakeId("edghts", 8))).toBeDefined();
-      expect(() => store.ensureRoute(account, fakeId("edghts", 7), fakeId("edghtsrt", 8))).toThrow(
-        `route ${fakeId("edghtsrt", 8)} already belongs to edge ${fakeId("edghts", 8)}, not ${fakeId("edghts", 7)}; a route has one edge`,
-      );
-      expect(store.ensureBackend(account, fakeId("bkdtg", 1)).type).toBe("tunnel_group");
-      expect(store.ensureBackend(account, fakeId("bkdsc", 1)).type).toBe("static_address");
-      expect(() => store.ensureBackend(account, fakeId("bkdwd", 1))).toThrow(/is not a fixture backend id/);
-      expect(() => store.ensureEdge(account, "edghts_x")).toThrow(/is not an HTTPS edge id/);
-      expect(store.backendExists(account, fakeId("bkdtg", 1))).toBe(true);
-      expect(store.backendExists(accountForKey("other"), fakeId("bkdtg", 1))).toBe(false);
+      await store.transaction(async (tx) => {
+        const edge = await tx.ensureEdge(account, fakeId("edghts", 7), { hostports: ["a:443"] });
+        expect(await tx.ensureEdge(account, fakeId("edghts", 7), { hostports: ["b:443"] })).toEqual(edge);
+        const route = await tx.ensureRoute(account, fakeId("edghts", 8), fakeId("edghtsrt", 8));
+        expect(route).toMatchObject({ edge_id: fakeId("edghts", 8), match: "/", match_type: "path_prefix", saml: null, circuit_breaker: null });
+        expect(await tx.getEdge(account, fakeId("edghts", 8))).toBeDefined();
+        await expect(async () => tx.ensureRoute(account, fakeId("edghts", 7), fakeId("edghtsrt", 8))).rejects.toThrow(
+          `route ${fakeId("edghtsrt", 8)} already belongs to edge ${fakeId("edghts", 8)}, not ${fakeId("edghts", 7)}; a route has one edge`,
+        );
+        expect((await tx.ensureBackend(account, fakeId("bkdtg", 1))).type).toBe("tunnel_group");
+        expect((await tx.ensureBackend(account, fakeId("bkdsc", 1))).type).toBe("static_address");
+        await expect(async () => tx.ensureBackend(account, fakeId("bkdwd", 1))).rejects.toThrow(/is not a fixture backend id/);
+        await expect(async () => tx.ensureEdge(account, "edghts_x")).rejects.toThrow(/is not an HTTPS edge id/);
+        expect(await tx.backendExists(account, fakeId("bkdtg", 1))).toBe(true);
+        expect(await tx.backendExists(accountForKey("other"), fakeId("bkdtg", 1))).toBe(false);
+      });
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });
@@ -134,23 +143,28 @@ describe("fixtures", () => {
     expect(() => loadFixturesFile(join(dir, "missing.yaml"))).toThrow(/cannot read the fixtures file/);
   });
 
-  it("loads idempotently: a second load into the same store creates nothing and keeps every id", () => {
-    const store = openSqliteStore(join(dir, "fixtures.db"));
+  it("loads idempotently: a second load into the same store creates nothing and keeps every id", async () => {
+    const store = await openTestStore("fixtures.db");
     const account = accountForKey("fixtures");
+    const snapshot = (): Promise<string> =>
+      store.transaction(async (tx) => {
+        const edges = await tx.listEdges(account, { limit: 10 });
+        return JSON.stringify(await Promise.all(edges.map(async (e) => [e, await tx.routesOfEdge(account, e.id)])));
+      });
     try {
       const f = loadFixturesFile(FIXTURES);
-      const first = applyFixtures(store, account, f);
+      const first = await applyFixtures(store, account, f);
       expect(first).toEqual({ edges: 2, routes: 4, backends: 4, created: 10 });
-      const snapshot = JSON.stringify(store.listEdges(account, { limit: 10 }).map((e) => [e, store.routesOfEdge(account, e.id)]));
-      const second = applyFixtures(store, account, f);
+      const before = await snapshot();
+      const second = await applyFixtures(store, account, f);
       expect(second).toEqual({ edges: 2, routes: 4, backends: 4, created: 0 });
-      expect(JSON.stringify(store.listEdges(account, { limit: 10 }).map((e) => [e, store.routesOfEdge(account, e.id)]))).toBe(snapshot);
+      expect(await snapshot()).toBe(before);
       // A route added to an id-less edge is created; the rest is found again.
       const more = structuredClone(f);
       more.edges[1]?.routes.push({ match: "/new", match_type: "exact_path" });
-      expect(applyFixtures(store, account, more).created).toBe(1);
+      expect((await applyFixtures(store, account, more)).created).toBe(1);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

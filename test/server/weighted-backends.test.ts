@@ -235,7 +235,7 @@ describe("limits", () => {
 
   it("at most 100 children (ERR_NGROK_6511)", async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 101; i++) ids.push(s.store.ensureBackend(s.account, fakeId("bkdhr", 1000 + i)).id);
+    for (let i = 0; i < 101; i++) ids.push((await s.read((tx) => tx.ensureBackend(s.account, fakeId("bkdhr", 1000 + i)))).id);
     const hundred = Object.fromEntries(ids.slice(0, 100).map((id) => [id, 1]));
     expect((await api.post("/backends/weighted", { backends: hundred })).status).toBe(201);
     const r = await api.post("/backends/weighted", { backends: Object.fromEntries(ids.map((id) => [id, 1])) });
@@ -245,18 +245,17 @@ describe("limits", () => {
   it("at most 10,000 weighted backends per account (ERR_NGROK_6511)", async () => {
     const full = await startTestServer();
     try {
-      const have = full.store.countWeightedBackends(full.account);
-      full.store.transaction(() => {
-        for (let i = have; i < 9_999; i++) {
-          const { id, created_at } = full.store.newId("bkdwd");
-          full.store.insertWeightedBackend(full.account, { id, created_at, description: "", metadata: "", backends: {} });
+      await full.read(async (tx) => {
+        for (let i = await tx.countWeightedBackends(full.account); i < 9_999; i++) {
+          const { id, created_at } = await tx.newId("bkdwd");
+          await tx.insertWeightedBackend(full.account, { id, created_at, description: "", metadata: "", backends: {} });
         }
       });
       const c = apiClient(full.url, full.apiKey);
       expect((await c.post("/backends/weighted", { backends: {} })).status).toBe(201);
       const r = await c.post("/backends/weighted", { backends: {} });
       expectError(r, 400, "ERR_NGROK_6511");
-      expect(full.store.countWeightedBackends(full.account)).toBe(10_000);
+      expect(await full.read((tx) => tx.countWeightedBackends(full.account))).toBe(10_000);
     } finally {
       await full.close();
     }

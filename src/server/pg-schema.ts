@@ -1,0 +1,74 @@
+/**
+ * The PostgreSQL schema, one migration per version. `migrate` runs at start in one transaction under an advisory
+ * lock, so of several replicas starting at once one migrates and the others find the work done; a database whose
+ * schema is newer than this edgeplan knows is refused, changing nothing.
+ *
+ * Ids are `text COLLATE "C"`: base62 KSUIDs sort by time in byte order, whatever the database's own collation.
+ * JSON columns are text, so that a map keeps its key order (jsonb would reorder it).
+ */
+import type { ClientBase } from "pg";
+import { EdgeplanError } from "../model/errors.js";
+
+/** The key of the advisory lock held while migrating and while loading fixtures. */
+export const STARTUP_LOCK = 0x65646765; // "edge"
+
+const ID = 'text COLLATE "C" NOT NULL';
+
+const MIGRATIONS = [
+  `
+CREATE TABLE weighted_backends (
+  account ${ID}, id ${ID}, created_at text NOT NULL,
+  description text NOT NULL, metadata text NOT NULL, backends text NOT NULL,
+  PRIMARY KEY (account, id));
+CREATE TABLE backend_children (
+  account ${ID}, parent ${ID}, child ${ID},
+  PRIMARY KEY (account, parent, child));
+CREATE INDEX backend_children_by_child ON backend_children (account, child);
+CREATE TABLE fixture_backends (
+  account ${ID}, id ${ID}, type text NOT NULL, created_at text NOT NULL,
+  PRIMARY KEY (account, id));
+CREATE TABLE edges (
+  account ${ID}, id ${ID}, created_at text NOT NULL,
+  description text NOT NULL, metadata text NOT NULL, hostports text NOT NULL,
+  PRIMARY KEY (account, id));
+CREATE TABLE routes (
+  account ${ID}, id ${ID}, edge_id ${ID}, created_at text NOT NULL,
+  match text NOT NULL, match_type text NOT NULL, saml text, circuit_breaker text,
+  PRIMARY KEY (account, id));
+CREATE INDEX routes_by_edge ON routes (account, edge_id, id);
+CREATE TABLE fixture_keys (
+  account ${ID}, key text NOT NULL, id ${ID},
+  PRIMARY KEY (account, key));
+CREATE TABLE rate_limits (
+  account ${ID} PRIMARY KEY, times bigint[] NOT NULL, admitted boolean NOT NULL);
+CREATE SEQUENCE edgeplan_ids;
+`,
+];
+
+export const PG_SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Brings the database to PG_SCHEMA_VERSION. `client` must not be in a transaction; this opens and commits one.
+ * Throws an EdgeplanError when the database's schema is newer than this edgeplan's.
+ */
+export async function migrate(client: ClientBase): Promise<void> {
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [STARTUP_LOCK]);
+    await client.query("CREATE TABLE IF NOT EXISTS edgeplan_schema (version integer NOT NULL)");
+    const found = await client.query<{ version: number }>("SELECT version FROM edgeplan_schema");
+    const version = found.rows[0]?.version ?? 0;
+    if (version > PG_SCHEMA_VERSION) {
+      throw new EdgeplanError(
+        `the database has edgeplan schema ${version}, newer than this edgeplan knows (${PG_SCHEMA_VERSION}); upgrade edgeplan, or point --database at another database`,
+      );
+    }
+    for (const step of MIGRATIONS.slice(version)) await client.query(step);
+    if (found.rows.length === 0) await client.query("INSERT INTO edgeplan_schema (version) VALUES ($1)", [PG_SCHEMA_VERSION]);
+    else await client.query("UPDATE edgeplan_schema SET version = $1", [PG_SCHEMA_VERSION]);
+    await client.query("COMMIT");
+  } catch (err) {
+    await client.query("ROLLBACK");
+    throw err;
+  }
+}

@@ -1,0 +1,373 @@
+/**
+ * The Store on PostgreSQL (node-postgres), shared by every replica of one database.
+ *
+ * - Transactions run at READ COMMITTED on a pooled connection. `BEGIN` is sent before the first statement that
+ *   locks or writes; reads before it run as statements of their own, which at READ COMMITTED sees exactly what
+ *   they would see inside the transaction (every statement takes its own snapshot), so a GET costs one round trip.
+ * - Locks make checks hold until the write commits: the object a write changes is read `FOR UPDATE`; the weighted
+ *   backends a write references or walks for cycles are read `FOR SHARE`; creates take an advisory lock per account
+ *   (so the per-account limit is exact). Two transactions that deadlock on these are retried by the losing side.
+ * - `COMMIT` returns once the commit is flushed (`synchronous_commit = on` is set per connection), so a write is
+ *   answered only when PostgreSQL holds it durably.
+ * - Ids come from one database sequence and the database's clock (see `sequencedKsuid`): unique and in creation
+ *   order across replicas, whatever their clocks say.
+ * - The rate limit is one row per account holding the times of its last accepted requests (the database's clock),
+ *   updated in one statement, so all replicas share one budget.
+ */
+import pg from "pg";
+import { EdgeplanError } from "../model/errors.js";
+import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
+import { rateLimited } from "./faults.js";
+import { rfc3339Seconds, sequencedKsuid } from "./ksuid.js";
+import { migrate, STARTUP_LOCK } from "./pg-schema.js";
+import type {
+  EdgeRecord,
+  FixtureBackendRecord,
+  PageQuery,
+  RateGate,
+  RouteRecord,
+  Store,
+  StoredSaml,
+  StoreTx,
+  TransactionOptions,
+  WeightedBackendRecord,
+} from "./store.js";
+import {
+  checkId,
+  edgeFromRow,
+  fixtureBackendType,
+  routeFromRow,
+  routeOfEdge,
+  weightedFromRow,
+  type EdgeRow,
+  type RouteRow,
+  type WeightedRow,
+} from "./store-rows.js";
+
+const WB = "id, created_at, description, metadata, backends";
+const EDGE = "id, created_at, description, metadata, hostports";
+const ROUTE = "id, edge_id, created_at, match, match_type, saml, circuit_breaker";
+
+/** Every statement, by name: each connection prepares a statement once, on its first use. */
+const SQL = {
+  newId: "SELECT nextval('edgeplan_ids')::text AS n, floor(extract(epoch FROM clock_timestamp()))::int AS s",
+  lockAccount: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+  wbGet: `SELECT ${WB} FROM weighted_backends WHERE account = $1 AND id = $2`,
+  wbGetForUpdate: `SELECT ${WB} FROM weighted_backends WHERE account = $1 AND id = $2 FOR UPDATE`,
+  wbList: `SELECT ${WB} FROM weighted_backends WHERE account = $1 ORDER BY id DESC LIMIT $2`,
+  wbListBefore: `SELECT ${WB} FROM weighted_backends WHERE account = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  wbCount: "SELECT count(*)::int AS n FROM weighted_backends WHERE account = $1",
+  wbInsert: `WITH w AS (INSERT INTO weighted_backends (account, id, created_at, description, metadata, backends) VALUES ($1, $2, $3, $4, $5, $6))
+    INSERT INTO backend_children (account, parent, child) SELECT $1, $2, unnest($7::text[])`,
+  wbUpdate: `WITH w AS (UPDATE weighted_backends SET description = $3, metadata = $4, backends = $5 WHERE account = $1 AND id = $2),
+    d AS (DELETE FROM backend_children WHERE account = $1 AND parent = $2 AND NOT (child = ANY ($6::text[])))
+    INSERT INTO backend_children (account, parent, child) SELECT $1, $2, unnest($6::text[]) ON CONFLICT DO NOTHING`,
+  wbDelete: `WITH w AS (DELETE FROM weighted_backends WHERE account = $1 AND id = $2 RETURNING 1),
+    c AS (DELETE FROM backend_children WHERE account = $1 AND parent = $2)
+    SELECT count(*)::int AS n FROM w`,
+  parents: "SELECT parent FROM backend_children WHERE account = $1 AND child = $2 ORDER BY parent LIMIT $3",
+  weightedChildren: `SELECT c.child FROM (SELECT id FROM weighted_backends WHERE account = $1 AND id = $2 FOR SHARE) w
+    JOIN backend_children c ON c.account = $1 AND c.parent = w.id WHERE c.child >= 'bkdwd_' AND c.child < 'bkdwd\`'`,
+  wbShare: "SELECT 1 FROM weighted_backends WHERE account = $1 AND id = $2 FOR SHARE",
+  fbGet: "SELECT id, type, created_at FROM fixture_backends WHERE account = $1 AND id = $2",
+  fbInsert: "INSERT INTO fixture_backends (account, id, type, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+  edgeGet: `SELECT ${EDGE} FROM edges WHERE account = $1 AND id = $2`,
+  edgeList: `SELECT ${EDGE} FROM edges WHERE account = $1 ORDER BY id DESC LIMIT $2`,
+  edgeListBefore: `SELECT ${EDGE} FROM edges WHERE account = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  edgeInsert: `INSERT INTO edges (account, id, created_at, description, metadata, hostports) VALUES ($1, $2, $3, '', '', $4) ON CONFLICT DO NOTHING`,
+  routeGet: `SELECT ${ROUTE} FROM routes WHERE account = $1 AND id = $2`,
+  routeGetForUpdate: `SELECT ${ROUTE} FROM routes WHERE account = $1 AND id = $2 FOR UPDATE`,
+  routesOfEdge: `SELECT ${ROUTE} FROM routes WHERE account = $1 AND edge_id = $2 ORDER BY id`,
+  routeInsert: `INSERT INTO routes (account, id, edge_id, created_at, match, match_type) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+  routeSetSaml: "UPDATE routes SET saml = $3 WHERE account = $1 AND id = $2",
+  routeSetCb: "UPDATE routes SET circuit_breaker = $3 WHERE account = $1 AND id = $2",
+  fixtureKeyGet: "SELECT id FROM fixture_keys WHERE account = $1 AND key = $2",
+  fixtureKeySet: "INSERT INTO fixture_keys (account, key, id) VALUES ($1, $2, $3) ON CONFLICT (account, key) DO UPDATE SET id = excluded.id",
+  // One statement decides and records: the row is locked while it runs, so replicas take turns. `excluded.times[1]`
+  // is the database's time of this request; `admitted` and the oldest time that still counts come back.
+  rateTake: `INSERT INTO rate_limits AS r (account, times, admitted)
+    VALUES ($1, ARRAY[(extract(epoch FROM clock_timestamp()) * 1000)::bigint], true)
+    ON CONFLICT (account) DO UPDATE SET
+      admitted = cardinality(r.times) < $2 OR excluded.times[1] - r.times[cardinality(r.times) - $2 + 1] >= $3,
+      times = CASE WHEN cardinality(r.times) < $2 OR excluded.times[1] - r.times[cardinality(r.times) - $2 + 1] >= $3
+        THEN (r.times || excluded.times[1])[greatest(1, cardinality(r.times) + 2 - $2):] ELSE r.times END
+    RETURNING admitted, times[greatest(1, cardinality(times) - $2 + 1)]::float8 AS oldest,
+      (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now`,
+} as const;
+
+type Statement = keyof typeof SQL;
+
+/** Statements that need the transaction begun: they lock or write. */
+const IN_TRANSACTION: ReadonlySet<Statement> = new Set<Statement>([
+  "lockAccount",
+  "wbGetForUpdate",
+  "wbInsert",
+  "wbUpdate",
+  "wbDelete",
+  "weightedChildren",
+  "wbShare",
+  "fbInsert",
+  "edgeInsert",
+  "routeGetForUpdate",
+  "routeInsert",
+  "routeSetSaml",
+  "routeSetCb",
+  "fixtureKeySet",
+]);
+
+/** Serialization failure and deadlock: the transaction lost a race and may simply run again. */
+const RETRYABLE = new Set(["40001", "40P01"]);
+const ATTEMPTS = 5;
+
+const FIXTURE_PREFIXES = FIXTURE_BACKEND_TYPES;
+
+/** The URL with its password hidden, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(the --database URL)";
+  }
+}
+
+/**
+ * Connects to `url` with a pool of `poolSize` connections and migrates the schema. Throws an EdgeplanError (the
+ * password hidden) when the database cannot be reached or has a newer schema.
+ */
+export async function openPgStore(url: string, poolSize: number): Promise<PgStore> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: "-c synchronous_commit=on", allowExitOnIdle: true });
+  // A connection that breaks while idle is dropped by the pool; the next request opens a new one.
+  pool.on("error", () => undefined);
+  try {
+    const client = await pool.connect();
+    try {
+      await migrate(client);
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await pool.end();
+    if (err instanceof EdgeplanError) throw err;
+    throw new EdgeplanError(`cannot open the database ${redactUrl(url)}: ${(err as Error).message}; check the URL, and that PostgreSQL runs and lets this user in`, {
+      cause: err,
+    });
+  }
+  return new PgStore(pool);
+}
+
+export class PgStore implements Store {
+  readonly kind = "postgres";
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const tx = new PgTx(client);
+        try {
+          if (options?.startup) await tx.begin(STARTUP_LOCK);
+          const result = await fn(tx);
+          await tx.end("COMMIT");
+          return result;
+        } catch (err) {
+          await tx.end("ROLLBACK").catch((e: Error) => (broken = e));
+          const code = (err as { code?: string }).code;
+          if (broken || attempt >= ATTEMPTS || code === undefined || !RETRYABLE.has(code)) throw err;
+        }
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  rateGate(count: number, windowMs: number): RateGate {
+    return {
+      take: async (account) => {
+        const { rows } = await this.pool.query<{ admitted: boolean; oldest: number; now: number }>({
+          name: "rateTake",
+          text: SQL.rateTake,
+          values: [account, count, windowMs],
+        });
+        const row = rows[0];
+        if (row && !row.admitted) throw rateLimited(count, windowMs, row.oldest + windowMs - row.now);
+      },
+    };
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/** One transaction on one pooled connection. */
+class PgTx implements StoreTx {
+  private begun = false;
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  /** Sends BEGIN (and takes the advisory lock `lock` for the rest of the transaction). */
+  async begin(lock?: number): Promise<void> {
+    if (!this.begun) {
+      await this.client.query("BEGIN");
+      this.begun = true;
+    }
+    if (lock !== undefined) await this.client.query("SELECT pg_advisory_xact_lock($1)", [lock]);
+  }
+
+  async end(command: "COMMIT" | "ROLLBACK"): Promise<void> {
+    if (!this.begun) return;
+    this.begun = false;
+    await this.client.query(command);
+  }
+
+  private async q<R extends pg.QueryResultRow>(name: Statement, values: unknown[]): Promise<R[]> {
+    if (IN_TRANSACTION.has(name)) await this.begin();
+    const result = await this.client.query<R>({ name, text: SQL[name], values });
+    return result.rows;
+  }
+
+  async newId(prefix: string): Promise<{ id: string; created_at: string }> {
+    const [row] = await this.q<{ n: string; s: number }>("newId", []);
+    const { n, s } = row as { n: string; s: number };
+    return { id: `${prefix}_${sequencedKsuid(s, BigInt(n))}`, created_at: rfc3339Seconds(s) };
+  }
+
+  async lockAccount(account: string): Promise<void> {
+    await this.q("lockAccount", [account]);
+  }
+
+  async getWeightedBackend(account: string, id: string, forUpdate = false): Promise<WeightedBackendRecord | undefined> {
+    const [row] = await this.q<WeightedRow>(forUpdate ? "wbGetForUpdate" : "wbGet", [account, id]);
+    return row ? weightedFromRow(row) : undefined;
+  }
+
+  async listWeightedBackends(account: string, page: PageQuery): Promise<WeightedBackendRecord[]> {
+    const rows =
+      page.beforeId === undefined
+        ? await this.q<WeightedRow>("wbList", [account, page.limit])
+        : await this.q<WeightedRow>("wbListBefore", [account, page.beforeId, page.limit]);
+    return rows.map(weightedFromRow);
+  }
+
+  async countWeightedBackends(account: string): Promise<number> {
+    const [row] = await this.q<{ n: number }>("wbCount", [account]);
+    return row?.n ?? 0;
+  }
+
+  async insertWeightedBackend(account: string, r: WeightedBackendRecord): Promise<void> {
+    await this.q("wbInsert", [account, r.id, r.created_at, r.description, r.metadata, JSON.stringify(r.backends), Object.keys(r.backends)]);
+  }
+
+  async updateWeightedBackend(account: string, r: WeightedBackendRecord): Promise<void> {
+    await this.q("wbUpdate", [account, r.id, r.description, r.metadata, JSON.stringify(r.backends), Object.keys(r.backends)]);
+  }
+
+  async deleteWeightedBackend(account: string, id: string): Promise<boolean> {
+    const [row] = await this.q<{ n: number }>("wbDelete", [account, id]);
+    return (row?.n ?? 0) > 0;
+  }
+
+  async parentsOf(account: string, childId: string, limit: number): Promise<string[]> {
+    return (await this.q<{ parent: string }>("parents", [account, childId, limit])).map((r) => r.parent);
+  }
+
+  async weightedChildrenOf(account: string, id: string): Promise<string[]> {
+    return (await this.q<{ child: string }>("weightedChildren", [account, id])).map((r) => r.child);
+  }
+
+  async backendExists(account: string, id: string): Promise<boolean> {
+    if (id.startsWith(`${ID_PREFIX.weightedBackend}_`)) return (await this.q("wbShare", [account, id])).length > 0;
+    return (await this.getFixtureBackend(account, id)) !== undefined;
+  }
+
+  async getFixtureBackend(account: string, id: string): Promise<FixtureBackendRecord | undefined> {
+    const [row] = await this.q<FixtureBackendRecord>("fbGet", [account, id]);
+    return row;
+  }
+
+  async ensureBackend(account: string, id: string): Promise<FixtureBackendRecord> {
+    const { type, prefix } = fixtureBackendType(id);
+    const existing = await this.getFixtureBackend(account, id);
+    if (existing) return existing;
+    await this.q("fbInsert", [account, id, type, (await this.newId(prefix)).created_at]);
+    return (await this.getFixtureBackend(account, id)) as FixtureBackendRecord;
+  }
+
+  async createBackend(account: string, type: FixtureBackendType): Promise<FixtureBackendRecord> {
+    const { id, created_at } = await this.newId(FIXTURE_PREFIXES[type]);
+    await this.q("fbInsert", [account, id, type, created_at]);
+    return { id, type, created_at };
+  }
+
+  async getEdge(account: string, id: string): Promise<EdgeRecord | undefined> {
+    const [row] = await this.q<EdgeRow>("edgeGet", [account, id]);
+    return row ? edgeFromRow(row) : undefined;
+  }
+
+  async listEdges(account: string, page: PageQuery): Promise<EdgeRecord[]> {
+    const rows =
+      page.beforeId === undefined
+        ? await this.q<EdgeRow>("edgeList", [account, page.limit])
+        : await this.q<EdgeRow>("edgeListBefore", [account, page.beforeId, page.limit]);
+    return rows.map(edgeFromRow);
+  }
+
+  async ensureEdge(account: string, edgeId?: string, init?: { hostports?: string[] }): Promise<EdgeRecord> {
+    checkId(edgeId, ID_PREFIX.edge, "an HTTPS edge");
+    if (edgeId !== undefined) {
+      const existing = await this.getEdge(account, edgeId);
+      if (existing) return existing;
+    }
+    const made = await this.newId(ID_PREFIX.edge);
+    const id = edgeId ?? made.id;
+    await this.q("edgeInsert", [account, id, made.created_at, JSON.stringify(init?.hostports ?? [])]);
+    return (await this.getEdge(account, id)) as EdgeRecord;
+  }
+
+  async getRoute(account: string, edgeId: string, routeId: string, forUpdate = false): Promise<RouteRecord | undefined> {
+    const [row] = await this.q<RouteRow>(forUpdate ? "routeGetForUpdate" : "routeGet", [account, routeId]);
+    return row && row.edge_id === edgeId ? routeFromRow(row) : undefined;
+  }
+
+  async routesOfEdge(account: string, edgeId: string): Promise<RouteRecord[]> {
+    return (await this.q<RouteRow>("routesOfEdge", [account, edgeId])).map(routeFromRow);
+  }
+
+  async ensureRoute(account: string, edgeId: string, routeId?: string, init?: { match?: string; match_type?: string }): Promise<RouteRecord> {
+    checkId(routeId, ID_PREFIX.route, "an HTTPS edge route");
+    await this.ensureEdge(account, edgeId);
+    const find = async (id: string): Promise<RouteRecord | undefined> => {
+      const [row] = await this.q<RouteRow>("routeGet", [account, id]);
+      return row ? routeOfEdge(routeFromRow(row), edgeId) : undefined;
+    };
+    if (routeId !== undefined) {
+      const existing = await find(routeId);
+      if (existing) return existing;
+    }
+    const made = await this.newId(ID_PREFIX.route);
+    const id = routeId ?? made.id;
+    await this.q("routeInsert", [account, id, edgeId, made.created_at, init?.match ?? "/", init?.match_type ?? "path_prefix"]);
+    return (await find(id)) as RouteRecord;
+  }
+
+  async setSaml(account: string, routeId: string, saml: StoredSaml | null): Promise<void> {
+    await this.q("routeSetSaml", [account, routeId, saml === null ? null : JSON.stringify(saml)]);
+  }
+
+  async setCircuitBreaker(account: string, routeId: string, cb: CircuitBreakerSettings | null): Promise<void> {
+    await this.q("routeSetCb", [account, routeId, cb === null ? null : JSON.stringify(cb)]);
+  }
+
+  async fixtureId(account: string, key: string): Promise<string | undefined> {
+    const [row] = await this.q<{ id: string }>("fixtureKeyGet", [account, key]);
+    return row?.id;
+  }
+
+  async setFixtureId(account: string, key: string, id: string): Promise<void> {
+    await this.q("fixtureKeySet", [account, key, id]);
+  }
+}
