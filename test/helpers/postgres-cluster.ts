@@ -67,7 +67,7 @@ export async function startCluster(bin: string): Promise<Cluster> {
   };
   try {
     asOwner("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"]);
-    const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB`;
+    const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB -c deadlock_timeout=100ms`;
     asOwner("pg_ctl", ["-D", data, "-o", settings, "-l", join(dir, "log"), "-w", "-t", "60", "start"]);
   } catch (err) {
     const e = err as { stderr?: Buffer; message: string };

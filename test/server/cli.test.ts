@@ -8,7 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { apiClient, fakeId, runCli, spawnServer, type SpawnedServer } from "../helpers/server.js";
+import { apiClient, fakeId, persistentStoreArgs, runCli, spawnServer, type SpawnedServer } from "../helpers/server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "edgeplan-serve-"));
 const FIXTURES = new URL("./fixtures/fixtures.yaml", import.meta.url).pathname;
@@ -69,11 +69,22 @@ describe("start and stop", () => {
       [["--port", "65536"], '--port: expected a whole number from 0 to 65535, got "65536"'],
       [["--public-url", "nope"], '--public-url "nope" is not a URL'],
       [["--fixtures", join(dir, "absent.yaml")], "cannot read the fixtures file"],
+      [
+        ["--data", join(dir, "both.db"), "--database", "postgres://u:secret@127.0.0.1:1/db"],
+        "edgeplan: --data and --database (or EDGEPLAN_SERVE_DATABASE_URL) both name a store; give one: --data FILE for SQLite, --database URL for PostgreSQL\n",
+      ],
+      [["--database", "mysql://127.0.0.1/db"], "edgeplan: --database must start with postgres:// or postgresql:// (got mysql://); for a SQLite file use --data FILE\n"],
+      [["--pool-size", "0"], '--pool-size: expected a whole number from 1 to 1000, got "0"'],
+      [
+        ["--database", "postgres://edgeplan:secret-password@127.0.0.1:1/nothing"],
+        "edgeplan: cannot open the database postgres://edgeplan:***@127.0.0.1:1/nothing: connect ECONNREFUSED 127.0.0.1:1; check the URL, and that PostgreSQL runs and lets this user in\n",
+      ],
     ];
     for (const [args, message] of cases) {
       const r = await runCli(["serve", "--port", "0", "--api-key", "k", ...args]);
       expect(r.code, args.join(" ")).toBe(1);
       expect(r.stderr).toContain(message);
+      expect(r.stderr).not.toContain("secret");
     }
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
@@ -143,15 +154,15 @@ describe("logs and notices", () => {
 
 describe("persistence", () => {
   it("loads fixtures into the first key's account, and a restart on the same data file duplicates nothing", async () => {
-    const data = join(dir, "fixtures.db");
+    const data = await persistentStoreArgs(join(dir, "fixtures.db"));
     const key = "ep_test_fixture_restart_key";
-    const first = await spawn(["--quiet", "--data", data, "--fixtures", FIXTURES], {}, { apiKey: key });
+    const first = await spawn(["--quiet", ...data, "--fixtures", FIXTURES], {}, { apiKey: key });
     expect(first.stderr()).toContain("fixtures: 2 edges, 4 routes, 4 backends in the first key's account (10 created now, 0 already there)");
     const before = await apiClient(first.url, key).get("/edges/https");
     expect(before.json.https_edges).toHaveLength(2);
     expect(await first.stop()).toBe(0);
 
-    const second = await spawn(["--quiet", "--data", data, "--fixtures", FIXTURES], {}, { apiKey: key });
+    const second = await spawn(["--quiet", ...data, "--fixtures", FIXTURES], {}, { apiKey: key });
     expect(second.stderr()).toContain("(0 created now, 10 already there)");
     const after = await apiClient(second.url, key).get("/edges/https");
     const strip = (body: { https_edges: unknown[] }): string => JSON.stringify(body.https_edges).replaceAll(first.url, "").replaceAll(second.url, "");
@@ -163,9 +174,9 @@ describe("persistence", () => {
   });
 
   it("every acknowledged write survives kill -9", async () => {
-    const data = join(dir, "durable.db");
+    const data = await persistentStoreArgs(join(dir, "durable.db"));
     const key = "ep_test_durability_key";
-    const s = await spawn(["--quiet", "--data", data, "--fixtures", FIXTURES], {}, { apiKey: key });
+    const s = await spawn(["--quiet", ...data, "--fixtures", FIXTURES], {}, { apiKey: key });
     const api = apiClient(s.url, key);
     const acknowledged = new Map<string, { description: string; metadata: string; backends: Record<string, number> }>();
     let previous: string | undefined;
@@ -190,7 +201,7 @@ describe("persistence", () => {
     await s.kill9();
     expect(s.proc.signalCode).toBe("SIGKILL");
 
-    const again = await spawn(["--quiet", "--data", data, "--fixtures", FIXTURES], {}, { apiKey: key });
+    const again = await spawn(["--quiet", ...data, "--fixtures", FIXTURES], {}, { apiKey: key });
     const api2 = apiClient(again.url, key);
     for (const [id, body] of acknowledged) {
       const r = await api2.get(`/backends/weighted/${id}`);

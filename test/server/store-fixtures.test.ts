@@ -2,9 +2,10 @@
  * The store and the fixtures loader without HTTP: ids, persistence across reopen, ensure* for provisioning,
  * fixtures parsing with positions, and idempotent loading (on the project's store: SQLite or PostgreSQL).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManifestError } from "../../src/model/errors.js";
 import { accountForKey, applyFixtures, loadFixturesFile } from "../../src/server/index.js";
@@ -12,7 +13,7 @@ import { decodeBase62, encodeBase62, ksuidSeconds, MonotonicKsuid, randomKsuid, 
 import { openStore } from "../../src/server/index.js";
 import { openSqliteStore } from "../../src/server/sqlite-store.js";
 import type { Store } from "../../src/server/store.js";
-import { fakeId, freshDatabase, TEST_STORE } from "../helpers/server.js";
+import { apiClient, fakeId, freshDatabase, startTestServer, TEST_STORE } from "../helpers/server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "edgeplan-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -21,6 +22,7 @@ async function openTestStore(file: string): Promise<Store> {
   return TEST_STORE === "postgres" ? openStore({ databaseUrl: await freshDatabase(), poolSize: 2 }) : openStore({ dataFile: join(dir, file) });
 }
 
+const IDP = readFileSync(new URL("./fixtures/idp-metadata.xml", import.meta.url), "utf8");
 const FIXTURES = new URL("./fixtures/fixtures.yaml", import.meta.url).pathname;
 const INVALID = new URL("./fixtures/invalid-fixtures.yaml", import.meta.url).pathname;
 
@@ -81,6 +83,30 @@ describe("the SQLite store", () => {
     } finally {
       second.close();
     }
+  });
+
+  it("holds no SAML private key: neither what a PUT stores nor what a file of an older edgeplan kept", async () => {
+    const file = join(dir, "saml.db");
+    const [edge, route] = [fakeId("edghts", 1), fakeId("edghtsrt", 1)];
+    const s = await startTestServer({ dataFile: file, fixtures: { edges: [{ id: edge, routes: [{ id: route, match: "/", match_type: "path_prefix" }] }] } });
+    const put = await apiClient(s.url, s.apiKey).put(`/edges/https/${edge}/routes/${route}/saml`, { idp_metadata: IDP });
+    expect(put.status).toBe(200);
+    await s.close();
+    const bytes = (): string => ["", "-wal"].map((end) => (existsSync(file + end) ? readFileSync(file + end).toString("latin1") : "")).join("");
+    expect(bytes()).toContain("BEGIN CERTIFICATE");
+    expect(bytes()).not.toContain("PRIVATE KEY");
+
+    // A file of schema 1 kept the key beside the certificate; opening it drops the key, bytes included.
+    const old = new Database(file);
+    const row = old.prepare<[], { saml: string }>("SELECT saml FROM routes").get() as { saml: string };
+    const withKey = { ...JSON.parse(row.saml), private_key_pem: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n" };
+    old.prepare("UPDATE routes SET saml = ?").run(JSON.stringify(withKey));
+    old.pragma("user_version = 1");
+    old.close();
+    expect(bytes()).toContain("PRIVATE KEY");
+    await openSqliteStore(file).close();
+    expect(bytes()).not.toContain("PRIVATE KEY");
+    expect(bytes()).toContain("BEGIN CERTIFICATE");
   });
 
   it("ensure* create what is missing and return what exists unchanged", async () => {
