@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { findPostgresBin } from "./test/helpers/postgres-cluster.js";
+import { findPostgresBin } from "./bench/postgres-cluster.js";
 
 /**
  * Two projects. `sqlite`: every suite, the server on its embedded store. `postgres`: the server suites again, each

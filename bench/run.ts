@@ -13,6 +13,7 @@ import { diffCpuScenario } from "./diff-cpu.js";
 import { planReadScenario } from "./plan-read.js";
 import { rateLimitedScenario } from "./rate-limited.js";
 import { serverScenario } from "./server-load.js";
+import { serverPgScenario } from "./server-pg.js";
 import { validateScenario } from "./validate.js";
 import type { Measurement, Scenario } from "./measure.js";
 
@@ -25,6 +26,7 @@ export const SCENARIOS: Scenario[] = [
   validateScenario,
   coldStartScenario,
   serverScenario,
+  serverPgScenario,
 ];
 
 /** The columns the table shows, in order, when any result has them; everything else stays in results.json. */

@@ -28,10 +28,10 @@ export const SERVER_LOAD_SIZES: { full: ServerLoadSize; quick: ServerLoadSize } 
   quick: { objects: 200, connections: 32, phaseMs: 1000 },
 };
 
-const TARGET_GETS = 5000;
-const TARGET_PATCHES = 1000;
+export const TARGET_GETS = 5000;
+export const TARGET_PATCHES = 1000;
 
-interface Phase {
+export interface Phase {
   perSecond: number;
   p50: number;
   p99: number;
@@ -39,8 +39,11 @@ interface Phase {
   errors: number;
 }
 
-/** `connections` loops, each sending its next request when its answer is read, until `ms` have passed. */
-async function load(pool: Pool, connections: number, ms: number, next: (i: number) => { method: "GET" | "PATCH"; path: string; body?: string }): Promise<Phase> {
+/**
+ * `connections` loops spread evenly over `pools` (one per server), each sending its next request when its answer
+ * is read, until `ms` have passed.
+ */
+async function load(pools: Pool[], connections: number, ms: number, next: (i: number) => { method: "GET" | "PATCH"; path: string; body?: string }): Promise<Phase> {
   const headers = { authorization: `Bearer ${BENCH_KEY}`, "ngrok-version": "2" };
   const bodyHeaders = { ...headers, "content-type": "application/json" };
   const latencies: number[] = [];
@@ -48,7 +51,8 @@ async function load(pool: Pool, connections: number, ms: number, next: (i: numbe
   let n = 0;
   const started = performance.now();
   const deadline = started + ms;
-  const worker = async (): Promise<void> => {
+  const worker = async (w: number): Promise<void> => {
+    const pool = pools[w % pools.length] as Pool;
     while (performance.now() < deadline) {
       const req = next(n++);
       const t = performance.now();
@@ -58,7 +62,7 @@ async function load(pool: Pool, connections: number, ms: number, next: (i: numbe
       if (res.statusCode !== 200) errors++;
     }
   };
-  await Promise.all(Array.from({ length: connections }, worker));
+  await Promise.all(Array.from({ length: connections }, (_, w) => worker(w)));
   const elapsed = performance.now() - started;
   return {
     perSecond: Math.round((latencies.length / elapsed) * 1000),
@@ -67,6 +71,33 @@ async function load(pool: Pool, connections: number, ms: number, next: (i: numbe
     answers: latencies.length,
     errors,
   };
+}
+
+/**
+ * Against the servers at `urls` (the connections split evenly between them): a short warm-up, then GETs of
+ * weighted backends by id, then durable PATCHes with full bodies, each phase for `size.phaseMs`.
+ */
+export async function getThenPatch(urls: string[], size: ServerLoadSize, seeded: { ids: string[]; children: string[] }): Promise<{ gets: Phase; patches: Phase }> {
+  const pools = urls.map((url) => new Pool(url, { connections: Math.ceil(size.connections / urls.length) }));
+  try {
+    const { ids, children } = seeded;
+    const pick = (i: number): string => ids[(i * 7919) % ids.length] as string;
+    // A short warm-up, so that the figures are those of a server in service, not of its first requests.
+    await load(pools, size.connections, 300, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
+    const gets = await load(pools, size.connections, size.phaseMs, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
+    const patches = await load(pools, size.connections, size.phaseMs, (i) => ({
+      method: "PATCH",
+      path: `/backends/weighted/${pick(i)}`,
+      body: JSON.stringify({
+        description: `service ${i}, revision ${i}`,
+        metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}`, revision: String(i) }, buildMarker("bench", `svc-${i}`, false))),
+        backends: { [children[0] as string]: 9000 - (i % 100), [children[1] as string]: 1000 + (i % 100) },
+      }),
+    }));
+    return { gets, patches };
+  } finally {
+    await Promise.all(pools.map((p) => p.close()));
+  }
 }
 
 /** Seeds `objects` weighted backends over two fixture children, in one transaction; returns their ids. */
@@ -93,26 +124,11 @@ export function seedObjects(store: Store, account: string, objects: number): Pro
 export async function measureServerLoad(size: ServerLoadSize): Promise<Measurement> {
   const dir = makeWorkDir();
   let server: BenchServer | undefined;
-  let pool: Pool | undefined;
   try {
     const dataFile = join(dir, "server.db");
-    const { ids, children } = await seedDataFile(dataFile, (store, account) => seedObjects(store, account, size.objects));
+    const seeded = await seedDataFile(dataFile, (store, account) => seedObjects(store, account, size.objects));
     server = await startBenchServer(builtCli(), { dataFile, discardLog: true });
-    pool = new Pool(server.url, { connections: size.connections });
-    const pick = (i: number): string => ids[(i * 7919) % ids.length] as string;
-
-    // A short warm-up, so that the figures are those of a server in service, not of its first requests.
-    await load(pool, size.connections, 300, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
-    const gets = await load(pool, size.connections, size.phaseMs, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
-    const patches = await load(pool, size.connections, size.phaseMs, (i) => ({
-      method: "PATCH",
-      path: `/backends/weighted/${pick(i)}`,
-      body: JSON.stringify({
-        description: `service ${i}, revision ${i}`,
-        metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}`, revision: String(i) }, buildMarker("bench", `svc-${i}`, false))),
-        backends: { [children[0] as string]: 9000 - (i % 100), [children[1] as string]: 1000 + (i % 100) },
-      }),
-    }));
+    const { gets, patches } = await getThenPatch([server.url], size, seeded);
     const rss = server.rssMb();
     const ok = gets.perSecond >= TARGET_GETS && patches.perSecond >= TARGET_PATCHES && gets.errors + patches.errors === 0;
     return {
@@ -131,7 +147,6 @@ export async function measureServerLoad(size: ServerLoadSize): Promise<Measureme
       summary: `GET ${gets.perSecond}/s (p99 ${gets.p99} ms), PATCH ${patches.perSecond}/s (p99 ${patches.p99} ms)`,
     };
   } finally {
-    await pool?.close();
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -99,7 +99,10 @@ export function copyDataFile(from: string, to: string): void {
 }
 
 export interface ServeSettings {
-  dataFile: string;
+  /** `--data`: the SQLite file; or */
+  dataFile?: string;
+  /** `--database`: the PostgreSQL URL. */
+  databaseUrl?: string;
   /** `--latency` in ms. */
   latencyMs?: number;
   /** `--rate-limit`, e.g. `20/1s`. */
@@ -127,7 +130,9 @@ const READY_TIMEOUT_MS = 20_000;
 
 /** Starts `node dist/src/cli.js serve` on a free loopback port and resolves once it is listening. */
 export function startBenchServer(cli: string, settings: ServeSettings): Promise<BenchServer> {
-  const args = [cli, "serve", "--port", "0", "--api-key", BENCH_KEY, "--data", settings.dataFile];
+  const args = [cli, "serve", "--port", "0", "--api-key", BENCH_KEY];
+  if (settings.dataFile !== undefined) args.push("--data", settings.dataFile);
+  if (settings.databaseUrl !== undefined) args.push("--database", settings.databaseUrl);
   if (settings.latencyMs !== undefined) args.push("--latency", String(settings.latencyMs));
   if (settings.rateLimit !== undefined) args.push("--rate-limit", settings.rateLimit);
   const proc: ChildProcess = spawn(process.execPath, args, { stdio: ["ignore", "pipe", settings.discardLog ? "ignore" : "pipe"] });

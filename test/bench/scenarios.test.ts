@@ -25,7 +25,7 @@ function expectTimes(result: Record<string, unknown>, fields: string[]): void {
 
 describe("bench scenarios at a tiny size", () => {
   it("registers every scenario of the benchmark once", () => {
-    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "cold-start", "server"]);
+    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "cold-start", "server", "server-pg"]);
   });
 
   it("plan-read: the list pages plus one read per edge; the reference reads every module", async () => {

@@ -3,7 +3,7 @@
  * own database in it), stopped and removed at the end. Its URL reaches the tests through `inject("pgUrl")`.
  */
 import type { TestProject } from "vitest/node";
-import { findPostgresBin, startCluster } from "./postgres-cluster.js";
+import { findPostgresBin, startCluster } from "../../bench/postgres-cluster.js";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -10,8 +10,8 @@ import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { inject } from "vitest";
+import { createDatabase } from "../../bench/postgres-cluster.js";
 import { startServer, type RunningServer, type ServerOptions, type StoreTx } from "../../src/server/index.js";
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -31,19 +31,8 @@ export function fakeId(prefix: string, n: number): string {
 export const TEST_STORE: "sqlite" | "postgres" = process.env.EDGEPLAN_TEST_STORE === "postgres" ? "postgres" : "sqlite";
 
 /** A new, empty database of the run's PostgreSQL cluster (project `postgres` only); its URL. */
-export async function freshDatabase(): Promise<string> {
-  const admin = inject("pgUrl");
-  const name = `t_${randomBytes(8).toString("hex")}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  try {
-    await client.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
+export function freshDatabase(): Promise<string> {
+  return createDatabase(inject("pgUrl"));
 }
 
 /** The flags of a persistent store for `serve`: `--data FILE` on SQLite, `--database URL` (a fresh one) on PostgreSQL. */

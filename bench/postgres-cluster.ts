@@ -1,13 +1,15 @@
 /**
- * A throwaway PostgreSQL cluster for the tests: `initdb` into a temporary folder, `postgres` on a free loopback
+ * A throwaway PostgreSQL cluster for the tests and the `server-pg` benchmark: `initdb` into a temporary folder, `postgres` on a free loopback
  * port, stopped and removed afterwards. Never a shared server. Run as root (as in CI), the cluster runs as the
  * `postgres` user, since PostgreSQL refuses to run as root.
  */
 import { execFileSync, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 
 /** The folder of `initdb`: $EDGEPLAN_PG_BIN, the newest /usr/lib/postgresql/N/bin (Debian), or the PATH. */
 export function findPostgresBin(): string | undefined {
@@ -75,4 +77,19 @@ export async function startCluster(bin: string): Promise<Cluster> {
     throw new Error(`could not start a PostgreSQL cluster with ${bin}: ${e.stderr?.toString() || e.message}`);
   }
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
+}
+
+/** Creates a new, empty database in the cluster of `adminUrl` (named `prefix` + random hex); returns its URL. */
+export async function createDatabase(adminUrl: string, prefix = "t_"): Promise<string> {
+  const name = `${prefix}${randomBytes(8).toString("hex")}`;
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
