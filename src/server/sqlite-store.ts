@@ -99,73 +99,7 @@ export class SqliteStore implements Store, StoreTx {
     }
     migrate(db, version);
 
-    this.s = {
-      metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
-      metaSet: db.prepare<[string, string]>(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      ),
-      wbGet: db.prepare<[string, string], WeightedRow>(
-        "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id = ?",
-      ),
-      wbList: db.prepare<[string, number], WeightedRow>(
-        "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? ORDER BY id DESC LIMIT ?",
-      ),
-      wbListBefore: db.prepare<[string, string, number], WeightedRow>(
-        "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
-      ),
-      wbCount: db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM weighted_backends WHERE account = ?"),
-      wbInsert: db.prepare<[string, string, string, string, string, string]>(
-        "INSERT INTO weighted_backends (account, id, created_at, description, metadata, backends) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
-      wbUpdate: db.prepare<[string, string, string, string, string]>(
-        "UPDATE weighted_backends SET description = ?, metadata = ?, backends = ? WHERE account = ? AND id = ?",
-      ),
-      wbDelete: db.prepare<[string, string]>("DELETE FROM weighted_backends WHERE account = ? AND id = ?"),
-      childrenDelete: db.prepare<[string, string]>("DELETE FROM backend_children WHERE account = ? AND parent = ?"),
-      childInsert: db.prepare<[string, string, string]>("INSERT INTO backend_children (account, parent, child) VALUES (?, ?, ?)"),
-      parents: db.prepare<[string, string, number], { parent: string }>(
-        "SELECT parent FROM backend_children WHERE account = ? AND child = ? ORDER BY parent LIMIT ?",
-      ),
-      weightedChildren: db.prepare<[string, string], { child: string }>(
-        "SELECT child FROM backend_children WHERE account = ? AND parent = ? AND child >= 'bkdwd_' AND child < 'bkdwd`'",
-      ),
-      wbExists: db.prepare<[string, string], { one: number }>("SELECT 1 AS one FROM weighted_backends WHERE account = ? AND id = ?"),
-      fbGet: db.prepare<[string, string], FixtureBackendRecord>(
-        "SELECT id, type, created_at FROM fixture_backends WHERE account = ? AND id = ?",
-      ),
-      fbInsert: db.prepare<[string, string, string, string]>(
-        "INSERT INTO fixture_backends (account, id, type, created_at) VALUES (?, ?, ?, ?)",
-      ),
-      edgeGet: db.prepare<[string, string], EdgeRow>(
-        "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id = ?",
-      ),
-      edgeList: db.prepare<[string, number], EdgeRow>(
-        "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? ORDER BY id DESC LIMIT ?",
-      ),
-      edgeListBefore: db.prepare<[string, string, number], EdgeRow>(
-        "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
-      ),
-      edgeInsert: db.prepare<[string, string, string, string, string, string]>(
-        "INSERT INTO edges (account, id, created_at, description, metadata, hostports) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
-      routeGet: db.prepare<[string, string], RouteRow>(
-        "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes WHERE account = ? AND id = ?",
-      ),
-      // Without statistics, SQLite prefers walking the account's whole primary key (already in id order) to the
-      // index, which made every edge read cost as much as reading every route of the account.
-      routesOfEdge: db.prepare<[string, string], RouteRow>(
-        "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes INDEXED BY routes_by_edge WHERE account = ? AND edge_id = ? ORDER BY id",
-      ),
-      routeInsert: db.prepare<[string, string, string, string, string, string]>(
-        "INSERT INTO routes (account, id, edge_id, created_at, match, match_type) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
-      routeSetSaml: db.prepare<[string | null, string, string]>("UPDATE routes SET saml = ? WHERE account = ? AND id = ?"),
-      routeSetCb: db.prepare<[string | null, string, string]>("UPDATE routes SET circuit_breaker = ? WHERE account = ? AND id = ?"),
-      fixtureKeyGet: db.prepare<[string, string], { id: string }>("SELECT id FROM fixture_keys WHERE account = ? AND key = ?"),
-      fixtureKeySet: db.prepare<[string, string, string]>(
-        "INSERT INTO fixture_keys (account, key, id) VALUES (?, ?, ?) ON CONFLICT (account, key) DO UPDATE SET id = excluded.id",
-      ),
-    };
+    this.s = prepare(db);
     // Ids stay monotonic across restarts: the generator continues after the last id this file recorded.
     this.ids = new MonotonicKsuid(this.s.metaGet.get("last_ksuid")?.value);
   }
@@ -364,6 +298,77 @@ export class SqliteStore implements Store, StoreTx {
     if (this.db.open) this.db.close();
     return Promise.resolve();
   }
+}
+
+/** Every statement of the store, prepared once. */
+function prepare(db: Database.Database) {
+  return {
+    metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
+    metaSet: db.prepare<[string, string]>(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
+    wbGet: db.prepare<[string, string], WeightedRow>(
+      "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id = ?",
+    ),
+    wbList: db.prepare<[string, number], WeightedRow>(
+      "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? ORDER BY id DESC LIMIT ?",
+    ),
+    wbListBefore: db.prepare<[string, string, number], WeightedRow>(
+      "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
+    ),
+    wbCount: db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM weighted_backends WHERE account = ?"),
+    wbInsert: db.prepare<[string, string, string, string, string, string]>(
+      "INSERT INTO weighted_backends (account, id, created_at, description, metadata, backends) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    wbUpdate: db.prepare<[string, string, string, string, string]>(
+      "UPDATE weighted_backends SET description = ?, metadata = ?, backends = ? WHERE account = ? AND id = ?",
+    ),
+    wbDelete: db.prepare<[string, string]>("DELETE FROM weighted_backends WHERE account = ? AND id = ?"),
+    childrenDelete: db.prepare<[string, string]>("DELETE FROM backend_children WHERE account = ? AND parent = ?"),
+    childInsert: db.prepare<[string, string, string]>("INSERT INTO backend_children (account, parent, child) VALUES (?, ?, ?)"),
+    parents: db.prepare<[string, string, number], { parent: string }>(
+      "SELECT parent FROM backend_children WHERE account = ? AND child = ? ORDER BY parent LIMIT ?",
+    ),
+    weightedChildren: db.prepare<[string, string], { child: string }>(
+      "SELECT child FROM backend_children WHERE account = ? AND parent = ? AND child >= 'bkdwd_' AND child < 'bkdwd`'",
+    ),
+    wbExists: db.prepare<[string, string], { one: number }>("SELECT 1 AS one FROM weighted_backends WHERE account = ? AND id = ?"),
+    fbGet: db.prepare<[string, string], FixtureBackendRecord>(
+      "SELECT id, type, created_at FROM fixture_backends WHERE account = ? AND id = ?",
+    ),
+    fbInsert: db.prepare<[string, string, string, string]>(
+      "INSERT INTO fixture_backends (account, id, type, created_at) VALUES (?, ?, ?, ?)",
+    ),
+    edgeGet: db.prepare<[string, string], EdgeRow>(
+      "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id = ?",
+    ),
+    edgeList: db.prepare<[string, number], EdgeRow>(
+      "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? ORDER BY id DESC LIMIT ?",
+    ),
+    edgeListBefore: db.prepare<[string, string, number], EdgeRow>(
+      "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
+    ),
+    edgeInsert: db.prepare<[string, string, string, string, string, string]>(
+      "INSERT INTO edges (account, id, created_at, description, metadata, hostports) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    routeGet: db.prepare<[string, string], RouteRow>(
+      "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes WHERE account = ? AND id = ?",
+    ),
+    // Without statistics, SQLite prefers walking the account's whole primary key (already in id order) to the
+    // index, which made every edge read cost as much as reading every route of the account.
+    routesOfEdge: db.prepare<[string, string], RouteRow>(
+      "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes INDEXED BY routes_by_edge WHERE account = ? AND edge_id = ? ORDER BY id",
+    ),
+    routeInsert: db.prepare<[string, string, string, string, string, string]>(
+      "INSERT INTO routes (account, id, edge_id, created_at, match, match_type) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    routeSetSaml: db.prepare<[string | null, string, string]>("UPDATE routes SET saml = ? WHERE account = ? AND id = ?"),
+    routeSetCb: db.prepare<[string | null, string, string]>("UPDATE routes SET circuit_breaker = ? WHERE account = ? AND id = ?"),
+    fixtureKeyGet: db.prepare<[string, string], { id: string }>("SELECT id FROM fixture_keys WHERE account = ? AND key = ?"),
+    fixtureKeySet: db.prepare<[string, string, string]>(
+      "INSERT INTO fixture_keys (account, key, id) VALUES (?, ?, ?) ON CONFLICT (account, key) DO UPDATE SET id = excluded.id",
+    ),
+  };
 }
 
 /** Brings the file from schema `version` to SCHEMA_VERSION in one transaction. */
