@@ -119,8 +119,6 @@ const IN_TRANSACTION: ReadonlySet<Statement> = new Set<Statement>([
 const RETRYABLE = new Set(["40001", "40P01"]);
 const ATTEMPTS = 5;
 
-const FIXTURE_PREFIXES = FIXTURE_BACKEND_TYPES;
-
 /** The URL with its password hidden, for messages. */
 export function redactUrl(url: string): string {
   try {
@@ -298,7 +296,7 @@ class PgTx implements StoreTx {
   }
 
   async createBackend(account: string, type: FixtureBackendType): Promise<FixtureBackendRecord> {
-    const { id, created_at } = await this.newId(FIXTURE_PREFIXES[type]);
+    const { id, created_at } = await this.newId(FIXTURE_BACKEND_TYPES[type]);
     await this.q("fbInsert", [account, id, type, created_at]);
     return { id, type, created_at };
   }
