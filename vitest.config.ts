@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { findPostgresBin } from "./bench/postgres-cluster.js";
+import { POSTGRES_SKIPPED, postgresTestsRun } from "./bench/postgres-cluster.js";
 
 /**
  * Two projects. `sqlite`: every suite, the server on its embedded store. `postgres`: the server suites again, each
@@ -8,13 +8,8 @@ import { findPostgresBin } from "./bench/postgres-cluster.js";
  * skipped, loudly; under CI=true it runs and fails instead.
  */
 const SERVER_SUITES = ["test/server/**/*.test.ts", "test/postgres/**/*.test.ts", "test/api/integration.test.ts", "test/reliability/hostile-requests.test.ts"];
-const withPostgres = findPostgresBin() !== undefined || process.env.CI === "true";
-if (!withPostgres) {
-  process.stderr.write(
-    "\n*** SKIPPED: the server suites on PostgreSQL (no initdb found under /usr/lib/postgresql/*/bin, $EDGEPLAN_PG_BIN or the PATH).\n" +
-      "*** Install PostgreSQL (apt-get install postgresql) to run them; under CI=true they fail instead of being skipped.\n\n",
-  );
-}
+const withPostgres = postgresTestsRun();
+if (!withPostgres) process.stderr.write(POSTGRES_SKIPPED);
 
 export default defineConfig({
   test: {

@@ -27,6 +27,16 @@ export function findPostgresBin(): string | undefined {
   return which.status === 0 && found ? found.slice(0, found.lastIndexOf("/")) : undefined;
 }
 
+/** Whether the `postgres` test project runs: PostgreSQL is installed, or CI=true requires it (then it fails without). */
+export function postgresTestsRun(): boolean {
+  return findPostgresBin() !== undefined || process.env.CI === "true";
+}
+
+/** Said at the start and at the end of a test run that skips the PostgreSQL project. */
+export const POSTGRES_SKIPPED =
+  "\n*** SKIPPED: the server suites on PostgreSQL (no initdb found under /usr/lib/postgresql/*/bin, $EDGEPLAN_PG_BIN or the PATH).\n" +
+  "*** Install PostgreSQL (apt-get install postgresql) to run them; under CI=true they fail instead of being skipped.\n\n";
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
