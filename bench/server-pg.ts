@@ -9,7 +9,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { openStore } from "../src/server/index.js";
 import { makeWorkDir } from "./fleet.js";
-import { builtCli, round1, type Measurement, type Scenario } from "./measure.js";
+import { builtCli, type Measurement, type Scenario } from "./measure.js";
 import { createDatabase, findPostgresBin, startCluster } from "./postgres-cluster.js";
 import { getThenPatch, SERVER_LOAD_SIZES, seedObjects, TARGET_GETS, TARGET_PATCHES, type Phase, type ServerLoadSize } from "./server-load.js";
 import { BENCH_ACCOUNT, seedDataFile, startBenchServer, type BenchServer, type ServeSettings } from "./traffic.js";
@@ -47,7 +47,7 @@ export async function measureServerPg(size: ServerLoadSize): Promise<Measurement
     const sqlite = await phasesOn([{ dataFile }], size, sqliteSeed);
     const one = await phasesOn([{ databaseUrl }], size, pgSeed);
     const two = await phasesOn([{ databaseUrl }, { databaseUrl }], size, pgSeed);
-    const scale = one.gets.perSecond === 0 ? 0 : round1((two.gets.perSecond / one.gets.perSecond) * 100) / 100;
+    const scale = one.gets.perSecond === 0 ? 0 : Math.round((two.gets.perSecond / one.gets.perSecond) * 100) / 100;
     const errors = [sqlite, one, two].reduce((n, r) => n + r.gets.errors + r.patches.errors, 0);
     const ok = one.gets.perSecond >= TARGET_GETS && one.patches.perSecond >= TARGET_PATCHES && scale >= TARGET_SCALE && errors === 0;
     return {

@@ -10,7 +10,9 @@ import { measureDiffCpu } from "../../bench/diff-cpu.js";
 import { SCENARIOS } from "../../bench/run.js";
 import { measurePlanRead } from "../../bench/plan-read.js";
 import { measureRateLimited } from "../../bench/rate-limited.js";
+import { postgresTestsRun } from "../../bench/postgres-cluster.js";
 import { measureServerLoad } from "../../bench/server-load.js";
+import { measureServerPg } from "../../bench/server-pg.js";
 
 const none = { same: 0, changed: 0, created: 0, orphans: 0, edges: 0, routesPerEdge: 0, changedRoutes: 0 };
 
@@ -111,5 +113,15 @@ describe("bench scenarios at a tiny size", () => {
     expectTimes(r, ["get_p50_ms", "get_p99_ms", "patch_p50_ms", "patch_p99_ms"]);
     expect(r.get_p99_ms as number).toBeGreaterThanOrEqual(r.get_p50_ms as number);
     expect(r.rss_mb as number).toBeGreaterThan(0);
+  }, 60_000);
+
+  // Needs PostgreSQL, like the `postgres` test project (skipped with its notice when it is not installed).
+  it.runIf(postgresTestsRun())("server-pg: answers every GET and PATCH on SQLite, one PostgreSQL replica and two", async () => {
+    const r = await measureServerPg({ objects: 20, connections: 4, phaseMs: 200 });
+    expect(r.errors).toBe(0);
+    for (const f of ["sqlite_get_per_s", "sqlite_patch_per_s", "pg1_get_per_s", "pg1_patch_per_s", "pg2_get_per_s", "pg2_patch_per_s"]) {
+      expect(r[f] as number, f).toBeGreaterThan(0);
+    }
+    expect(r.pg2_vs_pg1_gets).toBe(Math.round(((r.pg2_get_per_s as number) / (r.pg1_get_per_s as number)) * 100) / 100);
   }, 60_000);
 });
