@@ -73,27 +73,49 @@ async function load(pools: Pool[], connections: number, ms: number, next: (i: nu
   };
 }
 
+/** What a load phase needs: the objects to pick from and the two fixture children every PATCH sets. */
+export interface Seeded {
+  ids: string[];
+  children: string[];
+}
+
+/** One pool per server, the connections split evenly between them. */
+export function poolsFor(urls: string[], connections: number): Pool[] {
+  return urls.map((url) => new Pool(url, { connections: Math.ceil(connections / urls.length) }));
+}
+
+const pick = (seeded: Seeded, i: number): string => seeded.ids[(i * 7919) % seeded.ids.length] as string;
+
+/** GETs of weighted backends by id for `ms`. */
+export function getPhase(pools: Pool[], connections: number, ms: number, seeded: Seeded): Promise<Phase> {
+  return load(pools, connections, ms, (i) => ({ method: "GET", path: `/backends/weighted/${pick(seeded, i)}` }));
+}
+
+/** Durable PATCHes with full bodies (description, metadata and both children) for `ms`. */
+export function patchPhase(pools: Pool[], connections: number, ms: number, seeded: Seeded): Promise<Phase> {
+  const [a, b] = seeded.children as [string, string];
+  return load(pools, connections, ms, (i) => ({
+    method: "PATCH",
+    path: `/backends/weighted/${pick(seeded, i)}`,
+    body: JSON.stringify({
+      description: `service ${i}, revision ${i}`,
+      metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}`, revision: String(i) }, buildMarker("bench", `svc-${i}`, false))),
+      backends: { [a]: 9000 - (i % 100), [b]: 1000 + (i % 100) },
+    }),
+  }));
+}
+
 /**
- * Against the servers at `urls` (the connections split evenly between them): a short warm-up, then GETs of
- * weighted backends by id, then durable PATCHes with full bodies, each phase for `size.phaseMs`.
+ * Against the server at `url`: a short warm-up, then GETs of weighted backends by id, then durable PATCHes with
+ * full bodies, each phase for `size.phaseMs`.
  */
-export async function getThenPatch(urls: string[], size: ServerLoadSize, seeded: { ids: string[]; children: string[] }): Promise<{ gets: Phase; patches: Phase }> {
-  const pools = urls.map((url) => new Pool(url, { connections: Math.ceil(size.connections / urls.length) }));
+async function getThenPatch(url: string, size: ServerLoadSize, seeded: Seeded): Promise<{ gets: Phase; patches: Phase }> {
+  const pools = poolsFor([url], size.connections);
   try {
-    const { ids, children } = seeded;
-    const pick = (i: number): string => ids[(i * 7919) % ids.length] as string;
     // A short warm-up, so that the figures are those of a server in service, not of its first requests.
-    await load(pools, size.connections, 300, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
-    const gets = await load(pools, size.connections, size.phaseMs, (i) => ({ method: "GET", path: `/backends/weighted/${pick(i)}` }));
-    const patches = await load(pools, size.connections, size.phaseMs, (i) => ({
-      method: "PATCH",
-      path: `/backends/weighted/${pick(i)}`,
-      body: JSON.stringify({
-        description: `service ${i}, revision ${i}`,
-        metadata: canonicalJson(buildMetadata({ team: `team-${i % 40}`, revision: String(i) }, buildMarker("bench", `svc-${i}`, false))),
-        backends: { [children[0] as string]: 9000 - (i % 100), [children[1] as string]: 1000 + (i % 100) },
-      }),
-    }));
+    await getPhase(pools, size.connections, 300, seeded);
+    const gets = await getPhase(pools, size.connections, size.phaseMs, seeded);
+    const patches = await patchPhase(pools, size.connections, size.phaseMs, seeded);
     return { gets, patches };
   } finally {
     await Promise.all(pools.map((p) => p.close()));
@@ -101,7 +123,7 @@ export async function getThenPatch(urls: string[], size: ServerLoadSize, seeded:
 }
 
 /** Seeds `objects` weighted backends over two fixture children, in one transaction; returns their ids. */
-export function seedObjects(store: Store, account: string, objects: number): Promise<{ ids: string[]; children: string[] }> {
+export function seedObjects(store: Store, account: string, objects: number): Promise<Seeded> {
   return store.transaction(async (tx) => {
     const kids = [(await tx.createBackend(account, "http_response")).id, (await tx.createBackend(account, "tunnel_group")).id];
     const made: string[] = [];
@@ -128,7 +150,7 @@ export async function measureServerLoad(size: ServerLoadSize): Promise<Measureme
     const dataFile = join(dir, "server.db");
     const seeded = await seedDataFile(dataFile, (store, account) => seedObjects(store, account, size.objects));
     server = await startBenchServer(builtCli(), { dataFile, discardLog: true });
-    const { gets, patches } = await getThenPatch([server.url], size, seeded);
+    const { gets, patches } = await getThenPatch(server.url, size, seeded);
     const rss = server.rssMb();
     const ok = gets.perSecond >= TARGET_GETS && patches.perSecond >= TARGET_PATCHES && gets.errors + patches.errors === 0;
     return {
