@@ -68,7 +68,8 @@ const SQL = {
   parents: "SELECT parent FROM backend_children WHERE account = $1 AND child = $2 ORDER BY parent LIMIT $3",
   weightedChildren: `SELECT c.child FROM (SELECT id FROM weighted_backends WHERE account = $1 AND id = $2 FOR SHARE) w
     JOIN backend_children c ON c.account = $1 AND c.parent = w.id WHERE c.child >= 'bkdwd_' AND c.child < 'bkdwd\`'`,
-  wbShare: "SELECT 1 FROM weighted_backends WHERE account = $1 AND id = $2 FOR SHARE",
+  wbShare: "SELECT id FROM weighted_backends WHERE account = $1 AND id = ANY ($2::text[]) FOR SHARE",
+  fbExisting: "SELECT id FROM fixture_backends WHERE account = $1 AND id = ANY ($2::text[])",
   fbGet: "SELECT id, type, created_at FROM fixture_backends WHERE account = $1 AND id = $2",
   fbInsert: "INSERT INTO fixture_backends (account, id, type, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
   edgeGet: `SELECT ${EDGE} FROM edges WHERE account = $1 AND id = $2`,
@@ -277,9 +278,13 @@ class PgTx implements StoreTx {
     return (await this.q<{ child: string }>("weightedChildren", [account, id])).map((r) => r.child);
   }
 
-  async backendExists(account: string, id: string): Promise<boolean> {
-    if (id.startsWith(`${ID_PREFIX.weightedBackend}_`)) return (await this.q("wbShare", [account, id])).length > 0;
-    return (await this.getFixtureBackend(account, id)) !== undefined;
+  async existingBackends(account: string, ids: string[]): Promise<Set<string>> {
+    const weighted = ids.filter((id) => id.startsWith(`${ID_PREFIX.weightedBackend}_`));
+    const fixtures = ids.filter((id) => !id.startsWith(`${ID_PREFIX.weightedBackend}_`));
+    const found = new Set<string>();
+    if (weighted.length > 0) for (const r of await this.q<{ id: string }>("wbShare", [account, weighted])) found.add(r.id);
+    if (fixtures.length > 0) for (const r of await this.q<{ id: string }>("fbExisting", [account, fixtures])) found.add(r.id);
+    return found;
   }
 
   async getFixtureBackend(account: string, id: string): Promise<FixtureBackendRecord | undefined> {

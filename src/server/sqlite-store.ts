@@ -183,9 +183,9 @@ export class SqliteStore implements Store, StoreTx {
     return this.s.weightedChildren.all(account, id).map((r) => r.child);
   }
 
-  backendExists(account: string, id: string): boolean {
-    if (id.startsWith(`${ID_PREFIX.weightedBackend}_`)) return this.s.wbExists.get(account, id) !== undefined;
-    return this.s.fbGet.get(account, id) !== undefined;
+  existingBackends(account: string, ids: string[]): Set<string> {
+    const weighted = `${ID_PREFIX.weightedBackend}_`;
+    return new Set(ids.filter((id) => (id.startsWith(weighted) ? this.s.wbExists.get(account, id) : this.s.fbGet.get(account, id)) !== undefined));
   }
 
   getFixtureBackend(account: string, id: string): FixtureBackendRecord | undefined {

@@ -61,7 +61,7 @@ export type Awaitable<T> = T | Promise<T>;
 
 /**
  * What one transaction may read and write. Reads flagged `forUpdate` (and the lookups only writes make:
- * `backendExists`, `weightedChildrenOf`) lock what they read until the transaction ends, so that a check made
+ * `existingBackends`, `weightedChildrenOf`) lock what they read until the transaction ends, so that a check made
  * before a write still holds when the write commits.
  */
 export interface StoreTx {
@@ -81,8 +81,8 @@ export interface StoreTx {
   parentsOf(account: string, childId: string, limit: number): Awaitable<string[]>;
   /** Ids of the weighted backends among the children of weighted backend `id` (which stays locked for sharing). */
   weightedChildrenOf(account: string, id: string): Awaitable<string[]>;
-  /** True when `id` names a weighted (then locked for sharing) or fixture backend of the account. */
-  backendExists(account: string, id: string): Awaitable<boolean>;
+  /** Those of `ids` that name a weighted (then locked for sharing) or fixture backend of the account. */
+  existingBackends(account: string, ids: string[]): Awaitable<Set<string>>;
 
   getFixtureBackend(account: string, id: string): Awaitable<FixtureBackendRecord | undefined>;
   /**

@@ -55,8 +55,10 @@ function readBackendsMap(value: unknown): Record<string, number> {
 
 /** Every child must exist in the account (ERR_NGROK_6501); the weighted ones stay locked until the write commits. */
 async function checkChildrenExist(tx: StoreTx, account: string, backends: Record<string, number>): Promise<void> {
-  for (const child of Object.keys(backends)) {
-    if (!(await tx.backendExists(account, child))) {
+  const children = Object.keys(backends);
+  const existing = children.length === 0 ? new Set<string>() : await tx.existingBackends(account, children);
+  for (const child of children) {
+    if (!existing.has(child)) {
       throw fieldError(
         "ERR_NGROK_6501",
         `backends.${child}`,

@@ -126,8 +126,11 @@ describe("the SQLite store", () => {
         expect((await tx.ensureBackend(account, fakeId("bkdsc", 1))).type).toBe("static_address");
         await expect(async () => tx.ensureBackend(account, fakeId("bkdwd", 1))).rejects.toThrow(/is not a fixture backend id/);
         await expect(async () => tx.ensureEdge(account, "edghts_x")).rejects.toThrow(/is not an HTTPS edge id/);
-        expect(await tx.backendExists(account, fakeId("bkdtg", 1))).toBe(true);
-        expect(await tx.backendExists(accountForKey("other"), fakeId("bkdtg", 1))).toBe(false);
+        const wb = await tx.newId("bkdwd");
+        await tx.insertWeightedBackend(account, { ...wb, description: "", metadata: "", backends: {} });
+        const asked = [fakeId("bkdtg", 1), fakeId("bkdtg", 2), wb.id, fakeId("bkdwd", 9)];
+        expect(await tx.existingBackends(account, asked)).toEqual(new Set([fakeId("bkdtg", 1), wb.id]));
+        expect(await tx.existingBackends(accountForKey("other"), asked)).toEqual(new Set());
       });
     } finally {
       await store.close();
