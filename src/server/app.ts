@@ -179,16 +179,17 @@ function resolveHandler(method: string, path: string): { handler: Handler; param
   match.params.forEach((id, i) => {
     const prefix = match.prefixes[i] as string;
     if (!isId(id, [prefix])) {
-      throw new HttpError(404, "ERR_NGROK_222", `"${id.slice(0, 80)}" is not a valid id here: expected ${prefix}_ followed by 27 base62 characters`, {
-        id: id.slice(0, 80),
-      });
+      const shown = id.slice(0, 80);
+      throw new HttpError(404, "ERR_NGROK_222", `"${shown}" is not a valid id here: expected ${prefix}_ followed by 27 base62 characters`, { id: shown });
     }
   });
   return { handler, params: match.params };
 }
 
 /** The JSON body (none for GET and DELETE), or the outcome that ends the request: client gone, body too large. */
-async function readRequestBody(req: IncomingMessage, method: string, limit: number): Promise<{ body: JsonObject | undefined } | { outcome: Outcome }> {
+type BodyRead = { body: JsonObject | undefined } | { outcome: Outcome };
+
+async function readRequestBody(req: IncomingMessage, method: string, limit: number): Promise<BodyRead> {
   let read: BodyResult | Promise<BodyResult> = readBody(req, limit);
   if (read instanceof Promise) read = await read;
   if (read.kind === "aborted") return { outcome: { status: 0, drop: true, aborted: true } };

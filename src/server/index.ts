@@ -147,7 +147,9 @@ function checkOptions(options: ServerOptions): Settings {
     throw new EdgeplanError("serve needs at least one API key: pass --api-key KEY or set EDGEPLAN_SERVE_API_KEYS=KEY1,KEY2");
   }
   if (options.dataFile !== undefined && options.databaseUrl !== undefined) {
-    throw new EdgeplanError("--data and --database (or EDGEPLAN_SERVE_DATABASE_URL) both name a store; give one: --data FILE for SQLite, --database URL for PostgreSQL");
+    throw new EdgeplanError(
+      "--data and --database (or EDGEPLAN_SERVE_DATABASE_URL) both name a store; give one: --data FILE for SQLite, --database URL for PostgreSQL",
+    );
   }
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
