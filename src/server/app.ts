@@ -186,9 +186,9 @@ function resolveHandler(method: string, path: string): { handler: Handler; param
   return { handler, params: match.params };
 }
 
-/** The JSON body (none for GET and DELETE), or the outcome that ends the request: client gone, body too large. */
 type BodyRead = { body: JsonObject | undefined } | { outcome: Outcome };
 
+/** The JSON body (none for GET and DELETE), or the outcome that ends the request: client gone, body too large. */
 async function readRequestBody(req: IncomingMessage, method: string, limit: number): Promise<BodyRead> {
   let read: BodyResult | Promise<BodyResult> = readBody(req, limit);
   if (read instanceof Promise) read = await read;
