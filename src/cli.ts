@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
-import { EdgeplanError, EXIT } from "./model/errors.js";
+import { errorOutcome, EXIT } from "./model/errors.js";
 
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -252,15 +252,11 @@ async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
-/** The one handler of errors: an EdgeplanError's message and exit code; anything else is an internal error. */
+/** The one handler of errors: the message and exit code that `errorOutcome` gives the error. */
 function reportError(err: unknown): void {
-  if (err instanceof EdgeplanError) {
-    if (err.message) process.stderr.write(`edgeplan: ${err.message}\n`);
-    process.exitCode = err.exitCode;
-  } else {
-    process.stderr.write(`edgeplan: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = EXIT.error;
-  }
+  const outcome = errorOutcome(err);
+  if (outcome.message) process.stderr.write(`edgeplan: ${outcome.message}\n`);
+  process.exitCode = outcome.exitCode;
 }
 
 main(process.argv).then((code) => {

@@ -1,174 +1,68 @@
 /**
- * The few GitHub REST calls the action makes (issue comments of a pull request), over undici with the headers
- * GitHub documents. The token is sent to the configured API origin only and never appears in an error.
+ * The GitHub REST calls of the action, through the Actions toolkit's Octokit (`@actions/github`): the sticky
+ * comment of a pull request, and the drift issue of a stack. The token goes to the configured API origin only.
  */
-import { Agent, request } from "undici";
+import { getOctokit } from "@actions/github";
 import { EdgeplanError } from "../model/errors.js";
-import { isStickyComment } from "./comment.js";
 
 export const GITHUB_API_VERSION = "2022-11-28";
 
-/** A pull request (an issue, for the comments API) in a repository. */
-export interface IssueRef {
+/** How many pages of 100 items are read at most while looking for the sticky comment or the drift issue. */
+export const MAX_PAGES = 50;
+
+/** The label of drift issues. */
+export const DRIFT_LABEL = "edgeplan-drift";
+
+export type Octokit = ReturnType<typeof getOctokit>;
+
+export interface RepoRef {
   owner: string;
   repo: string;
+}
+
+/** A pull request (an issue, for the comments API) in a repository. */
+export interface IssueRef extends RepoRef {
   number: number;
 }
 
-export interface IssueComment {
-  id: number;
-  body: string | null;
-  html_url?: string;
-}
-
-/** A GitHub answer that was not a success. `status` 403 is what a read-only token (a fork's) receives. */
-export class GitHubApiError extends EdgeplanError {
-  override name = "GitHubApiError";
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly status: number,
-    readonly ghMessage: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`GitHub API ${method} ${path}: ${status}${ghMessage ? `: ${ghMessage}` : ""}`, options);
-  }
-}
-
-/** How many pages of 100 comments are read at most while looking for the sticky comment. */
-export const MAX_COMMENT_PAGES = 50;
-
-export interface GitHubClientOptions {
-  /** REST base URL, e.g. `https://api.github.com` (GITHUB_API_URL). */
-  apiUrl: string;
-  token: string;
-  timeoutMs?: number;
-  userAgent?: string;
-}
-
-/** A small GitHub REST client; call `close()` when done so no keep-alive socket holds the process open. */
-export class GitHubClient {
-  private readonly base: URL;
-  private readonly agent: Agent;
-
-  constructor(private readonly options: GitHubClientOptions) {
-    this.base = new URL(options.apiUrl.replace(/\/+$/, "") + "/");
-    const timeout = options.timeoutMs ?? 30_000;
-    this.agent = new Agent({ headersTimeout: timeout, bodyTimeout: timeout, connections: 4 });
-  }
-
-  /** Every comment of an issue or pull request, oldest first, following the `Link: rel="next"` pages. */
-  async listIssueComments(issue: IssueRef): Promise<IssueComment[]> {
-    const all: IssueComment[] = [];
-    let url: URL | undefined = this.url(`repos/${enc(issue.owner)}/${enc(issue.repo)}/issues/${issue.number}/comments`);
-    url.searchParams.set("per_page", "100");
-    for (let page = 0; url && page < MAX_COMMENT_PAGES; page++) {
-      const res: { json: unknown; headers: Record<string, string | string[] | undefined> } = await this.call("GET", url);
-      if (!Array.isArray(res.json)) throw new GitHubApiError("GET", url.pathname, 200, "the answer is not a list of comments");
-      for (const c of res.json as unknown[]) {
-        const item = c as Partial<IssueComment>;
-        if (typeof item.id === "number") all.push({ id: item.id, body: typeof item.body === "string" ? item.body : null });
-      }
-      url = this.nextPage(res.headers.link);
+/**
+ * An Octokit for `apiUrl` (GITHUB_API_URL) that sends GitHub's current media type and API version, and refuses a
+ * request to any other origin (a `Link: rel="next"` elsewhere would otherwise take the token with it).
+ */
+export function createGitHub(apiUrl: string, token: string): Octokit {
+  const baseUrl = apiUrl.replace(/\/+$/, "");
+  const origin = new URL(baseUrl).origin;
+  const octokit = getOctokit(token, { baseUrl, userAgent: "edgeplan-action" });
+  octokit.hook.before("request", (options) => {
+    const url = String(options.url);
+    if (/^[a-z][a-z0-9+.-]*:/i.test(url) && new URL(url).origin !== origin) {
+      throw new EdgeplanError(`GitHub API: refused to follow a link to ${new URL(url).origin}, which is not ${origin}`);
     }
-    return all;
-  }
-
-  async createIssueComment(issue: IssueRef, body: string): Promise<IssueComment> {
-    const url = this.url(`repos/${enc(issue.owner)}/${enc(issue.repo)}/issues/${issue.number}/comments`);
-    return commentOf((await this.call("POST", url, { body })).json);
-  }
-
-  async updateIssueComment(owner: string, repo: string, commentId: number, body: string): Promise<IssueComment> {
-    const url = this.url(`repos/${enc(owner)}/${enc(repo)}/issues/comments/${commentId}`);
-    return commentOf((await this.call("PATCH", url, { body })).json);
-  }
-
-  async close(): Promise<void> {
-    await this.agent.close();
-  }
-
-  private url(path: string): URL {
-    return new URL(path, this.base);
-  }
-
-  /** The `rel="next"` link, only when it stays on the API's origin (the token is never sent elsewhere). */
-  private nextPage(link: string | string[] | undefined): URL | undefined {
-    const header = Array.isArray(link) ? link.join(",") : link;
-    if (!header) return undefined;
-    for (const part of header.split(",")) {
-      const m = /<([^>]+)>\s*;(.*)/.exec(part.trim());
-      const rel = /\brel="?([^";]*)"?/.exec(m?.[2] ?? "")?.[1] ?? "";
-      if (m?.[1] && rel.split(/\s+/).includes("next")) {
-        const next = new URL(m[1], this.base);
-        return next.origin === this.base.origin ? next : undefined;
-      }
-    }
-    return undefined;
-  }
-
-  private async call(
-    method: "GET" | "POST" | "PATCH",
-    url: URL,
-    body?: unknown,
-  ): Promise<{ json: unknown; headers: Record<string, string | string[] | undefined> }> {
-    // GET and PATCH (full body) can be repeated safely; a POST whose outcome is unknown is not, so it is tried once.
-    const attempts = method === "POST" ? 1 : 3;
-    let lastError: unknown;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      try {
-        const res = await request(url, {
-          method,
-          dispatcher: this.agent,
-          headers: {
-            authorization: `Bearer ${this.options.token}`,
-            accept: "application/vnd.github+json",
-            "x-github-api-version": GITHUB_API_VERSION,
-            "user-agent": this.options.userAgent ?? "edgeplan-action",
-            ...(body !== undefined ? { "content-type": "application/json" } : {}),
-          },
-          body: body !== undefined ? JSON.stringify(body) : null,
-        });
-        const text = await res.body.text();
-        if (res.statusCode >= 200 && res.statusCode < 300) {
-          return { json: text ? (JSON.parse(text) as unknown) : null, headers: res.headers };
-        }
-        const error = new GitHubApiError(method, url.pathname, res.statusCode, messageOf(text));
-        if (![502, 503, 504].includes(res.statusCode) || attempt === attempts) throw error;
-        lastError = error;
-      } catch (err) {
-        if (err instanceof GitHubApiError) throw err;
-        lastError = err;
-        if (attempt === attempts) {
-          throw new GitHubApiError(method, url.pathname, 0, `no answer (${(err as Error).message})`, { cause: err });
-        }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt * Math.random()));
-    }
-    throw lastError;
-  }
+    options.headers.accept = "application/vnd.github+json";
+    options.headers["x-github-api-version"] = GITHUB_API_VERSION;
+  });
+  return octokit;
 }
 
-function enc(segment: string): string {
-  return encodeURIComponent(segment);
+/** The HTTP status of a failed GitHub call (403: a read-only token, as a fork's); undefined when none came back. */
+export function statusOf(err: unknown): number | undefined {
+  const status = (err as { status?: unknown } | null)?.status;
+  return typeof status === "number" ? status : undefined;
 }
 
-function commentOf(json: unknown): IssueComment {
-  const c = json as Partial<IssueComment> | null;
-  if (!c || typeof c.id !== "number") throw new GitHubApiError("POST", "comment", 200, "the answer has no comment id");
-  const out: IssueComment = { id: c.id, body: typeof c.body === "string" ? c.body : null };
-  if (typeof c.html_url === "string") out.html_url = c.html_url;
-  return out;
+/** True when `body` starts with `marker` (the marker is its first line, not a quote of it). */
+export function startsWithMarker(body: string | null | undefined, marker: string): boolean {
+  return typeof body === "string" && body.trimStart().startsWith(marker);
 }
 
-function messageOf(text: string): string {
-  try {
-    const m = (JSON.parse(text) as { message?: unknown }).message;
-    if (typeof m === "string") return m.slice(0, 300);
-  } catch {
-    // not JSON: fall through to the raw text
+/** Items of every page (at most MAX_PAGES of 100), stopping at the first that `found` accepts. */
+async function findPaged<T>(pages: AsyncIterable<{ data: T[] }>, found: (item: T) => boolean): Promise<T | undefined> {
+  let page = 0;
+  for await (const { data } of pages) {
+    const hit = data.find(found);
+    if (hit !== undefined || ++page >= MAX_PAGES) return hit;
   }
-  return text.slice(0, 300);
+  return undefined;
 }
 
 export type StickyResult = { action: "created" | "updated"; id: number };
@@ -177,18 +71,46 @@ export type StickyResult = { action: "created" | "updated"; id: number };
  * Creates the comment marked by `marker` on the pull request, or edits it in place when one exists (the first
  * whose body starts with the marker), so every push updates one comment instead of adding one.
  */
-export async function upsertStickyComment(
-  client: Pick<GitHubClient, "listIssueComments" | "createIssueComment" | "updateIssueComment">,
-  issue: IssueRef,
-  marker: string,
-  body: string,
-): Promise<StickyResult> {
-  const comments = await client.listIssueComments(issue);
-  const existing = comments.find((c) => isStickyComment(c.body, marker));
+export async function upsertStickyComment(octokit: Octokit, issue: IssueRef, marker: string, body: string): Promise<StickyResult> {
+  const { owner, repo, number } = issue;
+  const pages = octokit.paginate.iterator(octokit.rest.issues.listComments, { owner, repo, issue_number: number, per_page: 100 });
+  const existing = await findPaged(pages, (c) => startsWithMarker(c.body, marker));
   if (existing) {
-    await client.updateIssueComment(issue.owner, issue.repo, existing.id, body);
+    await octokit.rest.issues.updateComment({ owner, repo, comment_id: existing.id, body });
     return { action: "updated", id: existing.id };
   }
-  const created = await client.createIssueComment(issue, body);
-  return { action: "created", id: created.id };
+  const created = await octokit.rest.issues.createComment({ owner, repo, issue_number: number, body });
+  return { action: "created", id: created.data.id };
+}
+
+/** The open drift issue whose body starts with `marker`, if any. */
+async function findDriftIssue(octokit: Octokit, repo: RepoRef, marker: string): Promise<number | undefined> {
+  const pages = octokit.paginate.iterator(octokit.rest.issues.listForRepo, { ...repo, state: "open", labels: DRIFT_LABEL, per_page: 100 });
+  return (await findPaged(pages, (i) => !i.pull_request && startsWithMarker(i.body, marker)))?.number;
+}
+
+export type DriftResult = { action: "opened" | "commented" | "closed" | "none"; number?: number };
+
+/**
+ * Keeps one open issue per stack while live state differs from the manifests: opens it (labelled edgeplan-drift)
+ * on the first drift, comments on it on each later one, and closes it with a comment once a plan finds no changes.
+ */
+export async function syncDriftIssue(
+  octokit: Octokit,
+  repo: RepoRef,
+  drift: { marker: string; title: string; issueBody: string; commentBody: string; resolvedBody: string; hasDrift: boolean },
+): Promise<DriftResult> {
+  const number = await findDriftIssue(octokit, repo, drift.marker);
+  if (!drift.hasDrift) {
+    if (number === undefined) return { action: "none" };
+    await octokit.rest.issues.createComment({ ...repo, issue_number: number, body: drift.resolvedBody });
+    await octokit.rest.issues.update({ ...repo, issue_number: number, state: "closed", state_reason: "completed" });
+    return { action: "closed", number };
+  }
+  if (number !== undefined) {
+    await octokit.rest.issues.createComment({ ...repo, issue_number: number, body: drift.commentBody });
+    return { action: "commented", number };
+  }
+  const created = await octokit.rest.issues.create({ ...repo, title: drift.title, body: drift.issueBody, labels: [DRIFT_LABEL] });
+  return { action: "opened", number: created.data.number };
 }

@@ -1,12 +1,12 @@
 /**
- * The action's inputs, read from the `INPUT_<NAME>` environment variables the way GitHub names them (upper case,
- * spaces as `_`, hyphens kept: `INPUT_API-KEY`). action.yml maps every input to its variable explicitly, so the
- * command runs the same inside and outside GitHub.
+ * The action's inputs, read with the Actions toolkit (`core.getInput`) from the `INPUT_<NAME>` variables the runner
+ * sets (upper case, spaces as `_`, hyphens kept: `INPUT_API-KEY`), and checked: a wrong value names the input.
  */
+import { getInput } from "@actions/core";
 import { EdgeplanError } from "../model/errors.js";
 
 /** Every input of action.yml, by its name there. */
-export const INPUT_NAMES = ["command", "paths", "stack", "api-url", "api-key", "prune", "ack", "comment", "github-token"] as const;
+export const INPUT_NAMES = ["command", "paths", "stack", "api-url", "api-key", "prune", "ack", "comment", "drift-issue", "github-token"] as const;
 export type InputName = (typeof INPUT_NAMES)[number];
 
 /** Every output of action.yml. */
@@ -27,7 +27,16 @@ export interface ActionInputs {
   prune: boolean;
   ack: string[];
   comment: boolean;
+  /** On a plan outside a pull request: open, update or close the stack's drift issue. */
+  driftIssue: boolean;
   githubToken?: string;
+}
+
+/** What stands in for an input left empty: the project file's settings (`edgeplan.yaml`). */
+export interface InputDefaults {
+  paths?: string[];
+  prune?: boolean;
+  stack?: string;
 }
 
 /** A wrong input value: the message names the input and the values it takes. */
@@ -41,14 +50,16 @@ export function inputEnvName(name: string): string {
 }
 
 /** The trimmed value of an input; undefined when unset or blank. */
-export function readInput(env: Record<string, string | undefined>, name: InputName): string | undefined {
-  const value = env[inputEnvName(name)]?.trim();
-  return value ? value : undefined;
+export function readInput(name: InputName): string | undefined {
+  return getInput(name) || undefined;
 }
 
-/** A boolean input as GitHub's toolkit reads one: the YAML 1.2 core schema spellings only. */
-export function readBooleanInput(env: Record<string, string | undefined>, name: InputName, fallback: boolean): boolean {
-  const value = readInput(env, name);
+/**
+ * A boolean input, with the spellings of the toolkit's `getBooleanInput` (YAML 1.2 core schema), but a message that
+ * names the input and its value.
+ */
+export function readBooleanInput(name: InputName, fallback: boolean): boolean {
+  const value = readInput(name);
   if (value === undefined) return fallback;
   if (["true", "True", "TRUE"].includes(value)) return true;
   if (["false", "False", "FALSE"].includes(value)) return false;
@@ -69,31 +80,32 @@ export function splitList(value: string | undefined): string[] {
  * Reads and checks every input. Secrets are never part of an error message.
  * @throws InputError naming the input that is wrong and what it accepts.
  */
-export function readActionInputs(env: Record<string, string | undefined>): ActionInputs {
-  const command = readInput(env, "command");
+export function readActionInputs(defaults: InputDefaults = {}): ActionInputs {
+  const command = readInput("command");
   if (command !== undefined && command !== "plan" && command !== "apply") {
     throw new InputError(`input command: "${command}" is not a command of the action; use plan or apply (or leave it out)`);
   }
-  const ack = splitList(readInput(env, "ack"));
+  const ack = splitList(readInput("ack"));
   const unknown = ack.filter((rule) => !(ACK_RULES as readonly string[]).includes(rule));
   if (unknown.length > 0) {
     throw new InputError(`input ack: unknown rule ${unknown.map((r) => `"${r}"`).join(", ")}; the rules are ${ACK_RULES.join(", ")}`);
   }
-  const paths = splitList(readInput(env, "paths"));
+  const paths = splitList(readInput("paths"));
   const inputs: ActionInputs = {
-    paths: paths.length > 0 ? paths : ["."],
-    prune: readBooleanInput(env, "prune", false),
+    paths: paths.length > 0 ? paths : (defaults.paths ?? ["."]),
+    prune: readBooleanInput("prune", defaults.prune ?? false),
     ack,
-    comment: readBooleanInput(env, "comment", true),
+    comment: readBooleanInput("comment", true),
+    driftIssue: readBooleanInput("drift-issue", false),
   };
   if (command !== undefined) inputs.command = command;
-  const stack = readInput(env, "stack");
+  const stack = readInput("stack");
   if (stack !== undefined) inputs.stack = stack;
-  const apiUrl = readInput(env, "api-url");
+  const apiUrl = readInput("api-url");
   if (apiUrl !== undefined) inputs.apiUrl = apiUrl;
-  const apiKey = readInput(env, "api-key");
+  const apiKey = readInput("api-key");
   if (apiKey !== undefined) inputs.apiKey = apiKey;
-  const githubToken = readInput(env, "github-token");
+  const githubToken = readInput("github-token");
   if (githubToken !== undefined) inputs.githubToken = githubToken;
   return inputs;
 }

@@ -1,28 +1,23 @@
 /**
- * The GitHub Action: one run of `edgeplan action`. It reads the inputs and the GitHub context, runs the same plan or
- * apply as the CLI (injected, so this file stays a thin adapter), and reports the result the GitHub ways: workflow
- * commands in the log, a sticky pull-request comment, the job summary and step outputs.
+ * The GitHub Action: one run. It reads the inputs and the GitHub context, runs the same plan or apply as the CLI
+ * (injected, so this file stays a thin adapter), and reports the result the GitHub ways through the Actions
+ * toolkit: masks and annotations in the log, step outputs, the job summary, a sticky pull-request comment and the
+ * drift issue. The Markdown comes from src/render/action.ts.
  */
-import { existsSync, rmSync } from "node:fs";
 import { randomUUID } from "node:crypto";
+import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import * as core from "@actions/core";
 import type { CommandIO } from "../commands/io.js";
-import { EdgeplanError, EXIT, ManifestError, UnsafePlanError, formatDiagnostic, type Diagnostic } from "../model/errors.js";
-import { buildCommentBody, commentMarker, COMMENT_MAX_CHARS, startsWithHeading } from "./comment.js";
-import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext } from "./context.js";
-import { GitHubApiError, GitHubClient, upsertStickyComment } from "./github.js";
-import { inputEnvName, readActionInputs, type ActionInputs, type OutputName } from "./inputs.js";
-import { writeOutputs, writeSummary } from "./outputs.js";
+import { errorOutcome, EXIT, type Diagnostic } from "../model/errors.js";
+import { actionTitle, defaultSummaryLine, outputBlock, renderFailure, renderJobSummary } from "../render/action.js";
+import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext, type PullRequestContext } from "./context.js";
+import { postDrift, postPlanComment, type CommentResult, type DriftReport } from "./post.js";
+import { readActionInputs, readInput, type ActionInputs, type InputDefaults, type OutputName } from "./inputs.js";
+
+export type { InputDefaults } from "./inputs.js";
 import { createRedactor, type Redactor } from "./redact.js";
-import {
-  addMaskCommands,
-  annotation,
-  diagnosticAnnotation,
-  repoRelativePath,
-  resumeCommands,
-  stopCommands,
-} from "./workflow-commands.js";
 
 /** What the action asks of `plan`: the CLI's flags, with the API key in the environment of `io`. */
 export interface PlanRunOptions {
@@ -73,279 +68,248 @@ export interface ActionRunners {
 export interface ActionOptions {
   /** Comment size limit (GitHub's by default; tests lower it). */
   commentMaxChars?: number;
+  /** What the inputs left empty take (the project file's settings). */
+  defaults?: InputDefaults;
 }
 
-/** What one run did, for callers that report it further (the exit code is what the CLI ends with). */
+/** What one run did, for callers that report it further (the exit code is what the process ends with). */
 export interface ActionOutcome {
   exitCode: number;
   command: "plan" | "apply";
   outputs: Record<OutputName, string>;
-  comment?: "created" | "updated" | "skipped" | "forbidden" | "failed";
+  comment?: CommentResult;
+  drift?: DriftReport;
+}
+
+/** The secrets of a run: masked in the log, redacted from everything the action writes itself. */
+interface Secrets {
+  apiKey: string | undefined;
+  githubToken: string | undefined;
+  redact: Redactor;
+}
+
+/** One run, once its inputs are read. */
+export interface ActionRun {
+  command: "plan" | "apply";
+  stack: string;
+  title: string;
+  inputs: ActionInputs;
+  ctx: GitHubContext;
+  /** The pull request of a pull-request event. */
+  pr: PullRequestContext | undefined;
+  secrets: Secrets;
+}
+
+/** The command's result as the action reports it. */
+interface Finished {
+  result: RunResult;
+  failure: string | undefined;
+  planFile: string | undefined;
+  diagnostics: Diagnostic[];
+  hasChanges: boolean;
+  markdown: string;
+  summaryLine: string;
 }
 
 /**
  * Runs the action once. Secrets (the API key from `api-key` or EDGEPLAN_API_KEY, the GitHub token) are masked
  * before anything else is printed and redacted from every comment, summary, output and log line.
  *
- * Exit code: a plan that succeeds is 0 whether or not it has changes (the `exitcode` output says 2 then); invalid
- * manifests, API errors, a refused apply are 1; an apply with failed changes is 3.
+ * Exit code: a plan that succeeds is 0 whether or not it has changes (the `exitcode` output says 2 then), unless
+ * `drift-issue` reports drift; invalid manifests, API errors, a refused apply are 1; an apply with failed changes is 3.
  */
 export async function runAction(io: CommandIO, runners: ActionRunners, options: ActionOptions = {}): Promise<ActionOutcome> {
-  const env = io.env;
-  const apiKey = env[inputEnvName("api-key")]?.trim() || env.EDGEPLAN_API_KEY?.trim() || undefined;
-  const githubToken = env[inputEnvName("github-token")]?.trim() || undefined;
-  // First bytes of the log: the runner must know the secrets before any line could contain them.
-  for (const secret of [apiKey, githubToken]) if (secret) io.stdout(addMaskCommands(secret));
-  const redact = createRedactor([apiKey, githubToken]);
-  const log = (text: string): void => io.stdout(redact(text));
-  const warn = (text: string): void => io.stderr(redact(text));
+  const secrets = maskSecrets(io.env);
+  const run = startRun(io, secrets, options.defaults ?? {});
+  if ("exitCode" in run) return run;
+  const finished = await runCommand(io, run, runners);
+  annotate(finished, run);
+  await writeJobSummary(run, finished);
+  const report = { markdown: finished.markdown.trim() || finished.summaryLine, summaryLine: finished.summaryLine, hasChanges: finished.hasChanges };
+  const comment = await postPlanComment(run, report.markdown, options.commentMaxChars);
+  const drift = finished.result.exitCode === EXIT.error ? undefined : await postDrift(run, report);
+  const outputs = outputsOf(finished);
+  setOutputs(outputs, secrets.redact);
+  const failed = finished.result.exitCode === EXIT.error;
+  if (!failed && run.command === "plan") core.notice(secrets.redact(finished.summaryLine), { title: "edgeplan" });
+  return { exitCode: exitCodeOf(run, finished, drift), command: run.command, outputs, comment, drift };
+}
 
-  const outputs: Record<OutputName, string> = { "has-changes": "false", exitcode: String(EXIT.error), "plan-file": "", summary: "" };
+/** Reads the two secrets and masks them: the first bytes of the log, before any line could contain them. */
+function maskSecrets(env: Record<string, string | undefined>): Secrets {
+  const apiKey = readInput("api-key") ?? (env.EDGEPLAN_API_KEY?.trim() || undefined);
+  const githubToken = readInput("github-token");
+  for (const secret of [apiKey, githubToken]) {
+    // The runner matches masks line by line: each line of a multi-line secret is masked on its own.
+    for (const line of secret?.split(/\r?\n/) ?? []) if (line.trim()) core.setSecret(line);
+  }
+  return { apiKey, githubToken, redact: createRedactor([apiKey, githubToken]) };
+}
+
+/** Reads the inputs and the context; on a wrong one, reports it and returns the outcome of a run that could not start. */
+function startRun(io: CommandIO, secrets: Secrets, defaults: InputDefaults): ActionRun | ActionOutcome {
   let inputs: ActionInputs;
   let ctx: GitHubContext;
   try {
-    inputs = readActionInputs(env);
-    ctx = loadGitHubContext(env, io.cwd);
+    inputs = readActionInputs(defaults);
+    ctx = loadGitHubContext(io.env, io.cwd);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    log(annotation("error", message));
-    warn(`edgeplan: ${message}\n`);
-    outputs.summary = `edgeplan could not start: ${message}`;
-    writeOutputsTo(loadContextQuietly(env, io.cwd)?.outputPath, outputs, redact, warn);
+    const message = secrets.redact(errorOutcome(err).message);
+    core.error(message, { title: "edgeplan" });
+    io.stderr(`edgeplan: ${message}\n`);
+    const outputs = { "has-changes": "false", exitcode: String(EXIT.error), "plan-file": "", summary: `edgeplan could not start: ${message}` };
+    setOutputs(outputs, secrets.redact);
     return { exitCode: EXIT.error, command: "plan", outputs };
   }
-
   const command = resolveCommand(inputs.command, ctx);
-  const stack = inputs.stack ?? (env.EDGEPLAN_STACK || "default");
-  const title = `edgeplan ${command}: stack \`${stack}\``;
+  const stack = inputs.stack ?? (io.env.EDGEPLAN_STACK || defaults.stack || "default");
   const pr = isPullRequestEvent(ctx.eventName) ? ctx.pullRequest : undefined;
-  warn(`edgeplan action: ${command} of stack "${stack}"${pr ? ` for pull request #${pr.number}` : ""} (event ${ctx.eventName || "none"})\n`);
+  io.stderr(`edgeplan action: ${command} of stack "${stack}"${pr ? ` for pull request #${pr.number}` : ""} (event ${ctx.eventName || "none"})\n`);
+  return { command, stack, title: actionTitle(command, stack), inputs, ctx, pr, secrets };
+}
 
+/** Runs plan or apply in a log group, with the API key handed over; the error of a failed run becomes its result. */
+async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners): Promise<Finished> {
+  const { apiKey, redact } = run.secrets;
+  if (!apiKey) {
+    const failure =
+      "no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})" +
+      (run.pr?.isFork ? "; this pull request comes from a fork, and GitHub gives no secrets to workflows of forks" : "");
+    return finish(run, { exitCode: EXIT.error, diagnostics: [] }, failure, undefined, io.cwd);
+  }
+  const child = childIO(io, redact, apiKey, run);
+  const planFile = run.command === "plan" ? planFilePath(run) : undefined;
+  const token = `edgeplan-${randomUUID()}`;
+  core.startGroup(`edgeplan ${run.command}`);
+  // The command's output quotes manifest values a pull request controls: no workflow command may hide in it.
+  core.info(`::stop-commands::${token}`);
   let result: RunResult;
   let failure: string | undefined;
-  let planFile: string | undefined;
-  if (!apiKey) {
-    failure =
-      "no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})" +
-      (pr?.isFork ? "; this pull request comes from a fork, and GitHub gives no secrets to workflows of forks" : "");
-    result = { exitCode: EXIT.error, diagnostics: [] };
-  } else {
-    const child = childIO(io, redact, apiKey, stack, inputs.apiUrl);
-    const token = `edgeplan-${randomUUID()}`;
-    log(`::group::edgeplan ${command}\n`);
-    // The command's output quotes manifest values a pull request controls: no workflow command may hide in it.
-    log(stopCommands(token));
-    try {
-      if (command === "plan") {
-        planFile = join(ctx.tempDir ?? tmpdir(), `edgeplan-plan-${stack.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
-        rmSync(planFile, { force: true });
-        const planOptions: PlanRunOptions = {
-          paths: inputs.paths,
-          stack,
-          prune: inputs.prune,
-          format: "text",
-          color: false,
-          out: planFile,
-          detailedExitcode: true,
-        };
-        if (inputs.apiUrl) planOptions.apiUrl = inputs.apiUrl;
-        result = await runners.plan(planOptions, child);
-      } else {
-        const applyOptions: ApplyRunOptions = {
-          paths: inputs.paths,
-          stack,
-          prune: inputs.prune,
-          ack: inputs.ack,
-          autoApprove: true,
-          color: false,
-        };
-        if (inputs.apiUrl) applyOptions.apiUrl = inputs.apiUrl;
-        result = await runners.apply(applyOptions, child);
-      }
-    } catch (err) {
-      result = {
-        exitCode: err instanceof EdgeplanError ? err.exitCode : EXIT.error,
-        diagnostics: err instanceof ManifestError ? err.diagnostics : [],
-      };
-      if (!(err instanceof ManifestError)) {
-        failure = err instanceof EdgeplanError ? err.message : `internal error: ${err instanceof Error ? err.message : String(err)}`;
-      }
-      if (err instanceof UnsafePlanError && /--ack /.test(err.message)) {
-        failure += "\nIn the action, name the rules in the ack input (for example `ack: traffic-shift`).";
-      }
-    } finally {
-      log(resumeCommands(token));
-      log("::endgroup::\n");
-    }
-    if (result.exitCode === EXIT.error && !failure && !result.diagnostics.some((d) => d.severity === "error")) {
-      failure = lastLine(child.captured.err) ?? `edgeplan ${command} failed`;
-    }
-    result.markdown ??= child.captured.out.trim() ? "```text\n" + child.captured.out.trimEnd() + "\n```" : undefined;
+  try {
+    result = planFile ? await runners.plan(planOptions(run, planFile), child) : await runners.apply(applyOptions(run), child);
+  } catch (err) {
+    ({ result, failure } = failedResult(err));
+  } finally {
+    core.info(`::${token}::`);
+    core.endGroup();
   }
+  if (result.exitCode === EXIT.error && !failure && !result.diagnostics.some((d) => d.severity === "error")) {
+    failure = lastLine(child.captured.err) ?? `edgeplan ${run.command} failed`;
+  }
+  result.markdown ??= outputBlock(child.captured.out);
+  return finish(run, result, failure, planFile, io.cwd);
+}
 
-  // Annotations come after the resume line, so that the runner reads them.
+/** The result of a command that threw: its exit code and diagnostics, and what to say (manifest errors say themselves). */
+function failedResult(err: unknown): { result: RunResult; failure: string | undefined } {
+  const outcome = errorOutcome(err);
+  const result = { exitCode: outcome.exitCode, diagnostics: outcome.diagnostics };
+  if (outcome.diagnostics.length > 0) return { result, failure: undefined };
+  const hint = outcome.unacknowledged.length > 0 ? `\nIn the action, name the rules in the ack input (for example \`ack: ${outcome.unacknowledged.join(", ")}\`).` : "";
+  return { result, failure: `${outcome.message}${hint}` };
+}
+
+function planFilePath(run: ActionRun): string {
+  const path = join(run.ctx.tempDir ?? tmpdir(), `edgeplan-plan-${run.stack.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
+  rmSync(path, { force: true });
+  return path;
+}
+
+function planOptions(run: ActionRun, out: string): PlanRunOptions {
+  const { paths, prune, apiUrl } = run.inputs;
+  const options: PlanRunOptions = { paths, stack: run.stack, prune, format: "text", color: false, out, detailedExitcode: true };
+  if (apiUrl) options.apiUrl = apiUrl;
+  return options;
+}
+
+function applyOptions(run: ActionRun): ApplyRunOptions {
+  const { paths, prune, ack, apiUrl } = run.inputs;
+  const options: ApplyRunOptions = { paths, stack: run.stack, prune, ack, autoApprove: true, color: false };
+  if (apiUrl) options.apiUrl = apiUrl;
+  return options;
+}
+
+/** What the report needs of a finished command: paths relative to the repository, the Markdown, the summary line. */
+function finish(run: ActionRun, result: RunResult, failure: string | undefined, planFile: string | undefined, cwd: string): Finished {
   // Diagnostics name files relative to the working directory; GitHub wants them relative to the repository root.
-  const diagnostics = result.diagnostics.map((d) => ({
-    ...d,
-    pos: { ...d.pos, file: repoRelativePath(resolve(io.cwd, d.pos.file), ctx.workspace) },
-  }));
-  for (const d of diagnostics) log(diagnosticAnnotation(d, ctx.workspace));
-  if (failure) {
-    log(annotation("error", failure));
-    warn(`edgeplan: ${failure}\n`);
-  }
-
+  const diagnostics = result.diagnostics.map((d) => ({ ...d, pos: { ...d.pos, file: repoRelativePath(resolve(cwd, d.pos.file), run.ctx.workspace) } }));
   const failed = result.exitCode === EXIT.error;
-  const hasChanges = !failed && (result.hasChanges ?? (command === "plan" && result.exitCode === EXIT.changes));
+  const hasChanges = !failed && (result.hasChanges ?? (run.command === "plan" && result.exitCode === EXIT.changes));
   // A refused apply still shows its plan (the risks it names): keep it under the failure.
-  const markdown = failed
-    ? [failureMarkdown(command, diagnostics, failure), result.markdown?.trim()].filter(Boolean).join("\n\n")
-    : (result.markdown ?? "");
-  const summaryLine = result.summary ?? defaultSummaryLine(command, stack, result, hasChanges, failure);
-  outputs["has-changes"] = String(hasChanges);
-  outputs.exitcode = String(result.exitCode);
-  outputs["plan-file"] = !failed && planFile && existsSync(planFile) ? planFile : "";
-  outputs.summary = summaryLine;
+  const markdown = failed ? renderFailure(run.command, diagnostics, failure, result.markdown) : (result.markdown ?? "");
+  const errors = diagnostics.filter((d) => d.severity === "error").length;
+  const summaryLine =
+    result.summary ?? defaultSummaryLine({ command: run.command, stack: run.stack, exitCode: result.exitCode, hasChanges, errors }, failure);
+  return { result, failure, planFile, diagnostics, hasChanges, markdown, summaryLine };
+}
 
-  if (ctx.summaryPath) {
-    try {
-      const body = markdown.trim() || summaryLine;
-      writeSummary(ctx.summaryPath, redact(`${startsWithHeading(body) ? "" : `### ${title}\n\n`}${body}\n`));
-    } catch (err) {
-      log(annotation("warning", `the job summary could not be written: ${(err as Error).message}`));
-    }
+/** Annotations: each manifest problem on its line, and the failure. */
+function annotate(finished: Finished, run: ActionRun): void {
+  const { redact } = run.secrets;
+  for (const d of finished.diagnostics) {
+    const where = { title: "edgeplan", file: d.pos.file, startLine: d.pos.line, startColumn: d.pos.col };
+    if (d.severity === "warning") core.warning(redact(d.message), where);
+    else core.error(redact(d.message), where);
   }
+  if (finished.failure) core.error(redact(finished.failure), { title: "edgeplan" });
+}
 
-  let comment: ActionOutcome["comment"];
-  if (command === "plan" && pr && inputs.comment) {
-    comment = await postComment({
-      ctx,
-      pr,
-      token: githubToken,
-      marker: commentMarker(stack),
-      body: redact(
-        buildCommentBody({
-          marker: commentMarker(stack),
-          title,
-          markdown: markdown.trim() || summaryLine,
-          footer: [pr.headSha ? `Commit ${pr.headSha.slice(0, 7)}` : undefined, ctx.runUrl ? `[workflow run](${ctx.runUrl})` : undefined]
-            .filter(Boolean)
-            .join(" · "),
-          ...(ctx.runUrl ? { runUrl: ctx.runUrl } : {}),
-          max: options.commentMaxChars ?? COMMENT_MAX_CHARS,
-        }),
-      ),
-      log,
-    });
-  } else {
-    comment = "skipped";
+/** The job summary holds the whole report (a comment may have to cut it). */
+async function writeJobSummary(run: ActionRun, finished: Finished): Promise<void> {
+  if (!run.ctx.summaryPath) return;
+  const text = renderJobSummary(run.title, finished.markdown.trim() || finished.summaryLine);
+  try {
+    await core.summary.emptyBuffer().addRaw(run.secrets.redact(text)).write();
+  } catch (err) {
+    core.warning(`the job summary could not be written: ${(err as Error).message}`, { title: "edgeplan" });
   }
+}
 
-  writeOutputsTo(ctx.outputPath, outputs, redact, warn);
-  if (!failed && command === "plan") log(annotation("notice", summaryLine));
-  const exitCode = command === "plan" && result.exitCode === EXIT.changes ? EXIT.ok : result.exitCode;
-  return { exitCode, command, outputs, comment };
+function outputsOf(finished: Finished): Record<OutputName, string> {
+  const failed = finished.result.exitCode === EXIT.error;
+  return {
+    "has-changes": String(finished.hasChanges),
+    exitcode: String(finished.result.exitCode),
+    "plan-file": !failed && finished.planFile && existsSync(finished.planFile) ? finished.planFile : "",
+    summary: finished.summaryLine,
+  };
+}
+
+function setOutputs(outputs: Record<OutputName, string>, redact: Redactor): void {
+  for (const [name, value] of Object.entries(outputs)) core.setOutput(name, redact(value));
+}
+
+/** A plan with changes succeeds, unless it reports drift; every other run ends with the command's own code. */
+function exitCodeOf(run: ActionRun, finished: Finished, drift: DriftReport | undefined): number {
+  const code = finished.result.exitCode;
+  if (run.command !== "plan" || code !== EXIT.changes) return code;
+  return drift?.found ? EXIT.changes : EXIT.ok;
 }
 
 /** The CommandIO plan and apply run with: the API key in its environment, output redacted and recorded. */
-function childIO(
-  io: CommandIO,
-  redact: Redactor,
-  apiKey: string,
-  stack: string,
-  apiUrl: string | undefined,
-): CommandIO & { captured: { out: string; err: string } } {
+function childIO(io: CommandIO, redact: Redactor, apiKey: string, run: ActionRun): CommandIO & { captured: { out: string; err: string } } {
   const env: Record<string, string | undefined> = {};
   // The inputs (the GitHub token among them) are the action's business, not the command's.
   for (const [name, value] of Object.entries(io.env)) if (!name.startsWith("INPUT_")) env[name] = value;
   env.EDGEPLAN_API_KEY = apiKey;
-  env.EDGEPLAN_STACK = stack;
-  if (apiUrl) env.EDGEPLAN_API_URL = apiUrl;
+  env.EDGEPLAN_STACK = run.stack;
+  if (run.inputs.apiUrl) env.EDGEPLAN_API_URL = run.inputs.apiUrl;
   const captured = { out: "", err: "" };
+  const tee = (stream: "out" | "err", write: (text: string) => void) => (text: string) => {
+    const safe = redact(text);
+    captured[stream] += safe;
+    write(safe);
+  };
   return {
     captured,
-    stdout(text) {
-      const safe = redact(text);
-      captured.out += safe;
-      io.stdout(safe);
-    },
-    stderr(text) {
-      const safe = redact(text);
-      captured.err += safe;
-      io.stderr(safe);
-    },
+    stdout: tee("out", (t) => io.stdout(t)),
+    stderr: tee("err", (t) => io.stderr(t)),
     env,
     cwd: io.cwd,
     stdoutIsTTY: false,
     stdinIsTTY: false,
     prompt: async () => "",
   };
-}
-
-async function postComment(args: {
-  ctx: GitHubContext;
-  pr: { number: number };
-  token: string | undefined;
-  marker: string;
-  body: string;
-  log: (text: string) => void;
-}): Promise<ActionOutcome["comment"]> {
-  const { ctx, pr, token, log } = args;
-  if (!token || !ctx.repository) {
-    log(annotation("notice", `no pull-request comment: ${!token ? "the github-token input is empty" : "GITHUB_REPOSITORY is not set"}; the plan is in the job summary`));
-    return "skipped";
-  }
-  const client = new GitHubClient({ apiUrl: ctx.apiUrl, token });
-  try {
-    const issue = { owner: ctx.repository.owner, repo: ctx.repository.repo, number: pr.number };
-    const done = await upsertStickyComment(client, issue, args.marker, args.body);
-    return done.action;
-  } catch (err) {
-    if (err instanceof GitHubApiError && err.status === 403) {
-      log(
-        annotation(
-          "notice",
-          "the plan could not be posted as a pull-request comment: the token is read-only (as it is for pull requests from forks); the plan is in the job summary",
-        ),
-      );
-      return "forbidden";
-    }
-    // The plan itself succeeded and is in the summary: a comment that could not be written does not fail the step.
-    log(annotation("warning", `the plan could not be posted as a pull-request comment: ${(err as Error).message}; the plan is in the job summary`));
-    return "failed";
-  } finally {
-    await client.close();
-  }
-}
-
-function failureMarkdown(command: string, diagnostics: Diagnostic[], failure: string | undefined): string {
-  const errors = diagnostics.filter((d) => d.severity === "error");
-  const lines = [`**The ${command} failed.**`, ""];
-  if (errors.length > 0) {
-    lines.push(`${errors.length} ${errors.length === 1 ? "error" : "errors"} in the manifests; nothing was sent to the API:`, "");
-    lines.push("```text", ...diagnostics.map(formatDiagnostic), "```");
-  }
-  if (failure) lines.push("```text", failure, "```");
-  return lines.join("\n");
-}
-
-function defaultSummaryLine(
-  command: "plan" | "apply",
-  stack: string,
-  result: RunResult,
-  hasChanges: boolean,
-  failure: string | undefined,
-): string {
-  const errors = result.diagnostics.filter((d) => d.severity === "error").length;
-  if (result.exitCode === EXIT.error) {
-    if (errors > 0) return `The ${command} of stack ${stack} failed: ${errors} ${errors === 1 ? "error" : "errors"} in the manifests.`;
-    return `The ${command} of stack ${stack} failed: ${failure ?? "see the log"}`;
-  }
-  if (command === "plan") {
-    return hasChanges ? `The plan of stack ${stack} has changes.` : `No changes in stack ${stack}: live state matches the manifests.`;
-  }
-  if (result.exitCode === EXIT.partial) return `The apply of stack ${stack} finished with some changes failed.`;
-  return hasChanges ? `The apply of stack ${stack} converged.` : `No changes in stack ${stack}: nothing to apply.`;
 }
 
 function lastLine(text: string): string | undefined {
@@ -356,25 +320,11 @@ function lastLine(text: string): string | undefined {
     .pop();
 }
 
-function loadContextQuietly(env: Record<string, string | undefined>, cwd: string): GitHubContext | undefined {
-  try {
-    return loadGitHubContext(env, cwd);
-  } catch {
-    return env.GITHUB_OUTPUT ? { eventName: "", apiUrl: "", workspace: cwd, outputPath: env.GITHUB_OUTPUT } : undefined;
-  }
-}
-
-function writeOutputsTo(
-  path: string | undefined,
-  outputs: Record<OutputName, string>,
-  redact: Redactor,
-  warn: (text: string) => void,
-): void {
-  const safe = Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, redact(v)]));
-  if (path) {
-    writeOutputs(path, safe);
-    return;
-  }
-  // Outside GitHub there is no outputs file: show the values so a local run can be checked.
-  for (const [name, value] of Object.entries(safe)) warn(`output ${name}=${value}\n`);
+/** `file` relative to `root` when it lies inside it, with `/` separators; otherwise unchanged but for separators. */
+export function repoRelativePath(file: string, root: string): string {
+  const norm = (p: string): string => p.replace(/\\/g, "/");
+  const f = norm(file);
+  const r = norm(root).replace(/\/+$/, "");
+  if (r && f.startsWith(`${r}/`)) return f.slice(r.length + 1);
+  return f.replace(/^\.\//, "");
 }

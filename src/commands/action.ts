@@ -1,19 +1,18 @@
 /**
- * `edgeplan action`: the GitHub Action's entry. All of its logic is in src/action/; this file hands it the same
- * plan and apply the CLI runs, and turns their results into what the action reports.
+ * `edgeplan action` and the bundled GitHub Action: all of its logic is in src/action/; this file hands it the same
+ * plan and apply the CLI runs, with their reports rendered for GitHub by src/render/action.ts, and the defaults
+ * of the project file.
  */
-import { runAction, type ActionRunners, type ApplyRunner, type PlanRunner } from "../action/run.js";
-import type { Plan } from "../model/plan.js";
-import { NO_CHANGES, summaryLine } from "../render/common.js";
-import { renderMarkdown } from "../render/markdown.js";
-import { runApply, type ApplyCommandResult } from "./apply.js";
+import { runAction, type ActionRunners, type ApplyRunner, type InputDefaults, type PlanRunner } from "../action/run.js";
 import { loadProjectFile, type ProjectSettings } from "../manifest/project-file.js";
+import { planSummaryLine, renderActionApply, renderActionPlan } from "../render/action.js";
+import { runApply } from "./apply.js";
 import type { CommandIO } from "./io.js";
 import { runPlan } from "./plan.js";
 
-/** Runs the action with inputs from `io.env`; resolves to the process exit code. */
+/** Runs the action with inputs from the environment; resolves to the process exit code. */
 export async function runActionCommand(io: CommandIO): Promise<number> {
-  const outcome = await runAction(await withProjectInputs(io), actionRunners());
+  const outcome = await runAction(io, actionRunners(), { defaults: await projectDefaults(io) });
   return outcome.exitCode;
 }
 
@@ -23,53 +22,27 @@ export async function runActionCommand(io: CommandIO): Promise<number> {
  * names the stack in its comment before plan runs). Every other setting reaches plan and apply through
  * `withProjectFile`. A file with errors is left for plan and apply to report, as annotations.
  */
-export async function withProjectInputs(io: CommandIO): Promise<CommandIO> {
+export async function projectDefaults(io: CommandIO): Promise<InputDefaults> {
   const { settings, diagnostics } = await loadProjectFile(io.cwd).catch(() => ({ settings: {} as ProjectSettings, diagnostics: [] }));
-  if (diagnostics.length > 0) return io;
-  const env = { ...io.env };
-  const empty = (name: string): boolean => !env[name]?.trim();
-  if (empty("INPUT_PATHS") && settings.paths) env.INPUT_PATHS = settings.paths.join("\n");
-  if (empty("INPUT_PRUNE") && settings.prune !== undefined) env.INPUT_PRUNE = String(settings.prune);
-  if (empty("INPUT_STACK") && empty("EDGEPLAN_STACK") && settings.stack !== undefined) env.EDGEPLAN_STACK = settings.stack;
-  return { ...io, env };
+  if (diagnostics.length > 0) return {};
+  const defaults: InputDefaults = {};
+  if (settings.paths) defaults.paths = settings.paths;
+  if (settings.prune !== undefined) defaults.prune = settings.prune;
+  if (settings.stack !== undefined) defaults.stack = settings.stack;
+  return defaults;
 }
 
 /** The CLI's plan and apply, as the action calls them. */
 export function actionRunners(): ActionRunners {
   const plan: PlanRunner = async (options, io) => {
     const result = await runPlan(options, io);
-    return result.plan ? { ...result, markdown: renderMarkdown(result.plan), summary: planSummaryLine(result.plan) } : result;
+    return result.plan ? { ...result, markdown: renderActionPlan(result.plan), summary: planSummaryLine(result.plan) } : result;
   };
   const apply: ApplyRunner = async (options, io) => {
     const result = await runApply(options, io);
-    return { ...result, ...applyReport(result) };
+    if (!result.plan) return result;
+    const summary = result.summaryMarkdown ? result.summary : planSummaryLine(result.plan);
+    return { ...result, markdown: renderActionApply(result.plan, result.summaryMarkdown), ...(summary ? { summary } : {}) };
   };
   return { plan, apply };
-}
-
-/** The one-line `summary` output of a plan: its summary line, and the risks an apply must acknowledge. */
-export function planSummaryLine(plan: Plan): string {
-  const line = plan.changes.length === 0 ? NO_CHANGES : summaryLine(plan);
-  const rules = [...new Set(plan.risks.map((r) => r.rule))];
-  return rules.length > 0 ? `${line} Risks: ${rules.join(", ")}.` : line;
-}
-
-/**
- * What an apply reports: what was done first (headline, results, convergence, outputs), then the plan it ran,
- * folded; the one-line summary is the apply's own.
- */
-function applyReport(result: ApplyCommandResult): { markdown?: string; summary?: string } {
-  if (!result.plan) return {};
-  const planMarkdown = renderMarkdown(result.plan);
-  if (!result.summaryMarkdown) return { markdown: planMarkdown, summary: planSummaryLine(result.plan) };
-  const markdown = [
-    result.summaryMarkdown.trimEnd(),
-    "",
-    "<details><summary>The plan that was applied</summary>",
-    "",
-    planMarkdown.trimEnd(),
-    "",
-    "</details>",
-  ].join("\n");
-  return result.summary ? { markdown, summary: result.summary } : { markdown };
 }

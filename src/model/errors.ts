@@ -2,6 +2,7 @@
  * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (README, "Commands and exit codes") and a
  * message that says where, what, and what to do. One top-level handler in the CLI prints them.
  */
+import type { RiskRule } from "./plan.js";
 import type { SourcePos } from "./state.js";
 
 export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3 } as const;
@@ -58,9 +59,20 @@ export class ApiError extends EdgeplanError {
   }
 }
 
+/** Why a plan may not be applied: risks not acknowledged, no terminal to ask on, an answer other than `yes`. */
+export type RefusalReason = "risk" | "no-terminal" | "declined";
+
 /** A plan that may not be applied as it is (a risk not acknowledged, no approval). */
 export class UnsafePlanError extends EdgeplanError {
   override name = "UnsafePlanError";
+  constructor(
+    message: string,
+    readonly reason: RefusalReason,
+    /** With reason `risk`: the rules to acknowledge (`--ack RULE`, or the Action's `ack` input). */
+    readonly rules: readonly RiskRule[] = [],
+  ) {
+    super(message);
+  }
 }
 
 /** A saved plan whose objects changed since it was made. */
@@ -84,4 +96,32 @@ export class ExitError extends EdgeplanError {
     super(message);
     this.exitCode = code;
   }
+}
+
+/** What an error means for the run that threw it: the same answer for the CLI and the GitHub Action. */
+export interface ErrorOutcome {
+  exitCode: number;
+  /** What to print (`edgeplan: <message>`); empty when the output was already written (ExitError). */
+  message: string;
+  /** Manifest problems, with file, line and column (already printed by the command). */
+  diagnostics: Diagnostic[];
+  /** Risk rules that an apply would go ahead with once acknowledged. */
+  unacknowledged: readonly RiskRule[];
+  /** Not the user's doing: a bug in edgeplan, or an error that is not ours. */
+  internal: boolean;
+}
+
+/** The outcome of an error, decided by its class and fields (never by its message). */
+export function errorOutcome(err: unknown): ErrorOutcome {
+  if (!(err instanceof EdgeplanError)) {
+    const message = `internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
+    return { exitCode: EXIT.error, message, diagnostics: [], unacknowledged: [], internal: true };
+  }
+  return {
+    exitCode: err.exitCode,
+    message: err.message,
+    diagnostics: err instanceof ManifestError ? err.diagnostics : [],
+    unacknowledged: err instanceof UnsafePlanError && err.reason === "risk" ? err.rules : [],
+    internal: err instanceof InternalError,
+  };
 }

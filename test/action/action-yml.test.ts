@@ -1,45 +1,41 @@
 /**
- * action.yml and the example workflows are code too: these tests check that every input reaches the command under
- * the variable name it reads, that every output is wired, and that each workflow asks for no more than it needs.
+ * action.yml and the workflows are code too: these tests check that the action runs the committed bundle on Node 24,
+ * declares what it reads and sets, and that each workflow uses current action majors and asks for no more than it
+ * needs.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { INPUT_NAMES, OUTPUT_NAMES, inputEnvName } from "../../src/action/inputs.js";
+import { INPUT_NAMES, OUTPUT_NAMES } from "../../src/action/inputs.js";
 
 const root = new URL("../../", import.meta.url);
 const load = (path: string): any => parse(readFileSync(new URL(path, root), "utf8"));
 
 describe("action.yml", () => {
   const action = load("action.yml");
-  const steps: any[] = action.runs.steps;
-  const run = steps.find((s) => s.id === "edgeplan");
 
-  it("is a composite action that builds from source with Node 20", () => {
-    expect(action.runs.using).toBe("composite");
-    expect(steps[0]).toEqual({ name: "Set up Node.js 20", uses: "actions/setup-node@v4", with: { "node-version": "20" } });
-    expect(steps[1]["working-directory"]).toBe("${{ github.action_path }}");
-    expect(steps[1].run.trim().split("\n")).toEqual(["npm ci --no-audit --no-fund --loglevel=error", "npm run build"]);
-    expect(run.run).toBe('node "${{ github.action_path }}/dist/src/cli.js" action');
-    for (const step of steps.filter((s) => s.run)) expect(step.shell).toBe("bash");
+  it("is a JavaScript action on Node 24 whose main is the committed bundle", () => {
+    expect(action.runs).toEqual({ using: "node24", main: "bundle/index.mjs" });
+    expect(existsSync(new URL(action.runs.main, root))).toBe(true);
   });
 
-  it("declares exactly the inputs the command reads, each mapped to its INPUT_ variable", () => {
+  it("declares exactly the inputs the action reads, none required", () => {
     expect(Object.keys(action.inputs).sort()).toEqual([...INPUT_NAMES].sort());
-    const expected = Object.fromEntries(INPUT_NAMES.map((name) => [inputEnvName(name), `\${{ inputs.${name} }}`]));
-    expect(run.env).toEqual(expected);
-    expect(run.env["INPUT_API-KEY"]).toBe("${{ inputs.api-key }}");
     expect(action.inputs.comment.default).toBe("true");
+    expect(action.inputs["drift-issue"].default).toBe("false");
     expect(action.inputs["github-token"].default).toBe("${{ github.token }}");
     expect(action.inputs.command.default).toBe("");
     for (const input of Object.values<any>(action.inputs)) expect(input.required).toBe(false);
   });
 
-  it("wires every output to the step's output of the same name", () => {
+  it("declares exactly the outputs the action sets", () => {
     expect(Object.keys(action.outputs).sort()).toEqual([...OUTPUT_NAMES].sort());
-    for (const name of OUTPUT_NAMES) expect(action.outputs[name].value).toBe(`\${{ steps.edgeplan.outputs.${name} }}`);
+    for (const name of OUTPUT_NAMES) expect(typeof action.outputs[name].description).toBe("string");
   });
 });
+
+/** Every `uses:` of a workflow's steps. */
+const usesOf = (wf: any): string[] => Object.values<any>(wf.jobs).flatMap((job) => job.steps.map((s: any) => s.uses).filter(Boolean));
 
 describe("example workflows", () => {
   const plan = load("examples/workflows/plan-on-pr.yml");
@@ -64,15 +60,20 @@ describe("example workflows", () => {
     expect(step.with["api-key"]).toBe("${{ secrets.EDGEPLAN_API_KEY }}");
   });
 
-  it("drift check plans nightly, then opens an issue and fails on exit code 2", () => {
+  it("drift check plans nightly, and the action keeps the drift issue", () => {
     expect(drift.on.schedule).toEqual([{ cron: "17 3 * * *" }]);
     expect(drift.permissions).toEqual({ contents: "read", issues: "write" });
     expect(drift.concurrency).toEqual(apply.concurrency);
     const step = edgeplanStep(drift, "drift");
-    expect(step.with).toMatchObject({ command: "plan", comment: false });
-    const after = drift.jobs.drift.steps.slice(drift.jobs.drift.steps.indexOf(step) + 1);
-    expect(after.map((s: any) => s.if)).toEqual(["steps.edgeplan.outputs.exitcode == '2'", "steps.edgeplan.outputs.exitcode == '2'"]);
-    expect(after[0].run).toContain("gh issue create");
-    expect(after[1].run).toContain("exit 2");
+    expect(step.with).toMatchObject({ command: "plan", comment: false, "drift-issue": true });
+    expect(drift.jobs.drift.steps.at(-1)).toBe(step);
+  });
+
+  it("use action majors that run on Node 24", () => {
+    const release = load(".github/workflows/release.yml");
+    const uses = [plan, apply, drift, release].flatMap(usesOf).filter((u) => u.startsWith("actions/"));
+    expect([...new Set(uses)].sort()).toEqual(["actions/checkout@v6", "actions/setup-node@v6", "actions/upload-artifact@v6"]);
+    expect(release.jobs.release.steps.find((s: any) => s.uses === "actions/setup-node@v6").with["node-version"]).toBe("24");
+    expect(release.permissions).toEqual({ contents: "write" });
   });
 });

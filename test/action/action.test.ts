@@ -1,12 +1,14 @@
 /**
  * The action's adapter logic with plan and apply injected: what reaches the log, the pull request, the summary and
- * the outputs for each kind of result. The end-to-end file runs the same against the real commands and server.
+ * the outputs for each kind of result. Each run gets the process environment of a step. The end-to-end file runs the
+ * bundle against the real commands and server.
  */
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { runAction, type ActionRunners, type ApplyRunOptions, type PlanRunOptions, type RunResult } from "../../src/action/run.js";
-import { captureIO, type CommandIO } from "../../src/commands/io.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { runAction as run, type ActionOptions, type ActionOutcome, type ActionRunners, type ApplyRunOptions, type PlanRunOptions, type RunResult } from "../../src/action/run.js";
+import type { CommandIO } from "../../src/commands/io.js";
 import { ManifestError } from "../../src/model/errors.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
 import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
@@ -14,6 +16,11 @@ import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
 const CANARY = "ep_canary_Zq8vR2mWx7Lk4Tn9";
 const TOKEN = "ghs_canaryToken_Pp3Yd6Hs1Qa0";
 let gh: GitHubStandIn;
+/**
+ * The job summary of every run here: the toolkit finds the summary file once per process (one run of the action
+ * is one process), so the runs of this file share one, emptied before each test.
+ */
+const SUMMARY = join(mkdtempSync(join(tmpdir(), "edgeplan-summary-")), "summary");
 
 beforeAll(async () => {
   gh = await startGitHubStandIn(TOKEN);
@@ -22,10 +29,36 @@ afterAll(async () => {
   await gh.close();
 });
 beforeEach(() => {
+  writeFileSync(SUMMARY, "");
   gh.calls.length = 0;
   gh.comments.clear();
+  gh.issues.clear();
   gh.readOnly = false;
 });
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+type TestIO = CommandIO & { out: string; err: string };
+
+/**
+ * One run of the action as the runner starts it: the step's environment (nothing of this process's GITHUB_, INPUT_
+ * or RUNNER_ variables), and the log (stdout, where the toolkit writes too) recorded in `io.out`.
+ */
+async function runAction(io: TestIO, fake: ActionRunners, options: ActionOptions = {}): Promise<ActionOutcome> {
+  for (const name of Object.keys(process.env)) if (/^(GITHUB_|INPUT_|RUNNER_|EDGEPLAN_)/.test(name)) vi.stubEnv(name, undefined);
+  for (const [name, value] of Object.entries(io.env)) vi.stubEnv(name, value);
+  const write = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+    io.out += String(chunk);
+    return true;
+  });
+  try {
+    return await run(io, fake, options);
+  } finally {
+    write.mockRestore();
+  }
+}
 
 interface Recorded {
   plan: { options: PlanRunOptions; env: Record<string, string | undefined> }[];
@@ -55,14 +88,26 @@ function runners(result: Partial<RunResult> | Error, recorded: Recorded = { plan
 }
 
 function setup(overrides: Partial<RunnerOptions> & { inputs?: Record<string, string> } = {}) {
+  writeFileSync(SUMMARY, "");
   const runner = runnerEnv({
     event: "pull_request",
     githubApiUrl: gh.url,
     pr: { number: 7, headSha: "a1b2c3d4e5f6" },
+    summaryFile: SUMMARY,
     ...overrides,
     inputs: { "api-key": CANARY, "github-token": TOKEN, stack: "prod", paths: "manifests", ...overrides.inputs },
   });
-  const io = captureIO(runner.env, runner.workspace);
+  const io: TestIO = {
+    out: "",
+    err: "",
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void (io.err += text),
+    env: { ...runner.env },
+    cwd: runner.workspace,
+    stdoutIsTTY: false,
+    stdinIsTTY: false,
+    prompt: async () => "",
+  };
   return { runner, io };
 }
 
@@ -169,11 +214,11 @@ describe("edgeplan action on a pull request", () => {
     ]);
     const outcome = await runAction(io, runners(error));
     expect(outcome.exitCode).toBe(1);
-    const annotations = io.out.split("\n").filter((l) => /^::(error|warning) /.test(l));
+    const annotations = io.out.split("\n").filter((l) => /^::(error|warning) .*file=/.test(l));
     expect(annotations).toEqual([
-      "::error file=manifests/checkout.yaml,line=7,col=5,title=edgeplan::weight 10001 for bkdhr_x is out of range 0 to 10000",
-      "::warning file=manifests/login.yaml,line=12,col=3,title=edgeplan::allow_idp_initiated left out: the API default true applies",
-      "::error file=manifests/a%2Cb.yaml,line=1,col=1,title=edgeplan::unknown field: 50%25%0Asee docs",
+      "::error title=edgeplan,file=manifests/checkout.yaml,line=7,col=5::weight 10001 for bkdhr_x is out of range 0 to 10000",
+      "::warning title=edgeplan,file=manifests/login.yaml,line=12,col=3::allow_idp_initiated left out: the API default true applies",
+      "::error title=edgeplan,file=manifests/a%2Cb.yaml,line=1,col=1::unknown field: 50%25%0Asee docs",
     ]);
     expect(runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1", "plan-file": "", summary: "The plan of stack prod failed: 2 errors in the manifests." });
     const body = gh.comments.get("acme/routes#7")![0]!.body;
@@ -276,10 +321,17 @@ describe("edgeplan action on push", () => {
   it("fails the step when the apply is refused or partly failed", async () => {
     const { UnsafePlanError } = await import("../../src/model/errors.js");
     const refused = setup({ event: "push", ref: "refs/heads/main" });
-    const r1 = await runAction(refused.io, runners(new UnsafePlanError("risk traffic-shift not acknowledged: add ack: traffic-shift")));
+    const refusal = new UnsafePlanError("the plan has 2 risks: use --ack traffic-shift --ack mass-delete", "risk", ["traffic-shift", "mass-delete"]);
+    const r1 = await runAction(refused.io, runners(refusal));
     expect(r1.exitCode).toBe(1);
-    expect(refused.io.out).toContain("::error title=edgeplan::risk traffic-shift not acknowledged: add ack: traffic-shift\n");
-    expect(refused.runner.summary()).toContain("**The apply failed.**\n\n```text\nrisk traffic-shift not acknowledged: add ack: traffic-shift\n```");
+    const hint = "In the action, name the rules in the ack input (for example `ack: traffic-shift, mass-delete`).";
+    expect(refused.io.out).toContain(`::error title=edgeplan::the plan has 2 risks: use --ack traffic-shift --ack mass-delete%0A${hint}\n`);
+    expect(refused.runner.summary()).toContain(`**The apply failed.**\n\n\`\`\`text\nthe plan has 2 risks: use --ack traffic-shift --ack mass-delete\n${hint}\n\`\`\``);
+
+    // A refusal for another reason (no terminal) has no ack hint, whatever its message says.
+    const other = setup({ event: "push", ref: "refs/heads/main" });
+    await runAction(other.io, runners(new UnsafePlanError("needs approval; pass --ack nothing", "no-terminal")));
+    expect(other.io.out).toContain("::error title=edgeplan::needs approval; pass --ack nothing\n");
 
     const shown = setup({ event: "push", ref: "refs/heads/main" });
     const risky = "#### Risks\n\n- `traffic-shift` weighted_backend.checkout: 90% of traffic moves\n";
@@ -303,5 +355,54 @@ describe("edgeplan action on push", () => {
     expect(outcome.command).toBe("plan");
     expect(fake.recorded.apply).toHaveLength(0);
     expect(fake.recorded.plan).toHaveLength(1);
+  });
+});
+
+describe("edgeplan action as a drift check", () => {
+  const schedule = (inputs: Record<string, string> = {}) => setup({ event: "schedule", pr: undefined, inputs: { "drift-issue": "true", ...inputs } });
+
+  it("opens the stack's drift issue and fails on drift, comments while it lasts, closes it when it is gone", async () => {
+    const first = schedule();
+    const drifted = await runAction(first.io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true, summary: "Plan: 1 to create, 0 to update, 0 to delete." }));
+    expect(drifted.exitCode).toBe(2);
+    expect(drifted.drift).toEqual({ found: true, issue: "opened", number: 500 });
+    expect(first.io.out).toContain("::error title=edgeplan drift::drift in stack prod: Plan: 1 to create, 0 to update, 0 to delete.\n");
+    expect(first.runner.outputs()).toMatchObject({ "has-changes": "true", exitcode: "2" });
+    const [issue] = gh.issues.get("acme/routes")!;
+    expect(issue).toMatchObject({ number: 500, title: "edgeplan: drift in stack prod", labels: [{ name: "edgeplan-drift" }], state: "open" });
+    expect(issue!.body).toBe(
+      "<!-- edgeplan:drift stack=prod -->\nLive state of stack `prod` differs from the manifests. Found by [this run](https://github.com/acme/routes/actions/runs/4242): " +
+        "Plan: 1 to create, 0 to update, 0 to delete.\n\nApply the manifests again, or change them to match what live holds. This issue is closed by the first " +
+        `drift check that finds no changes.\n\n<details><summary>The plan</summary>\n\n${PLAN_MD.trim()}\n\n</details>\n`,
+    );
+
+    const again = await runAction(schedule().io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    expect(again.drift).toEqual({ found: true, issue: "commented", number: 500 });
+    const clean = schedule();
+    const gone = await runAction(clean.io, runners({ exitCode: 0, markdown: "No changes.\n", hasChanges: false }));
+    expect(gone.exitCode).toBe(0);
+    expect(gone.drift).toEqual({ found: false, issue: "closed", number: 500 });
+    expect(gh.issues.get("acme/routes")!.map((i) => i.state)).toEqual(["closed"]);
+    expect(gh.comments.get("acme/routes#500")!.map((c) => c.body.split("\n")[0])).toEqual([
+      "Live state of stack `prod` differs from the manifests. Found by [this run](https://github.com/acme/routes/actions/runs/4242): The plan of stack prod has changes.",
+      "Live state of stack `prod` matches the manifests again ([drift check](https://github.com/acme/routes/actions/runs/4242)). Closing.",
+    ]);
+    expect(everything(clean.io, clean.runner)).not.toContain(CANARY);
+  });
+
+  it("still fails on drift when the token may not write issues, and leaves pull requests alone", async () => {
+    gh.readOnly = true;
+    const ro = schedule();
+    const outcome = await runAction(ro.io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    expect(outcome.exitCode).toBe(2);
+    expect(outcome.drift).toEqual({ found: true, issue: "forbidden" });
+    expect(ro.io.out).toContain("::notice title=edgeplan::the plan could not be posted as the drift issue: the token is read-only");
+    gh.readOnly = false;
+
+    const pr = setup({ inputs: { "drift-issue": "true" } });
+    const planned = await runAction(pr.io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
+    expect(planned.exitCode).toBe(0);
+    expect(planned.drift).toBeUndefined();
+    expect(gh.issues.size).toBe(0);
   });
 });

@@ -1,16 +1,18 @@
 /**
- * `edgeplan action` end to end: the built CLI, the real API server (in this process, port 0) and a loopback stand-in
- * of GitHub, with a repository checkout in a temporary folder. Every byte the action writes is searched for the
- * API key.
+ * The bundled action end to end, as a runner starts it: action.yml and its `runs.main` copied into an empty folder
+ * (no node_modules above it), run by Node 20 and by Node 24 with the INPUT_ and GITHUB_ variables of a step, against
+ * the real API server (in this process, port 0) and a loopback stand-in of GitHub, with a repository checkout in a
+ * temporary folder. Every byte the action writes is searched for the API key.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
 import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
-import { runActionCli, type CliRun } from "./run-cli.js";
+import { copyAction, nodeModulesAbove, runNode, withDefaults, type CliRun } from "./run-cli.js";
 
 const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
 const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
@@ -21,8 +23,9 @@ const TOKEN = "ghs_e2eToken_Ww2Ee4Rr6Tt8";
 let server: TestServer;
 let gh: GitHubStandIn;
 
-beforeAll(async () => {
-  server = await startTestServer({
+/** A fresh server for each runtime: each starts from the same live state. */
+async function startServer(): Promise<TestServer> {
+  return startTestServer({
     fixtures: {
       edges: [{ id: EDGE, hostports: ["api.example.com:443"], routes: [{ id: ROUTE, match: "/v1/checkout", match_type: "path_prefix" }] }],
       backends: [
@@ -31,17 +34,24 @@ beforeAll(async () => {
       ],
     },
   });
+}
+
+beforeAll(async () => {
   gh = await startGitHubStandIn(TOKEN);
 });
 afterAll(async () => {
   await gh?.close();
-  await server?.close();
 });
 beforeEach(() => {
   gh.calls.length = 0;
   gh.comments.clear();
+  gh.issues.clear();
   gh.readOnly = false;
 });
+
+/** The runtime of a describe block below, and the copied action it runs. */
+let node = process.execPath;
+let action: { dir: string; main: string };
 
 function checkout(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), "edgeplan-checkout-"));
@@ -85,7 +95,7 @@ async function act(workspace: string, options: Partial<RunnerOptions> & { inputs
     workspace,
     inputs: { "api-key": server.apiKey, "api-url": server.url, "github-token": TOKEN, stack: "e2e", paths: "manifests", ...options.inputs },
   });
-  const run = await runActionCli(runner.env, workspace);
+  const run = await runNode(node, [action.main], withDefaults(runner.env), workspace);
   return { runner, run };
 }
 
@@ -106,7 +116,28 @@ function expectNoKey(run: CliRun, runner: ReturnType<typeof runnerEnv>, extra: s
   expect(written).not.toContain(TOKEN.slice(4));
 }
 
-describe("edgeplan action against the real server", () => {
+const RUNTIMES: [string, () => string][] = [
+  ["Node 20 (the tests' own)", () => process.execPath],
+  ["Node 24 (action.yml runs.using)", () => inject("node24")],
+];
+
+describe.each(RUNTIMES)("the bundled action on %s against the real server", (_name, runtime) => {
+  beforeAll(async () => {
+    node = runtime();
+    action = copyAction();
+    server = await startServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("runs from a folder of action.yml and the bundle alone, with no node_modules above it", () => {
+    expect(readdirSync(action.dir, { recursive: true }).sort()).toEqual(["action.yml", "bundle", "bundle/index.mjs"]);
+    expect(nodeModulesAbove(action.dir)).toEqual([]);
+    const version = execFileSync(node, ["--version"], { encoding: "utf8" });
+    expect(version.startsWith(node === process.execPath ? process.version : "v24.")).toBe(true);
+  });
+
   it("plans a pull request twice into ONE comment, edited once, with outputs and summary", async () => {
     const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000), "manifests/routes.yaml": routeYaml });
     const first = await act(ws);
@@ -148,7 +179,7 @@ describe("edgeplan action against the real server", () => {
       `PATCH /repos/acme/routes/issues/comments/${comments[0]!.id}`,
     ]);
     for (const call of gh.calls) {
-      expect(call.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(call.authorization).toBe(`token ${TOKEN}`);
       expect(call.accept).toBe("application/vnd.github+json");
       expect(call.apiVersion).toBe("2022-11-28");
     }
@@ -169,10 +200,10 @@ describe("edgeplan action against the real server", () => {
     const requestsBefore = server.logLines.length;
     const { run, runner } = await act(ws);
     expect(run.code).toBe(1);
-    const annotations = run.stdout.split("\n").filter((l) => /^::(error|warning) file=/.test(l));
+    const annotations = run.stdout.split("\n").filter((l) => /^::(error|warning) .*file=/.test(l));
     expect(annotations).toEqual([
-      `::error file=manifests/checkout.yaml,line=4,col=38,title=edgeplan::backends.${STABLE}: 10001 is out of range 0 to 10000`,
-      "::error file=manifests/checkout.yaml,line=5,col=1,title=edgeplan::unknown field descripton; did you mean description?",
+      `::error title=edgeplan,file=manifests/checkout.yaml,line=4,col=38::backends.${STABLE}: 10001 is out of range 0 to 10000`,
+      "::error title=edgeplan,file=manifests/checkout.yaml,line=5,col=1::unknown field descripton; did you mean description?",
     ]);
     expect(server.logLines.length).toBe(requestsBefore);
     expect(runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1", "plan-file": "" });

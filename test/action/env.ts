@@ -24,6 +24,8 @@ export interface RunnerOptions {
   /** An existing checkout to use as the workspace (default: an empty folder). */
   workspace?: string;
   extraEnv?: Record<string, string>;
+  /** The job summary file (default: `summary` in the runner's folder). */
+  summaryFile?: string;
 }
 
 export function runnerEnv(options: RunnerOptions): RunnerFiles {
@@ -42,7 +44,8 @@ export function runnerEnv(options: RunnerOptions): RunnerFiles {
   if (options.ref) payload.ref = options.ref;
   writeFileSync(join(dir, "event.json"), JSON.stringify(payload));
   writeFileSync(join(dir, "output"), "");
-  writeFileSync(join(dir, "summary"), "");
+  const summaryFile = options.summaryFile ?? join(dir, "summary");
+  if (!existsSync(summaryFile)) writeFileSync(summaryFile, "");
   const env: Record<string, string> = {
     GITHUB_ACTIONS: "true",
     GITHUB_EVENT_NAME: options.event,
@@ -53,7 +56,7 @@ export function runnerEnv(options: RunnerOptions): RunnerFiles {
     GITHUB_RUN_ID: "4242",
     GITHUB_WORKSPACE: workspace,
     GITHUB_OUTPUT: join(dir, "output"),
-    GITHUB_STEP_SUMMARY: join(dir, "summary"),
+    GITHUB_STEP_SUMMARY: summaryFile,
     RUNNER_TEMP: join(dir, "temp"),
     ...(options.ref ? { GITHUB_REF: options.ref } : {}),
     ...options.extraEnv,
@@ -64,7 +67,7 @@ export function runnerEnv(options: RunnerOptions): RunnerFiles {
     workspace,
     env,
     outputs: () => parseOutputs(readFileSync(join(dir, "output"), "utf8")),
-    summary: () => (existsSync(join(dir, "summary")) ? readFileSync(join(dir, "summary"), "utf8") : ""),
+    summary: () => (existsSync(summaryFile) ? readFileSync(summaryFile, "utf8") : ""),
   };
 }
 

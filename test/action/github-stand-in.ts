@@ -1,7 +1,7 @@
 /**
- * A loopback stand-in for the parts of the GitHub REST API the action calls: list the comments of an issue (paged,
- * with a `Link` header), create one, edit one. It records every call. In `readOnly` mode every write answers 403
- * the way GitHub answers a fork's token.
+ * A loopback stand-in for the parts of the GitHub REST API the action's Octokit calls: list the comments of an issue
+ * (paged, with a `Link` header), create one, edit one; list the open issues of a label, open one, close one. It
+ * records every call. In `readOnly` mode every write answers 403 the way GitHub answers a fork's token.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,6 +10,15 @@ export interface StandInComment {
   id: number;
   body: string;
   user: { login: string; type: string };
+}
+
+export interface StandInIssue {
+  number: number;
+  title: string;
+  body: string;
+  labels: { name: string }[];
+  state: "open" | "closed";
+  state_reason?: string | null;
 }
 
 export interface StandInCall {
@@ -28,6 +37,8 @@ export interface GitHubStandIn {
   calls: StandInCall[];
   /** Comments per `owner/repo#number`. */
   comments: Map<string, StandInComment[]>;
+  /** Issues per `owner/repo`. */
+  issues: Map<string, StandInIssue[]>;
   readOnly: boolean;
   /** Adds comments by someone else, to make the list span several pages. */
   seed(issue: string, count: number): void;
@@ -35,14 +46,19 @@ export interface GitHubStandIn {
   close(): Promise<void>;
 }
 
-/** Starts the stand-in on 127.0.0.1, port 0. `token` is the only credential it accepts. */
+/**
+ * Starts the stand-in on 127.0.0.1, port 0. `token` is the only credential it accepts, sent as GitHub takes it:
+ * `Authorization: token T` (what Octokit sends) or `Bearer T`.
+ */
 export async function startGitHubStandIn(token: string, options: { defaultPerPage?: number } = {}): Promise<GitHubStandIn> {
   let nextId = 1000;
+  let nextIssue = 500;
   const state: GitHubStandIn = {
     url: "",
     token,
     calls: [],
     comments: new Map(),
+    issues: new Map(),
     readOnly: false,
     seed(issue, count) {
       const list = state.comments.get(issue) ?? [];
@@ -77,55 +93,108 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
     if (text) call.body = JSON.parse(text);
     state.calls.push(call);
 
-    if (req.headers.authorization !== `Bearer ${token}`) return send(res, 401, { message: "Bad credentials" });
+    if (req.headers.authorization !== `Bearer ${token}` && req.headers.authorization !== `token ${token}`) {
+      return send(res, 401, { message: "Bad credentials" });
+    }
     const write = req.method === "POST" || req.method === "PATCH";
     if (write && state.readOnly) return send(res, 403, { message: "Resource not accessible by integration" });
+    const route = routes.find((r) => r.method === req.method && r.pattern.test(url.pathname));
+    if (!route) return send(res, 404, { message: "Not Found" });
+    const [, owner, repo, n] = route.pattern.exec(url.pathname)!;
+    const answer = route.run({ repo: `${owner}/${repo}`, n: Number(n), url, body: (call.body ?? {}) as Record<string, unknown> });
+    return send(res, answer.status, answer.body, answer.headers);
+  }
 
-    const list = /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/.exec(url.pathname);
-    if (list) {
-      const key = `${list[1]}/${list[2]}#${list[3]}`;
-      const comments = state.comments.get(key) ?? [];
-      if (req.method === "GET") {
-        const perPage = Math.min(100, Number(url.searchParams.get("per_page") ?? options.defaultPerPage ?? 30));
-        const page = Number(url.searchParams.get("page") ?? "1");
-        const pages = Math.max(1, Math.ceil(comments.length / perPage));
-        const links: string[] = [];
-        const pageUrl = (n: number): string => {
-          const u = new URL(url.pathname, state.url);
-          u.searchParams.set("per_page", String(perPage));
-          u.searchParams.set("page", String(n));
-          return u.toString();
-        };
-        if (page < pages) links.push(`<${pageUrl(page + 1)}>; rel="next"`, `<${pageUrl(pages)}>; rel="last"`);
-        if (page > 1) links.push(`<${pageUrl(1)}>; rel="first"`, `<${pageUrl(page - 1)}>; rel="prev"`);
-        const headers: Record<string, string> = links.length ? { link: links.join(", ") } : {};
-        return send(res, 200, comments.slice((page - 1) * perPage, page * perPage), headers);
-      }
-      if (req.method === "POST") {
-        const body = (call.body as { body?: unknown } | undefined)?.body;
-        if (typeof body !== "string") return send(res, 422, { message: "body is missing" });
-        if (body.length > 65_536) return send(res, 422, { message: "Body is too long (maximum is 65536 characters)" });
+  type Answer = { status: number; body: unknown; headers?: Record<string, string> };
+  type Request = { repo: string; n: number; url: URL; body: Record<string, unknown> };
+
+  /** A page of `items` as GitHub gives it, with `Link` headers to the next, last, first and previous pages. */
+  function paged(url: URL, items: unknown[]): Answer {
+    const perPage = Math.min(100, Number(url.searchParams.get("per_page") ?? options.defaultPerPage ?? 30));
+    const page = Number(url.searchParams.get("page") ?? "1");
+    const pages = Math.max(1, Math.ceil(items.length / perPage));
+    const pageUrl = (p: number): string => {
+      const u = new URL(url.pathname + url.search, state.url);
+      u.searchParams.set("per_page", String(perPage));
+      u.searchParams.set("page", String(p));
+      return u.toString();
+    };
+    const links: string[] = [];
+    if (page < pages) links.push(`<${pageUrl(page + 1)}>; rel="next"`, `<${pageUrl(pages)}>; rel="last"`);
+    if (page > 1) links.push(`<${pageUrl(1)}>; rel="first"`, `<${pageUrl(page - 1)}>; rel="prev"`);
+    return { status: 200, body: items.slice((page - 1) * perPage, page * perPage), headers: links.length ? { link: links.join(", ") } : {} };
+  }
+
+  function bodyText(body: Record<string, unknown>): string | Answer {
+    if (typeof body.body !== "string") return { status: 422, body: { message: "body is missing" } };
+    if (body.body.length > 65_536) return { status: 422, body: { message: "Body is too long (maximum is 65536 characters)" } };
+    return body.body;
+  }
+
+  const routes: { method: string; pattern: RegExp; run: (r: Request) => Answer }[] = [
+    { method: "GET", pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/, run: (r) => paged(r.url, state.comments.get(`${r.repo}#${r.n}`) ?? []) },
+    {
+      method: "POST",
+      pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/,
+      run: (r) => {
+        const body = bodyText(r.body);
+        if (typeof body !== "string") return body;
+        const comments = state.comments.get(`${r.repo}#${r.n}`) ?? [];
         const comment = { id: nextId++, body, user: { login: "github-actions[bot]", type: "Bot" } };
         comments.push(comment);
-        state.comments.set(key, comments);
-        return send(res, 201, comment);
-      }
-    }
-    const edit = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/.exec(url.pathname);
-    if (edit && req.method === "PATCH") {
-      const id = Number(edit[3]);
-      for (const comments of state.comments.values()) {
-        const comment = comments.find((c) => c.id === id);
-        if (!comment) continue;
-        const body = (call.body as { body?: unknown } | undefined)?.body;
-        if (typeof body !== "string") return send(res, 422, { message: "body is missing" });
-        if (body.length > 65_536) return send(res, 422, { message: "Body is too long (maximum is 65536 characters)" });
+        state.comments.set(`${r.repo}#${r.n}`, comments);
+        return { status: 201, body: comment };
+      },
+    },
+    {
+      method: "PATCH",
+      pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/,
+      run: (r) => {
+        const comment = [...state.comments.values()].flat().find((c) => c.id === r.n);
+        if (!comment) return { status: 404, body: { message: "Not Found" } };
+        const body = bodyText(r.body);
+        if (typeof body !== "string") return body;
         comment.body = body;
-        return send(res, 200, comment);
-      }
-    }
-    return send(res, 404, { message: "Not Found" });
-  }
+        return { status: 200, body: comment };
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues()$/,
+      run: (r) => {
+        const want = r.url.searchParams.get("state") ?? "open";
+        const labels = (r.url.searchParams.get("labels") ?? "").split(",").filter(Boolean);
+        const issues = (state.issues.get(r.repo) ?? []).filter(
+          (i) => (want === "all" || i.state === want) && labels.every((l) => i.labels.some((x) => x.name === l)),
+        );
+        return paged(r.url, issues);
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues()$/,
+      run: (r) => {
+        const body = bodyText(r.body);
+        if (typeof body !== "string") return body;
+        if (typeof r.body.title !== "string" || r.body.title === "") return { status: 422, body: { message: "title is missing" } };
+        const labels = Array.isArray(r.body.labels) ? (r.body.labels as string[]).map((name) => ({ name })) : [];
+        const issue: StandInIssue = { number: nextIssue++, title: r.body.title, body, labels, state: "open" };
+        state.issues.set(r.repo, [...(state.issues.get(r.repo) ?? []), issue]);
+        return { status: 201, body: issue };
+      },
+    },
+    {
+      method: "PATCH",
+      pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)$/,
+      run: (r) => {
+        const issue = (state.issues.get(r.repo) ?? []).find((i) => i.number === r.n);
+        if (!issue) return { status: 404, body: { message: "Not Found" } };
+        if (r.body.state === "open" || r.body.state === "closed") issue.state = r.body.state;
+        if (typeof r.body.state_reason === "string") issue.state_reason = r.body.state_reason;
+        return { status: 200, body: issue };
+      },
+    },
+  ];
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -56,7 +56,7 @@ describe("runApply", () => {
     const w = await startWorld();
     w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 100 }) });
     const rec = io(w, "y");
-    await expect(runApply({ paths: ["m"], rateLimit: "off" }, rec)).rejects.toThrow(new UnsafePlanError(`apply cancelled: "y" is not 'yes'; nothing was sent`));
+    await expect(runApply({ paths: ["m"], rateLimit: "off" }, rec)).rejects.toThrow(new UnsafePlanError(`apply cancelled: "y" is not 'yes'; nothing was sent`, "declined"));
     expect(rec.out).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
     expect(w.writes()).toEqual([]);
   });

@@ -1,0 +1,209 @@
+/**
+ * The GitHub Action's Markdown: the sticky pull-request comment, the job summary, the drift issue, and the one-line
+ * `summary` output. Plans are rendered by markdown.ts and applies by the apply report; this file puts them together
+ * and cuts them to GitHub's limits without leaving a code fence or a `<details>` block open. Reads only. Pure.
+ */
+import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import type { Plan } from "../model/plan.js";
+import { NO_CHANGES, summaryLine } from "./common.js";
+import { code, renderMarkdown } from "./markdown.js";
+
+/** GitHub refuses comment (and issue) bodies longer than this many characters. */
+export const COMMENT_MAX_CHARS = 65_536;
+
+/** GitHub keeps at most 1 MiB of summary per step. */
+export const SUMMARY_MAX_BYTES = 1024 * 1024;
+
+export type ActionCommand = "plan" | "apply";
+
+/** The heading of the comment and of the summary: `edgeplan plan: stack `prod``. */
+export function actionTitle(command: ActionCommand, stack: string): string {
+  return `edgeplan ${command}: stack ${code(stack)}`;
+}
+
+/** A marker comment that can stand on a first line: `--` and `>` would end it early. */
+function marker(what: string, stack: string): string {
+  return `<!-- edgeplan:${what} stack=${stack.replace(/--+/g, "-").replace(/>/g, "")} -->`;
+}
+
+/** The hidden first line of the sticky comment; it names the stack, so two stacks keep one comment each. */
+export function commentMarker(stack: string): string {
+  return marker("plan", stack);
+}
+
+/** The hidden first line of the drift issue of a stack. */
+export function driftMarker(stack: string): string {
+  return marker("drift", stack);
+}
+
+/** True when the first line of `markdown` is an ATX heading (`# ...` to `###### ...`). */
+export function startsWithHeading(markdown: string): boolean {
+  return /^#{1,6}\s/.test(markdown.trimStart());
+}
+
+/** The one-line `summary` output of a plan: its summary line, and the risks an apply must acknowledge. */
+export function planSummaryLine(plan: Plan): string {
+  const line = plan.changes.length === 0 ? NO_CHANGES : summaryLine(plan);
+  const rules = [...new Set(plan.risks.map((r) => r.rule))];
+  return rules.length > 0 ? `${line} Risks: ${rules.join(", ")}.` : line;
+}
+
+/** A plan as the Action shows it. */
+export function renderActionPlan(plan: Plan): string {
+  return renderMarkdown(plan);
+}
+
+/**
+ * What an apply reports: what was done (headline, results, convergence, outputs) first, then the plan it ran,
+ * folded. The outputs are shown once, as the apply read them back; the folded plan leaves its own out.
+ */
+export function renderActionApply(plan: Plan, applied: string | undefined): string {
+  if (!applied) return renderMarkdown(plan);
+  const folded = renderMarkdown({ ...plan, outputs: [] }).trimEnd();
+  return [applied.trimEnd(), "", "<details><summary>The plan that was applied</summary>", "", folded, "", "</details>"].join("\n");
+}
+
+/** What the command printed, as a text block: the report of a run that has no Markdown of its own. */
+export function outputBlock(text: string): string | undefined {
+  return text.trim() ? "```text\n" + text.trimEnd() + "\n```" : undefined;
+}
+
+/** A failed run: the manifest errors (nothing was sent), or the failure, then what the run had shown. */
+export function renderFailure(command: ActionCommand, diagnostics: Diagnostic[], failure: string | undefined, shown?: string): string {
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  const lines = [`**The ${command} failed.**`, ""];
+  if (errors.length > 0) {
+    lines.push(`${errors.length} ${errors.length === 1 ? "error" : "errors"} in the manifests; nothing was sent to the API:`, "");
+    lines.push("```text", ...diagnostics.map(formatDiagnostic), "```");
+  }
+  if (failure) lines.push("```text", failure, "```");
+  return [lines.join("\n"), shown?.trim()].filter(Boolean).join("\n\n");
+}
+
+/** The `summary` output of a run whose command gave none. */
+export function defaultSummaryLine(
+  run: { command: ActionCommand; stack: string; exitCode: number; hasChanges: boolean; errors: number },
+  failure: string | undefined,
+): string {
+  const { command, stack, hasChanges, errors } = run;
+  if (run.exitCode === 1) {
+    if (errors > 0) return `The ${command} of stack ${stack} failed: ${errors} ${errors === 1 ? "error" : "errors"} in the manifests.`;
+    return `The ${command} of stack ${stack} failed: ${failure ?? "see the log"}`;
+  }
+  if (command === "plan") {
+    return hasChanges ? `The plan of stack ${stack} has changes.` : `No changes in stack ${stack}: live state matches the manifests.`;
+  }
+  if (run.exitCode === 3) return `The apply of stack ${stack} finished with some changes failed.`;
+  return hasChanges ? `The apply of stack ${stack} converged.` : `No changes in stack ${stack}: nothing to apply.`;
+}
+
+/** The job summary: the report under the title, unless it has a heading of its own, cut to GitHub's limit. */
+export function renderJobSummary(title: string, markdown: string, maxBytes: number = SUMMARY_MAX_BYTES): string {
+  const body = startsWithHeading(markdown) ? markdown : `### ${title}\n\n${markdown}`;
+  return `${fitBytes(body.trimEnd(), maxBytes - 2)}\n\n`;
+}
+
+/** Cuts a summary to a size in bytes (UTF-8), saying so at its end. */
+export function fitBytes(markdown: string, maxBytes: number = SUMMARY_MAX_BYTES): string {
+  const bytes = (text: string): number => new TextEncoder().encode(text).length;
+  const note = "> [!NOTE]\n> The rest was cut: GitHub keeps at most 1 MiB of job summary per step. Run `edgeplan plan` locally for all of it.";
+  let text = markdown;
+  for (let round = 0; round < 20 && bytes(text) > maxBytes; round++) {
+    const ratio = maxBytes / bytes(text);
+    text = cutMarkdown(markdown, Math.floor(Math.min(text.length, markdown.length) * ratio * 0.98), note);
+  }
+  return text;
+}
+
+export interface CommentParts {
+  marker: string;
+  /** One heading line, without `#`; left out when the Markdown starts with a heading of its own. */
+  title: string;
+  /** The plan (or the failure) as Markdown. */
+  markdown: string;
+  /** The commit the plan was made for. */
+  headSha?: string;
+  /** Link to the run, where the full plan is when the comment had to be cut. */
+  runUrl?: string;
+  max?: number;
+}
+
+/**
+ * The body of the sticky comment: marker, heading, plan, footer (commit, link to the run). The plan is cut so that
+ * the whole body stays within GitHub's limit, with a line that points at the job summary, which holds all of it.
+ */
+export function renderComment(parts: CommentParts): string {
+  const max = parts.max ?? COMMENT_MAX_CHARS;
+  const head = `${parts.marker}\n${startsWithHeading(parts.markdown) ? "" : `### ${parts.title}\n\n`}`;
+  const footer = [parts.headSha ? `Commit ${parts.headSha.slice(0, 7)}` : undefined, parts.runUrl ? `[workflow run](${parts.runUrl})` : undefined]
+    .filter(Boolean)
+    .join(" · ");
+  const foot = footer ? `\n\n<sub>${footer}</sub>\n` : "\n";
+  const where = parts.runUrl ? `the job summary of [this run](${parts.runUrl})` : "the job summary of this run";
+  const note = `> [!NOTE]\n> The plan was cut to fit in a comment; the full plan is in ${where}.`;
+  return head + cutMarkdown(parts.markdown.trimEnd(), max - head.length - foot.length, note).trimEnd() + foot;
+}
+
+/** The title of the drift issue of a stack. */
+export function driftIssueTitle(stack: string): string {
+  return `edgeplan: drift in stack ${stack}`;
+}
+
+/** The body of the drift issue (when it is opened) or of a comment on it (each later run that finds drift). */
+export function renderDrift(parts: { stack: string; summary: string; markdown: string; runUrl?: string; issue: boolean }): string {
+  const where = parts.runUrl ? `[this run](${parts.runUrl})` : "this run";
+  const head = [
+    parts.issue ? `${driftMarker(parts.stack)}\n` : "",
+    `Live state of stack ${code(parts.stack)} differs from the manifests. Found by ${where}: ${parts.summary}\n\n`,
+    "Apply the manifests again, or change them to match what live holds. This issue is closed by the first drift check that finds no changes.\n\n",
+  ].join("");
+  const note = `> [!NOTE]\n> The plan was cut; all of it is in the job summary of ${where}.`;
+  const plan = `<details><summary>The plan</summary>\n\n${parts.markdown.trimEnd()}\n\n</details>`;
+  return `${head}${cutMarkdown(plan, COMMENT_MAX_CHARS - head.length - 1, note).trimEnd()}\n`;
+}
+
+/** The comment that closes the drift issue. */
+export function renderDriftResolved(stack: string, runUrl: string | undefined): string {
+  return `Live state of stack ${code(stack)} matches the manifests again${runUrl ? ` ([drift check](${runUrl}))` : ""}. Closing.\n`;
+}
+
+/**
+ * Cuts `markdown` to at most `max` characters at a line boundary, closes a code fence or `<details>` blocks the cut
+ * left open, and ends with `note` (which says where the rest is). Text within the limit is returned unchanged.
+ */
+export function cutMarkdown(markdown: string, max: number, note: string): string {
+  if (markdown.length <= max) return markdown;
+  const tail = `\n\n${note}\n`;
+  let budget = max - tail.length;
+  // Closing what the cut left open takes room too: shrink until the closed text fits (a few rounds at most).
+  for (let round = 0; round < 8 && budget > 0; round++) {
+    let cut = markdown.slice(0, budget);
+    const lastNewline = cut.lastIndexOf("\n");
+    if (lastNewline > 0) cut = cut.slice(0, lastNewline);
+    const closed = cut + closers(cut);
+    if (closed.length + tail.length <= max) return closed + tail;
+    budget -= closed.length + tail.length - max + 1;
+  }
+  return tail.trimStart().slice(0, max);
+}
+
+/** The text that closes a fence and `<details>` blocks left open at the end of `text`. */
+function closers(text: string): string {
+  let fence: string | undefined;
+  let openDetails = 0;
+  for (const line of text.split("\n")) {
+    const m = /^ {0,3}(`{3,}|~{3,})/.exec(line);
+    if (m?.[1]) {
+      const fenceMark = m[1];
+      if (fence === undefined) fence = fenceMark;
+      else if (fenceMark[0] === fence[0] && fenceMark.length >= fence.length && line.trim() === fenceMark) fence = undefined;
+      continue;
+    }
+    if (fence !== undefined) continue;
+    openDetails += (line.match(/<details[\s>]/gi) ?? []).length;
+    openDetails -= (line.match(/<\/details>/gi) ?? []).length;
+  }
+  let out = fence !== undefined ? `\n${fence}` : "";
+  for (let i = 0; i < Math.max(0, openDetails); i++) out += "\n\n</details>";
+  return out;
+}
