@@ -1,0 +1,61 @@
+/**
+ * The published CLI: `npm pack` of this repository, installed with `npm install ./edgeplan-X.tgz` into an empty
+ * folder, runs `edgeplan --version`, `validate` and `plan --local` (which builds better-sqlite3 on install when no
+ * prebuilt binary fits: this test takes about a minute).
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../helpers/server.js";
+
+const run = promisify(execFile);
+const version = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+/** This process's environment without what `npm test` adds (npm_config_*, npm_package_*), which would steer npm. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+}
+
+const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
+const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
+const STABLE = "bkdtg_2rFMNyLVAcCk79odY7RXLmHO5iR";
+const CANARY = "bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq";
+
+describe("the npm package", () => {
+  it("installs into an empty folder and runs --version, validate and plan --local", async () => {
+    const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
+    const env = cleanEnv();
+    const packed = await run("npm", ["pack", "--pack-destination", work, "--loglevel=error"], { cwd: REPO_ROOT, env, timeout: 120_000 });
+    const tgz = packed.stdout.trim().split("\n").pop()!;
+    expect(tgz).toBe(`edgeplan-${version}.tgz`);
+
+    const app = join(work, "app");
+    mkdirSync(join(app, "manifests"), { recursive: true });
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "routes", private: true }));
+    await run("npm", ["install", `../${tgz}`, "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env, timeout: 280_000 });
+    const edgeplan = join(app, "node_modules", ".bin", "edgeplan");
+
+    const shown = await run(edgeplan, ["--version"], { cwd: app, env });
+    expect(shown.stdout).toBe(`${version}\n`);
+
+    writeFileSync(
+      join(app, "manifests", "checkout.yaml"),
+      `kind: WeightedBackend\nname: checkout\nbackends:\n  ${STABLE}: 9000\n  ${CANARY}: 1000\n`,
+    );
+    writeFileSync(
+      join(app, "fixtures.yaml"),
+      `edges:\n  - id: ${EDGE}\n    hostports: ["api.example.com:443"]\n    routes:\n      - {id: ${ROUTE}, match: /v1, match_type: path_prefix}\n` +
+        `backends:\n  - {id: ${STABLE}, type: tunnel_group}\n  - {id: ${CANARY}, type: tunnel_group}\n`,
+    );
+    const validated = await run(edgeplan, ["validate", "manifests"], { cwd: app, env });
+    expect(`${validated.stdout}${validated.stderr}`).toBe("1 file, 1 object: 0 errors, 0 warnings\n");
+
+    const planned = await run(edgeplan, ["plan", "manifests", "--local", "--fixtures", "fixtures.yaml", "--no-color"], { cwd: app, env });
+    expect(planned.stdout).toContain("+ weighted_backend.checkout");
+    expect(planned.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
+    expect(planned.stderr).toContain("local: embedded server with its state in .edgeplan/local.db");
+  }, 300_000);
+});
