@@ -7,6 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
+import { actionStartScenario } from "./action-start.js";
 import { applyWriteScenario } from "./apply-write.js";
 import { coldStartScenario } from "./cold-start.js";
 import { diffCpuScenario } from "./diff-cpu.js";
@@ -25,6 +26,7 @@ export const SCENARIOS: Scenario[] = [
   diffCpuScenario,
   validateScenario,
   coldStartScenario,
+  actionStartScenario,
   serverScenario,
   serverPgScenario,
 ];

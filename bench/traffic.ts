@@ -112,6 +112,8 @@ export interface ServeSettings {
    * should not pay for parsing the log, while the server still pays for writing it, as it does in service.
    */
   discardLog?: boolean;
+  /** `--fixtures`: edges, routes and backends to load. */
+  fixtures?: string;
 }
 
 export interface BenchServer {
@@ -135,6 +137,7 @@ export function startBenchServer(cli: string, settings: ServeSettings): Promise<
   if (settings.databaseUrl !== undefined) args.push("--database", settings.databaseUrl);
   if (settings.latencyMs !== undefined) args.push("--latency", String(settings.latencyMs));
   if (settings.rateLimit !== undefined) args.push("--rate-limit", settings.rateLimit);
+  if (settings.fixtures !== undefined) args.push("--fixtures", settings.fixtures);
   const proc: ChildProcess = spawn(process.execPath, args, { stdio: ["ignore", "pipe", settings.discardLog ? "ignore" : "pipe"] });
   const traffic = new TrafficCounter();
   let stderrTail = "";

@@ -11,7 +11,7 @@ import { runAction as run, type ActionOptions, type ActionOutcome, type ActionRu
 import type { CommandIO } from "../../src/commands/io.js";
 import { ManifestError } from "../../src/model/errors.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
-import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
+import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 
 const CANARY = "ep_canary_Zq8vR2mWx7Lk4Tn9";
 const TOKEN = "ghs_canaryToken_Pp3Yd6Hs1Qa0";

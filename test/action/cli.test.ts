@@ -1,7 +1,7 @@
 /** The `edgeplan action` command of the built CLI: registration, exit code, outputs file, masking. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runnerEnv } from "./env.js";
-import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
+import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 import { runActionCli } from "./run-cli.js";
 
 const CANARY = "ep_canary_cli_N4v8Qw2Lp6Xs";

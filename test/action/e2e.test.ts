@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
-import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
+import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 import { copyAction, nodeModulesAbove, runNode, withDefaults, type CliRun } from "./run-cli.js";
 
 const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";

@@ -1,7 +1,7 @@
 /** The action's GitHub calls through the toolkit's Octokit, against the loopback stand-in of GitHub's REST API. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createGitHub, DRIFT_LABEL, statusOf, syncDriftIssue, upsertStickyComment } from "../../src/action/github.js";
-import { startGitHubStandIn, type GitHubStandIn } from "./github-stand-in.js";
+import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 
 const TOKEN = "ghs_standInToken0123456789";
 let gh: GitHubStandIn;

@@ -4,6 +4,7 @@
  * are not (speed targets belong to `npm run bench`).
  */
 import { describe, expect, it } from "vitest";
+import { measureActionStart } from "../../bench/action-start.js";
 import { measureApplyWrite } from "../../bench/apply-write.js";
 import { measureColdStart } from "../../bench/cold-start.js";
 import { measureDiffCpu } from "../../bench/diff-cpu.js";
@@ -27,7 +28,7 @@ function expectTimes(result: Record<string, unknown>, fields: string[]): void {
 
 describe("bench scenarios at a tiny size", () => {
   it("registers every scenario of the benchmark once", () => {
-    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "cold-start", "server", "server-pg"]);
+    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "cold-start", "action-start", "server", "server-pg"]);
   });
 
   it("plan-read: the list pages plus one read per edge; the reference reads every module", async () => {
@@ -103,6 +104,13 @@ describe("bench scenarios at a tiny size", () => {
     const r = await measureColdStart({ runs: 1 });
     expect(r.runs).toBe(1);
     expectTimes(r, ["wall_ms", "validate_examples_ms", "node_ms"]);
+  }, 60_000);
+
+  it("action-start: the bundled action posts its comment (the install and build baseline is left to npm run bench)", async () => {
+    const r = await measureActionStart({ runs: 1, baseline: false });
+    expect(r.runs).toBe(1);
+    expect(r.composite_install_build_ms).toBeUndefined();
+    expectTimes(r, ["wall_ms"]);
   }, 60_000);
 
   it("server: answers every GET and PATCH under load", async () => {

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, spawnServer, type SpawnedServer } from "../helpers/server.js";
 import { runnerEnv } from "../action/env.js";
-import { startGitHubStandIn, type GitHubStandIn } from "../action/github-stand-in.js";
+import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 import { canary, runEdgeplan, tempDir, type CliResult } from "./cli.js";
 
 const KEY = canary();

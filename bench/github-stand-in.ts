@@ -1,7 +1,8 @@
 /**
  * A loopback stand-in for the parts of the GitHub REST API the action's Octokit calls: list the comments of an issue
  * (paged, with a `Link` header), create one, edit one; list the open issues of a label, open one, close one. It
- * records every call. In `readOnly` mode every write answers 403 the way GitHub answers a fork's token.
+ * records every call, with the time it came in (`performance.now()`). In `readOnly` mode every write answers 403
+ * the way GitHub answers a fork's token. The tests of the action use it, and so does the `action-start` benchmark.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -29,6 +30,8 @@ export interface StandInCall {
   accept: string | undefined;
   apiVersion: string | undefined;
   body?: unknown;
+  /** When the request had been read whole (performance.now() of this process). */
+  at: number;
 }
 
 export interface GitHubStandIn {
@@ -89,6 +92,7 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
       authorization: req.headers.authorization,
       accept: req.headers.accept,
       apiVersion: req.headers["x-github-api-version"] as string | undefined,
+      at: performance.now(),
     };
     if (text) call.body = JSON.parse(text);
     state.calls.push(call);
