@@ -29,14 +29,17 @@ export const ACTION_START_SIZES: { full: ActionStartSize; quick: ActionStartSize
 const TOKEN = "ghs_benchToken";
 const TIMEOUT_MS = 120_000;
 
-/** A folder with action.yml and the file its `runs.main` names, nothing else; returns the main file's path. */
-function checkOutAction(root: string): string {
+/**
+ * A fresh folder with only action.yml and the file its `runs.main` names, as the runner checks an action out;
+ * returns the folder and the main file's path.
+ */
+export function checkOutAction(root: string = repoRoot()): { dir: string; main: string } {
   const main = (parse(readFileSync(join(root, "action.yml"), "utf8")) as { runs: { main: string } }).runs.main;
-  const dir = mkdtempSync(join(tmpdir(), "edgeplan-bench-action-"));
+  const dir = mkdtempSync(join(tmpdir(), "edgeplan-action-"));
   mkdirSync(dirname(join(dir, main)), { recursive: true });
   copyFileSync(join(root, "action.yml"), join(dir, "action.yml"));
   copyFileSync(join(root, main), join(dir, main));
-  return join(dir, main);
+  return { dir, main: join(dir, main) };
 }
 
 /** The environment of the action's step on a pull request: the runner's files, the event, the inputs. */
@@ -104,7 +107,7 @@ function timeInstallAndBuild(root: string): { ci_ms: number; build_ms: number } 
 /** Measures the bundled action's start to comment, and (with `baseline`) the install and build it no longer needs. */
 export async function measureActionStart(size: ActionStartSize): Promise<Measurement> {
   const root = repoRoot();
-  const main = checkOutAction(root);
+  const { dir, main } = checkOutAction(root);
   const dataDir = mkdtempSync(join(tmpdir(), "edgeplan-bench-data-"));
   const server = await startBenchServer(builtCli(), { dataFile: join(dataDir, "state.db"), fixtures: join(root, "examples", "fixtures.yaml"), discardLog: true });
   const gh = await startGitHubStandIn(TOKEN);
@@ -114,7 +117,7 @@ export async function measureActionStart(size: ActionStartSize): Promise<Measure
   } finally {
     await gh.close();
     await server.stop();
-    rmSync(dirname(dirname(main)), { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
   const wall = median(times);
   const result: Measurement = { wall_ms: round1(wall), runs: size.runs, summary: `bundled action, start to comment posted: ${round1(wall)} ms` };

@@ -4,8 +4,7 @@
  * CLI's `edgeplan action`.
  */
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, parse as parsePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
@@ -36,15 +35,8 @@ export function nodeModulesAbove(dir: string): string[] {
   }
 }
 
-/** A fresh folder with only action.yml and the file its `runs.main` names, as the runner checks an action out. */
-export function copyAction(): { dir: string; main: string } {
-  const dir = mkdtempSync(join(tmpdir(), "edgeplan-action-"));
-  const { main } = actionYml().runs;
-  mkdirSync(dirname(join(dir, main)), { recursive: true });
-  copyFileSync(join(ROOT, "action.yml"), join(dir, "action.yml"));
-  copyFileSync(join(ROOT, main), join(dir, main));
-  return { dir, main: join(dir, main) };
-}
+/** A fresh folder with only action.yml and the bundle, as the runner checks an action out. */
+export { checkOutAction as copyAction } from "../../bench/action-start.js";
 
 /** The INPUT_ variables a runner sets: the step's `with:` values, else the defaults of action.yml (expressions aside). */
 export function withDefaults(env: Record<string, string>): Record<string, string> {
