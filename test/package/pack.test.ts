@@ -35,7 +35,8 @@ describe("the npm package", () => {
     const app = join(work, "app");
     mkdirSync(join(app, "manifests"), { recursive: true });
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "routes", private: true }));
-    await run("npm", ["install", `../${tgz}`, "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env, timeout: 280_000 });
+    // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
+    await run("npm", ["install", `../${tgz}`, "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
     const edgeplan = join(app, "node_modules", ".bin", "edgeplan");
 
     const shown = await run(edgeplan, ["--version"], { cwd: app, env });
