@@ -2,7 +2,7 @@
  * The GitHub REST calls of the action, through the Actions toolkit's Octokit (`@actions/github`): the sticky
  * comment of a pull request, and the drift issue of a stack. The token goes to the configured API origin only.
  */
-import { getOctokit } from "@actions/github";
+import type { getOctokit } from "@actions/github";
 import { EdgeplanError } from "../model/errors.js";
 
 export const GITHUB_API_VERSION = "2022-11-28";
@@ -28,10 +28,14 @@ export interface IssueRef extends RepoRef {
 /**
  * An Octokit for `apiUrl` (GITHUB_API_URL) that sends GitHub's current media type and API version, and refuses a
  * request to any other origin (a `Link: rel="next"` elsewhere would otherwise take the token with it).
+ *
+ * `@actions/github` is imported here, when a post is made, not when the action starts: on import it parses the
+ * event payload, and a payload that is not JSON would end the process before the action could say so.
  */
-export function createGitHub(apiUrl: string, token: string): Octokit {
+export async function createGitHub(apiUrl: string, token: string): Promise<Octokit> {
   const baseUrl = apiUrl.replace(/\/+$/, "");
   const origin = new URL(baseUrl).origin;
+  const { getOctokit } = await import("@actions/github");
   const octokit = getOctokit(token, { baseUrl, userAgent: "edgeplan-action" });
   octokit.hook.before("request", (options) => {
     const url = String(options.url);

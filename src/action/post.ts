@@ -24,10 +24,10 @@ export interface PostedReport {
 }
 
 /** A client for the run's token, or undefined (with a notice saying why the post is skipped). */
-function github(run: ActionRun, what: string): { octokit: Octokit; repo: { owner: string; repo: string } } | undefined {
+async function github(run: ActionRun, what: string): Promise<{ octokit: Octokit; repo: { owner: string; repo: string } } | undefined> {
   const token = run.secrets.githubToken;
   const repo = run.ctx.repository;
-  if (token && repo) return { octokit: createGitHub(run.ctx.apiUrl, token), repo };
+  if (token && repo) return { octokit: await createGitHub(run.ctx.apiUrl, token), repo };
   const why = !token ? "the github-token input is empty" : "GITHUB_REPOSITORY is not set";
   core.notice(`no ${what}: ${why}; the plan is in the job summary`, { title: "edgeplan" });
   return undefined;
@@ -48,7 +48,7 @@ function refused(err: unknown, what: string, redact: (text: string) => string): 
 /** On a pull request's plan (unless the comment input is false): the one comment of the stack, created or edited. */
 export async function postPlanComment(run: ActionRun, markdown: string, max: number = COMMENT_MAX_CHARS): Promise<CommentResult> {
   if (run.command !== "plan" || !run.pr || !run.inputs.comment) return "skipped";
-  const client = github(run, "pull-request comment");
+  const client = await github(run, "pull-request comment");
   if (!client) return "skipped";
   const marker = commentMarker(run.stack);
   const body = renderComment({ marker, title: run.title, markdown, headSha: run.pr.headSha, runUrl: run.ctx.runUrl, max });
@@ -69,7 +69,7 @@ export async function postDrift(run: ActionRun, report: PostedReport): Promise<D
   if (run.command !== "plan" || run.pr || !run.inputs.driftIssue) return undefined;
   const found = report.hasChanges;
   if (found) core.error(run.secrets.redact(`drift in stack ${run.stack}: ${report.summaryLine}`), { title: "edgeplan drift" });
-  const client = github(run, "drift issue");
+  const client = await github(run, "drift issue");
   if (!client) return { found, issue: "failed" };
   const runUrl = run.ctx.runUrl;
   const drift = (issue: boolean): string =>

@@ -186,6 +186,16 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expectNoKey(second.run, second.runner);
   });
 
+  it("says which event payload cannot be read, instead of crashing on it", async () => {
+    const runner = runnerEnv({ event: "push", githubApiUrl: gh.url, inputs: { "api-key": server.apiKey } });
+    writeFileSync(runner.env.GITHUB_EVENT_PATH!, "{not json");
+    const run = await runNode(node, [action.main], withDefaults(runner.env), runner.workspace);
+    expect(run.code).toBe(1);
+    const message = `GITHUB_EVENT_PATH ${runner.env.GITHUB_EVENT_PATH}: the event payload cannot be read as JSON`;
+    expect(run.stdout.split("\n").slice(0, 2)).toEqual([`::add-mask::${server.apiKey}`, expect.stringContaining(`::error title=edgeplan::${message} (`)]);
+    expect(runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1", "plan-file": "" });
+  });
+
   it("annotates a broken manifest at its lines, sends nothing to the API and fails", async () => {
     const ws = checkout({
       "manifests/checkout.yaml": [

@@ -25,7 +25,7 @@ const marker = "<!-- edgeplan:plan stack=prod -->";
 describe("sticky comment", () => {
   it("creates the comment once, then edits it in place, even on a later page, with GitHub's headers", async () => {
     gh.seed("acme/routes#12", 120);
-    const octokit = createGitHub(`${gh.url}/`, TOKEN);
+    const octokit = await createGitHub(`${gh.url}/`, TOKEN);
     const first = await upsertStickyComment(octokit, issue, marker, `${marker}\nfirst`);
     expect(first.action).toBe("created");
     gh.seed("acme/routes#12", 5);
@@ -53,7 +53,7 @@ describe("sticky comment", () => {
 
   it("reports a read-only token as a 403 without the token in the message", async () => {
     gh.readOnly = true;
-    const err = await upsertStickyComment(createGitHub(gh.url, TOKEN), issue, marker, "x").catch((e: unknown) => e);
+    const err = await upsertStickyComment(await createGitHub(gh.url, TOKEN), issue, marker, "x").catch((e: unknown) => e);
     expect(statusOf(err)).toBe(403);
     expect((err as Error).message).toContain("Resource not accessible by integration");
     expect((err as Error).message).not.toContain(TOKEN);
@@ -66,7 +66,7 @@ describe("sticky comment", () => {
       // A stand-in whose links point elsewhere: the token is not sent there.
       gh.seed("acme/routes#12", 150);
       gh.url = other.url;
-      const err = await upsertStickyComment(createGitHub(original, TOKEN), issue, marker, "x").catch((e: unknown) => e);
+      const err = await upsertStickyComment(await createGitHub(original, TOKEN), issue, marker, "x").catch((e: unknown) => e);
       expect((err as Error).message).toBe(`GitHub API: refused to follow a link to ${other.url}, which is not ${original}`);
       expect(other.calls).toHaveLength(0);
       expect(gh.writes()).toHaveLength(0);
@@ -89,7 +89,7 @@ describe("drift issue", () => {
   });
 
   it("opens one issue per stack, comments on it while drift lasts, and closes it when none is left", async () => {
-    const octokit = createGitHub(gh.url, TOKEN);
+    const octokit = await createGitHub(gh.url, TOKEN);
     // Someone else's issue with the label, and a closed drift issue of the stack, are not the open one.
     gh.issues.set("acme/routes", [
       { number: 7, title: "other", body: "about drift", labels: [{ name: DRIFT_LABEL }], state: "open" },
