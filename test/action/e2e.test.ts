@@ -196,6 +196,20 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expect(runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1", "plan-file": "" });
   });
 
+  it("opens the drift issue on a scheduled plan that finds drift, and fails the step", async () => {
+    const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000) });
+    const { run, runner } = await act(ws, { event: "schedule", pr: undefined, inputs: { stack: "nightly", comment: "false", "drift-issue": "true" } });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toContain("::error title=edgeplan drift::drift in stack nightly: Plan: 1 to create, 0 to update, 0 to delete.\n");
+    expect(runner.outputs()).toMatchObject({ "has-changes": "true", exitcode: "2" });
+    const [issue] = gh.issues.get("acme/routes")!;
+    expect(issue).toMatchObject({ title: "edgeplan: drift in stack nightly", state: "open", labels: [{ name: "edgeplan-drift" }] });
+    expect(issue!.body.startsWith("<!-- edgeplan:drift stack=nightly -->\nLive state of stack `nightly` differs from the manifests.")).toBe(true);
+    expect(issue!.body).toContain("weighted_backend.checkout");
+    expect(gh.comments.size).toBe(0);
+    expectNoKey(run, runner, [issue!.body]);
+  });
+
   it("annotates a broken manifest at its lines, sends nothing to the API and fails", async () => {
     const ws = checkout({
       "manifests/checkout.yaml": [
