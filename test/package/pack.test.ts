@@ -1,14 +1,15 @@
 /**
- * The published CLI: `npm pack` of this repository, installed with `npm install ./edgeplan-X.tgz` into an empty
- * folder, runs `edgeplan --version`, `validate` and `plan --local` (which builds better-sqlite3 on install when no
+ * The published CLI: `npm pack` of this repository into an empty folder, installed there with
+ * `npm install ./edgeplan-X.tgz`, runs `edgeplan --version`, `validate` and `plan --local` (which builds better-sqlite3 on install when no
  * prebuilt binary fits: this test takes about a minute).
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { nodeModulesAbove } from "../action/run-cli.js";
 import { REPO_ROOT } from "../helpers/server.js";
 
 const run = promisify(execFile);
@@ -28,16 +29,19 @@ describe("the npm package", () => {
   it("installs into an empty folder and runs --version, validate and plan --local", async () => {
     const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
     const env = cleanEnv();
-    const packed = await run("npm", ["pack", "--pack-destination", work, "--loglevel=error"], { cwd: REPO_ROOT, env, timeout: 120_000 });
+    // The folder holds the package and nothing else, and no node_modules above it could lend a module.
+    const app = join(work, "app");
+    mkdirSync(app);
+    expect(nodeModulesAbove(work)).toEqual([]);
+    const packed = await run("npm", ["pack", "--pack-destination", app, "--loglevel=error"], { cwd: REPO_ROOT, env, timeout: 120_000 });
     const tgz = packed.stdout.trim().split("\n").pop()!;
     expect(tgz).toBe(`edgeplan-${version}.tgz`);
+    expect(readdirSync(app)).toEqual([tgz]);
 
-    const app = join(work, "app");
-    mkdirSync(join(app, "manifests"), { recursive: true });
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "routes", private: true }));
     // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
-    await run("npm", ["install", `../${tgz}`, "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
+    await run("npm", ["install", `./${tgz}`, "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
     const edgeplan = join(app, "node_modules", ".bin", "edgeplan");
+    mkdirSync(join(app, "manifests"));
 
     const shown = await run(edgeplan, ["--version"], { cwd: app, env });
     expect(shown.stdout).toBe(`${version}\n`);
