@@ -39,7 +39,7 @@ describe("the npm package", () => {
     expect(readdirSync(app)).toEqual([tgz]);
 
     // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
-    await run("npm", ["install", `./${tgz}`, "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
+    await run("npm", ["install", `./${tgz}`, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
     const edgeplan = join(app, "node_modules", ".bin", "edgeplan");
     mkdirSync(join(app, "manifests"));
 
