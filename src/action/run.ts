@@ -127,10 +127,11 @@ export async function runAction(io: CommandIO, runners: ActionRunners, options: 
   await writeJobSummary(run, finished);
   const report = { markdown: finished.markdown.trim() || finished.summaryLine, summaryLine: finished.summaryLine, hasChanges: finished.hasChanges };
   const comment = await postPlanComment(run, report.markdown, options.commentMaxChars);
-  const drift = finished.result.exitCode === EXIT.error ? undefined : await postDrift(run, report);
+  // A failed plan says nothing about drift: the issue is left as it is.
+  const failed = finished.result.exitCode === EXIT.error;
+  const drift = failed ? undefined : await postDrift(run, report);
   const outputs = outputsOf(finished);
   setOutputs(outputs, secrets.redact);
-  const failed = finished.result.exitCode === EXIT.error;
   if (!failed && run.command === "plan") core.notice(secrets.redact(finished.summaryLine), { title: "edgeplan" });
   return { exitCode: exitCodeOf(run, finished, drift), command: run.command, outputs, comment, drift };
 }
