@@ -399,6 +399,13 @@ describe("edgeplan action as a drift check", () => {
     expect(ro.io.out).toContain("::notice title=edgeplan::the plan could not be posted as the drift issue: the token is read-only");
     gh.readOnly = false;
 
+    // A plan that failed says nothing about drift: no issue is opened or closed.
+    gh.calls.length = 0;
+    const failed = await runAction(schedule().io, runners(new Error("the API is down")));
+    expect(failed.exitCode).toBe(1);
+    expect(failed.drift).toBeUndefined();
+    expect(gh.writes()).toHaveLength(0);
+
     const pr = setup({ inputs: { "drift-issue": "true" } });
     const planned = await runAction(pr.io, runners({ exitCode: 2, markdown: PLAN_MD, hasChanges: true }));
     expect(planned.exitCode).toBe(0);
