@@ -110,6 +110,8 @@ describe("bench scenarios at a tiny size", () => {
     const r = await measureActionStart({ runs: 1, baseline: false });
     expect(r.runs).toBe(1);
     expect(r.composite_install_build_ms).toBeUndefined();
+    expect(r.target).toBe("comment posted within 2000 ms of the start");
+    expect(typeof r.ok).toBe("boolean");
     expectTimes(r, ["wall_ms"]);
   }, 60_000);
 
