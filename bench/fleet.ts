@@ -67,6 +67,7 @@ export function expectedSummary(spec: FleetSpec): PlanSummary {
     adopt: 0,
     takeover: 0,
     rename: 0,
+    rollout: 0,
     module_replace: 2 * spec.changedRoutes,
     module_delete: 0,
     orphans_kept: 0,

@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { EdgeplanError } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
 import type { Clock } from "./rate-limit.js";
-import { SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
+import { isLoopbackHost, SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
 
 export interface ClientOptions {
   /** Base URL of the API, e.g. `https://api.example.com` (a path prefix is kept). */
@@ -66,23 +66,14 @@ export const CLIENT_DEFAULTS = {
   versionHeader: "Ngrok-Version",
 } as const;
 
+export { isLoopbackHost };
+
 function optionError(message: string): EdgeplanError {
   return new EdgeplanError(message);
 }
 
 /** An HTTP header name (RFC 9110 token). */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-/** True when `hostname` (as `URL.hostname` gives it) is loopback: 127.0.0.0/8, ::1, or localhost. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
-  if (host === "localhost") return true;
-  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return host.split(".").every((p) => Number(p) <= 255);
-  if (host === "::1" || host === "0:0:0:0:0:0:0:1") return true;
-  // IPv4-mapped loopback as the URL parser writes it: ::ffff:7f00:1 for ::ffff:127.0.0.1.
-  const mapped = /^::ffff:7f([0-9a-f]{2}):[0-9a-f]{1,4}$/.exec(host);
-  return mapped !== null;
-}
 
 /**
  * Checks and normalises an API base URL: http or https, no credentials, query or fragment; plain `http://` only to

@@ -46,7 +46,21 @@ export function doneVerb(change: Change): string {
       return "taken over";
     case "rename":
       return `renamed from "${change.previous_owner?.name ?? ""}"`;
+    case "rollout":
+      return rolloutVerb(change);
   }
+}
+
+function rolloutVerb(change: WeightedBackendChange): string {
+  const r = change.rollout;
+  if (r?.phase === "step") {
+    const shares = change.weights.filter((w) => w.after !== null).map((w) => `${w.share_after}%`).join("/");
+    const next = r.next_due_at === null ? "" : `; next step due at ${r.next_due_at}`;
+    return `rollout step ${r.step} of ${r.steps} written (${shares}${next})`;
+  }
+  if (r?.phase === "confirm") return "rollout finished: the check passed";
+  if (r?.phase === "halt") return "rollout halted: the weights it started from are written back";
+  return "returned to the weights the rollout started from";
 }
 
 /**

@@ -90,10 +90,15 @@ export function mergeLive(before: LiveState, touched: TouchedObjects, reread: Li
   };
 }
 
-/** The verdict of a plan made against the merged live state: converged when it has no change. */
+/**
+ * The verdict of a plan made against the merged live state: converged when it has no change but rollout steps
+ * that are not due yet (those are listed as in progress). A halted rollout is a difference that remains.
+ */
 export function buildConvergenceFromReplan(replan: Pick<Plan, "changes">): Convergence {
-  const remaining = replan.changes.map((c) => ({ address: c.address, reason: phraseOf(c) }));
-  return { checked: true, converged: remaining.length === 0, remaining };
+  const waiting = (c: Change): boolean => c.kind === "weighted_backend" && c.rollout !== undefined && c.rollout.status !== "halted";
+  const remaining = replan.changes.filter((c) => !waiting(c)).map((c) => ({ address: c.address, reason: phraseOf(c) }));
+  const inProgress = replan.changes.filter(waiting).map((c) => ({ address: c.address, reason: phraseOf(c) }));
+  return { checked: true, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
 }
 
 /**
@@ -110,8 +115,13 @@ export function buildConvergenceFromPlan(
   const wbs = new Map(reread.weightedBackends.map((wb) => [wb.id, wb]));
   const routes = new Map(reread.routes.map((r) => [routeKey(r), r]));
   const remaining: Remaining[] = [];
+  const inProgress: Remaining[] = [];
   for (const change of plan.changes) {
     const s = status.get(change.address);
+    if (s === undefined && change.kind === "weighted_backend" && change.rollout && change.rollout.status !== "halted") {
+      inProgress.push({ address: change.address, reason: phraseOf(change) });
+      continue;
+    }
     if (s !== "done" && s !== "failed") {
       remaining.push({ address: change.address, reason: `${phraseOf(change)} (${s === "skipped" ? "skipped" : "not started"})` });
       continue;
@@ -119,7 +129,7 @@ export function buildConvergenceFromPlan(
     const reason = change.kind === "weighted_backend" ? weightedBackendGap(change, outcome.createdIds, wbs) : moduleGap(change, routes);
     if (reason !== null) remaining.push({ address: change.address, reason });
   }
-  return { checked: true, converged: remaining.length === 0, remaining };
+  return { checked: true, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
 }
 
 function weightedBackendGap(
@@ -137,7 +147,10 @@ function weightedBackendGap(
     backends[ref === undefined ? key : (createdIds[ref] ?? key)] = weight;
   }
   const expected = { ...change.after, backends: sortedBackends(backends) };
-  return equal(buildLiveValue(live), expected) ? null : "still differs from the plan";
+  const actual = buildLiveValue(live);
+  // A rollout step's marker holds the time of its write, which the plan could not know.
+  if (change.rollout) return equal(actual.backends, expected.backends) ? null : "still differs from the plan";
+  return equal(actual, expected) ? null : "still differs from the plan";
 }
 
 function moduleGap(change: Exclude<Change, WeightedBackendChange>, routes: ReadonlyMap<string, LiveRoute>): string | null {

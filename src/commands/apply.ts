@@ -15,6 +15,8 @@ import { fetchTouched } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
+import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } from "../apply/rollout.js";
+import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, waitForRollouts, type Round } from "../apply/wait.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { fetchStale, loadSavedPlan } from "../apply/saved-plan.js";
@@ -29,7 +31,7 @@ import {
 import { buildEstimate } from "../core/estimate.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
-import type { Plan, SamlOutput } from "../model/plan.js";
+import type { Change, Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import type { CommandIO } from "./io.js";
 import { showPlan, showPlanPage, showReport } from "./apply-show.js";
@@ -61,6 +63,14 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   html?: string;
   /** No progress on stderr while the changes run (the report on stdout is unchanged). */
   quiet?: boolean;
+  /** Go on after the first run, step after step, until every rollout reached its manifest's weights. */
+  wait?: boolean;
+  /** How long `--wait` may go on (a duration; default 1h). */
+  waitTimeout?: string;
+  /** Names of weighted backends whose halted rollout starts again from the live weights. */
+  retryRollout?: string[];
+  /** Asks a rollout check (default: a GET, `runRolloutCheck`). */
+  checker?: Checker;
   /**
    * Aborting it stops the run as Ctrl-C does. When absent, the command handles SIGINT and SIGTERM itself while the
    * changes run (a second signal ends the process at once).
@@ -90,6 +100,7 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
   const options = await withProjectFile(given, io);
   const { format, acks } = checkApplyFlags(options, io);
+  const waitMs = checkRolloutFlags(options);
   let diagnostics: Diagnostic[] = [];
   let desired: DesiredState | undefined;
   let saved: Plan | undefined;
@@ -105,7 +116,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   try {
     const chosen = saved
       ? await fromSavedPlan(saved, options, io, session)
-      : await planFromManifests(desired as DesiredState, planOptionsFrom(options, session.stack), session);
+      : await planFromManifests(desired as DesiredState, { ...planOptionsFrom(options, session.stack), now: Date.now(), retryRollouts: options.retryRollout ?? [] }, session);
     const { plan, fromManifests } = chosen;
     if (chosen.diagnostics) diagnostics = chosen.diagnostics;
 
@@ -117,6 +128,13 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
     }
+    const idle = idleRollouts(plan, Date.now());
+    if (idle !== null && options.wait !== true) {
+      await showPlanPage(plan, format, options, io);
+      io.stderr(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`);
+      result.exitCode = idle.halted ? EXIT.partial : EXIT.ok;
+      return result;
+    }
     try {
       await approve(plan, acks, options, io);
     } catch (err) {
@@ -124,18 +142,8 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       throw err;
     }
 
-    const { outcome, interruptedBy } = await runChanges(plan, session, options, io);
-    const { convergence, outputs } = outcome.interrupted
-      ? { convergence: { checked: false, converged: false, remaining: [] } as Convergence, outputs: [] as SamlOutput[] }
-      : await checkConvergence(plan, outcome, session, fromManifests);
-
-    const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: fromManifests ? "manifests" : "plan" };
-    if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
-    if (plan.targeted) report.targeted = true;
-    await showReport(report, plan, format, options, io);
-    result.summaryMarkdown = renderApplyMarkdown(report);
-    result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
-    result.exitCode = exitCodeOf(outcome, convergence, interruptedBy);
+    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs });
+    await reportRun(plan, run, { session, fromManifests, format, options }, io, result);
     return result;
   } finally {
     await session.close();
@@ -150,6 +158,35 @@ async function approve(plan: Plan, acks: ReturnType<typeof parseAckRules>, optio
   if (!io.stdinIsTTY) throw buildNoTerminalRefusal();
   const answer = await io.prompt(APPROVAL_QUESTION);
   if (answer.trim() !== "yes") throw buildDeclinedRefusal(answer);
+}
+
+/**
+ * After the run: the convergence check (the last `--wait` plan tells it when there is one), the report, a halted
+ * rollout's message on stderr, and the result's summaries and exit code.
+ */
+async function reportRun(
+  plan: Plan,
+  run: RunResult,
+  ctx: { session: Session; fromManifests: FromManifests | undefined; format: PlanFormat; options: ApplyCommandOptions },
+  io: CommandIO,
+  result: ApplyCommandResult,
+): Promise<void> {
+  const { outcome, interruptedBy } = run;
+  const { convergence, outputs } = outcome.interrupted || interruptedBy !== undefined
+    ? { convergence: { checked: false, converged: false, remaining: [] } as Convergence, outputs: [] as SamlOutput[] }
+    : run.finalPlan
+      ? { convergence: buildConvergenceFromReplan(run.finalPlan), outputs: run.finalPlan.outputs }
+      : await checkConvergence({ ...plan, changes: [...run.ran, ...heldChanges(plan, run.held)] }, outcome, ctx.session, ctx.fromManifests);
+  const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: ctx.fromManifests ? "manifests" : "plan", held: run.held };
+  if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
+  if (plan.targeted) report.targeted = true;
+  if (run.halted.length > 0) report.halted = run.halted;
+  if (run.timedOut) report.timedOut = run.timedOut;
+  await showReport(report, plan, ctx.format, ctx.options, io);
+  for (const h of run.halted) io.stderr(`edgeplan: ${haltMessage(h)}\n`);
+  result.summaryMarkdown = renderApplyMarkdown(report);
+  result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
+  result.exitCode = exitCodeOf(outcome, convergence, interruptedBy, run.halted.length > 0 || run.timedOut !== null);
 }
 
 /** Checks the flags that need nothing read first: the format, the `--ack` rules, `--plan` beside a scope. */
@@ -213,10 +250,10 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
  * convergence check that found differences, 3; else 0. A check that could not read the objects again does not turn
  * a run whose every write the API accepted into a failure (the report says it was not checked).
  */
-function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined): number {
-  if (outcome.interrupted) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
+function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined, rolloutStopped: boolean): number {
+  if (outcome.interrupted || interruptedBy !== undefined) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
   const { failed, skipped, not_started } = outcome.counts;
-  if (failed + skipped + not_started > 0) return EXIT.partial;
+  if (failed + skipped + not_started > 0 || rolloutStopped) return EXIT.partial;
   if (convergence.checked && !convergence.converged) return EXIT.partial;
   return EXIT.ok;
 }
@@ -237,30 +274,87 @@ function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOp
   return planOptions;
 }
 
-/** Runs the plan's changes with progress on stderr (none with `--quiet`); SIGINT/SIGTERM (or `options.signal`) stop it gracefully. */
+interface RunResult {
+  outcome: ApplyOutcome;
+  interruptedBy: string | undefined;
+  /** The changes sent (rollout steps as stamped, failed checks as halts), and those held back. */
+  ran: Change[];
+  held: HeldChange[];
+  halted: Round["halted"];
+  timedOut: string | null;
+  /** With `--wait`: the plan made after the last step, which tells convergence. */
+  finalPlan: Plan | null;
+}
+
+/**
+ * Runs the plan's changes with progress on stderr (none with `--quiet`): rollout checks first, steps not due held
+ * back; then with `--wait` the rollouts' next steps as they fall due, one line each. SIGINT/SIGTERM (or
+ * `options.signal`) stop it gracefully.
+ */
 async function runChanges(
   plan: Plan,
   session: Session,
   options: ApplyCommandOptions,
   io: CommandIO,
-): Promise<{ outcome: ApplyOutcome; interruptedBy: string | undefined }> {
+  ctx: { fromManifests: FromManifests | undefined; waitMs: number },
+): Promise<RunResult> {
   const { concurrency } = session;
   const stop = wireStop(io, options.signal);
-  const n = plan.changes.length;
-  if (options.quiet !== true) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
-  const progress = options.quiet === true ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client });
+  const quiet = options.quiet === true;
+  const rollouts = { checker: options.checker ?? runRolloutCheck, now: () => Date.now() };
   try {
-    const outcome = await applyPlan(plan.changes, session.client, {
-      stack: plan.stack,
-      concurrency,
+    const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal);
+    const n = prepared.changes.length;
+    if (!quiet) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
+    if (!quiet) for (const h of prepared.held) io.stderr(`${h.address}: held back: ${h.message}\n`);
+    const progress = quiet ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client });
+    let outcome: ApplyOutcome;
+    try {
+      outcome = await applyPlan(prepared.changes, session.client, {
+        stack: plan.stack,
+        concurrency,
+        signal: stop.signal,
+        ...(progress ? { onProgress: (line: string) => progress.line(line), onResult: (r: ChangeResult) => progress.result(r) } : {}),
+      });
+    } finally {
+      progress?.stop();
+    }
+    const first: Round = { outcome, held: prepared.held, halted: prepared.halted };
+    const result: RunResult = { ...first, interruptedBy: stop.by(), ran: prepared.changes, timedOut: null, finalPlan: null };
+    const { fromManifests } = ctx;
+    const { failed, skipped, not_started } = outcome.counts;
+    if (!options.wait || !fromManifests || first.halted.length > 0 || stop.signal.aborted || failed + skipped + not_started > 0) return result;
+    const roundOptions = { stack: plan.stack, concurrency, signal: stop.signal, ...rollouts, ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }) };
+    const waited = await waitForRollouts({
+      deadline: Date.now() + ctx.waitMs,
+      now: rollouts.now,
       signal: stop.signal,
-      ...(progress ? { onProgress: (line: string) => progress.line(line), onResult: (r: ChangeResult) => progress.result(r) } : {}),
+      replan: async () => {
+        const planOptions = { ...fromManifests.planOptions, now: Date.now(), retryRollouts: [] };
+        const { desired, live } = await fetchForPlan(session.client, fromManifests.desired, planOptions);
+        return buildPlan(desired, live, planOptions);
+      },
+      round: (changes) => applyRound(changes, session.client, roundOptions),
     });
-    return { outcome, interruptedBy: stop.by() };
+    const last = waited.rounds.at(-1);
+    return {
+      outcome: mergeOutcomes([outcome, ...waited.rounds.map((r) => r.outcome)]),
+      interruptedBy: stop.by(),
+      ran: prepared.changes,
+      held: waited.plan ? [] : (last?.held ?? first.held),
+      halted: waited.rounds.flatMap((r) => r.halted),
+      timedOut: waited.timedOut,
+      finalPlan: waited.plan,
+    };
   } finally {
-    progress?.stop();
     stop.dispose();
   }
+}
+
+/** The planned changes that were held back, for the convergence check of a saved plan. */
+function heldChanges(plan: Plan, held: readonly HeldChange[]): Change[] {
+  const addresses = new Set(held.map((h) => h.address));
+  return plan.changes.filter((c) => addresses.has(c.address));
 }
 
 /**

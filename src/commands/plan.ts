@@ -42,6 +42,8 @@ export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
   /** Also write the plan as an HTML page to this file, whatever `format` prints. */
   html?: string;
   detailedExitcode?: boolean;
+  /** The plan's time in ms since the epoch (default: the clock); a rollout step is due when its time has come. */
+  now?: number;
 }
 
 export interface PlanCommandResult {
@@ -128,7 +130,8 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   const loaded = await loadManifests(options.paths, io);
   const session = await openSession(options, io, loaded.desired);
   try {
-    const planOptions = planOptionsFrom(options, session.stack);
+    // The time decides which rollout steps are due; the plan itself sends no check.
+    const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now() };
     const { desired, live } = await fetchForPlan(session.client, loaded.desired, planOptions);
     const plan = buildPlan(desired, live, { ...planOptions, ...estimateOptionsOf(session) });
     io.stdout(renderPlan(plan, format, useColor(options, io)));

@@ -70,6 +70,7 @@ export const ORDER_RULES: Readonly<Record<WeightedBackendAction | "module", Rule
   adopt: waitForChildren,
   takeover: waitForChildren,
   rename: waitForChildren,
+  rollout: waitForChildren,
   delete: waitForFormerParents,
   module: noWait,
 };

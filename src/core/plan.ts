@@ -2,7 +2,8 @@
  * `buildPlan`: the pure function from (desired, live, options) to a Plan, in phases of their own files: match
  * manifests to live objects by `id:` or owner marker (`match.ts`), propose renames instead of delete + create
  * (`renames.ts`), resolve and check children (`children.ts`), pair routes (`routes.ts`), find orphans
- * (`orphans.ts`), let each kind build its changes (`kinds/`), order them (`graph.ts`), and name the risks and
+ * (`orphans.ts`), let each kind build its changes (`kinds/`; a weighted backend's update becomes the step of a
+ * progressive rollout when its manifest asks for one, `rollout.ts`), order them (`graph.ts`), and name the risks and
  * outputs. Same input, same Plan.
  */
 import { compareText } from "../model/canonical.js";
@@ -22,6 +23,7 @@ import { buildRisks, defaultMaxDeletes } from "./risks.js";
 import { buildRouteChanges, managedModuleCount, pairRoutes, type RoutePair } from "./routes.js";
 import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./scope.js";
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
+import { buildRolloutChange } from "./rollout.js";
 
 export interface PlanOptions {
   /** The stack whose owner markers this plan manages. */
@@ -42,6 +44,10 @@ export interface PlanOptions {
   budget?: ApplyBudget;
   /** Whether the server reads a route's modules with one read of its edge (default true; see `fetchLive`). */
   edgeReads?: boolean;
+  /** The time the plan is made (ms since the epoch): when rollout steps are due. Default 0 (plans without a clock, in tests). */
+  now?: number;
+  /** Names of weighted backends whose halted rollout starts again (`apply --retry-rollout NAME`). */
+  retryRollouts?: readonly string[];
 }
 
 export const DEFAULT_MAX_SHIFT = 50;
@@ -68,7 +74,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const orphans = planOrphans(index, matching, resolvedByName, options.prune, problems);
   const ignored = new IgnoredCollector();
   const all = [
-    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored),
+    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options),
     ...buildRouteChanges(routePairs, ignored),
   ].sort((a, b) => compareText(a.address, b.address));
   const changeById = new Map<string, string>();
@@ -112,6 +118,7 @@ function buildWeightedBackendChanges(
   children: { resolvedByName: ReadonlyMap<string, Resolved>; nameToId: ReadonlyMap<string, string> },
   orphans: Orphans,
   ignored: IgnoredCollector,
+  options: Pick<PlanOptions, "now" | "retryRollouts">,
 ): Change[] {
   // Names shown beside child ids: the manifest name, else the name in the child's marker of this stack. Looked up
   // for the children of changed objects only, so it is not built for every live object.
@@ -132,7 +139,9 @@ function buildWeightedBackendChanges(
     const change = buildWeightedBackendChange({ ...m, desired: kept.desired, parsedLive, stack: index.stack, backends, pending, names });
     ignored.add(...weightedBackendOrigin(d), kept.ignored);
     ignored.noteOn(change, kept.ignored);
-    if (change) changes.push(change);
+    if (!change) continue;
+    const retry = options.retryRollouts?.includes(d.name) === true;
+    changes.push(buildRolloutChange(change, { desired: kept.desired, state: parsedLive?.marker?.rollout, stack: index.stack, now: options.now ?? 0, retry }));
   }
   for (const o of orphans.entries) {
     if (orphans.deleting.has(o.live.id)) changes.push(buildWeightedBackendDelete(o.live, index.parsed.get(o.live.id), o.marker, o.address, names));
@@ -159,6 +168,7 @@ function summarise(changes: Change[], orphans: Orphan[]): PlanSummary {
     adopt: count("wb", "adopt"),
     takeover: count("wb", "takeover"),
     rename: count("wb", "rename"),
+    rollout: count("wb", "rollout"),
     module_replace: count("module", "replace"),
     module_delete: count("module", "delete"),
     orphans_kept: orphans.filter((o) => o.action === "keep").length,

@@ -3,7 +3,7 @@
  * acknowledged on apply (`--ack <rule>`, or `--force`). Rules:
  * - `auth-removal`: a SAML module deleted, or changed from enabled to disabled.
  * - `traffic-shift`: a child's share of a weighted backend's traffic moves by more than `maxShift` percentage
- *   points (shares from the weights before and after). Only between two sides that both send traffic: stopping
+ *   points (shares from the weights before and after); never for a rollout change. Only between two sides that both send traffic: stopping
  *   all traffic is `no-traffic`, and starting it from nothing moves no traffic away from anything.
  * - `no-traffic`: a write that leaves every weight 0 (or no children), unless the object already had no traffic
  *   and its children do not change (then the write does not change where traffic goes).
@@ -32,7 +32,9 @@ function childLabel(w: { child: string; name: string | null; known_after_apply: 
 }
 
 function trafficShift(change: WeightedBackendChange, maxShift: number): Risk | null {
-  if (!change.before || !change.after) return null;
+  // A rollout step moves no share more than its max_step, and its return to the starting weights goes back to
+  // what was known to be good: neither waits for an acknowledgement.
+  if (!change.before || !change.after || change.action === "rollout") return null;
   const total = (side: "before" | "after"): number => change.weights.reduce((s, w) => s + (w[side] ?? 0), 0);
   const tb = total("before");
   const ta = total("after");

@@ -9,8 +9,9 @@ import type { FieldDiff, JsonValue, WeightChange, WeightedBackendBody, WeightedB
 import { weightedBackendAddress, type WeightedBackendAction } from "../model/plan.js";
 import { weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
 import { pickFields } from "../model/wire.js";
-import { formatPos, MARKER_KEY, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker } from "../model/state.js";
+import { formatPos, MARKER_KEY, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker, type RolloutState } from "../model/state.js";
 import { buildFieldDiff, diffRecords } from "./diff.js";
+import { parseRolloutState } from "./weighted-backend-rollout.js";
 
 /** Live metadata as compared: parsed when it is a JSON object, else the raw text. */
 export interface ParsedMetadata {
@@ -44,12 +45,14 @@ function parseMarker(raw: unknown): OwnerMarker | null {
   if (!isObject(raw)) return null;
   const { stack, name, protect } = raw;
   if (typeof stack !== "string" || typeof name !== "string" || stack === "" || name === "") return null;
-  return protect === true ? { stack, name, protect: true } : { stack, name };
+  return buildMarker(stack, name, protect === true, parseRolloutState(raw.rollout));
 }
 
-/** The owner marker edgeplan writes for a manifest object. */
-export function buildMarker(stack: string, name: string, protect: boolean): OwnerMarker {
-  return protect ? { stack, name, protect: true } : { stack, name };
+/** The owner marker edgeplan writes for a manifest object, with the state of a rollout under way. */
+export function buildMarker(stack: string, name: string, protect: boolean, rollout?: RolloutState): OwnerMarker {
+  const marker: OwnerMarker = protect ? { stack, name, protect: true } : { stack, name };
+  if (rollout) marker.rollout = rollout;
+  return marker;
 }
 
 /** The full metadata of a managed object: the user's mapping plus the marker, keys sorted. */
@@ -252,7 +255,7 @@ export function buildWeightedBackendDelete(
 }
 
 /** Two backends maps with the same children and weights, whatever their key order. */
-function sameWeights(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+export function sameWeights(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   for (const key of keys) if (!Object.hasOwn(b, key) || a[key] !== b[key]) return false;

@@ -8,6 +8,7 @@ import type { Diagnostic } from "../model/errors.js";
 import type {
   CircuitBreakerManifest,
   EdgeRouteManifest,
+  RolloutManifest,
   SamlManifest,
   WeightedBackendManifest,
 } from "../model/manifest-schema.js";
@@ -19,8 +20,11 @@ import {
   type DesiredWeightedBackend,
   type ModuleIntent,
   type OwnerMarker,
+  type RolloutCheck,
+  type RolloutSpec,
   type SourcePos,
 } from "../model/state.js";
+import { parseCheckTimeout, parseCheckUrl, parseInterval } from "../model/syntax.js";
 import { fieldsOf, LIMITS, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
@@ -35,6 +39,9 @@ export const ESTIMATE_STACK = "default";
 
 /** The fields of a WeightedBackend manifest whose positions a change may point at (all but apiVersion and kind). */
 const WB_MANIFEST_FIELDS = fieldsOf(WeightedBackendManifestSchema).filter((f) => f !== "apiVersion" && f !== "kind");
+
+/** A rollout check's timeout when the manifest leaves it out. */
+export const DEFAULT_CHECK_TIMEOUT = "10s";
 
 /** IdP metadata of one SAML module, as read: the text, and the file it came from (display path) if any. */
 export interface SamlSource {
@@ -144,6 +151,35 @@ function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collect
   return ok ? meta : undefined;
 }
 
+/** The rollout block with its durations parsed and defaults filled; undefined after reporting what is wrong. */
+function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collector): RolloutSpec | undefined {
+  const written = v.rollout as RolloutManifest;
+  let ok = true;
+  const interval_ms = parseInterval(written.interval);
+  if (typeof interval_ms === "string") {
+    out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
+    ok = false;
+  }
+  let check: RolloutCheck | null = null;
+  if (written.check) {
+    const url = parseCheckUrl(written.check.url);
+    if ("error" in url) {
+      out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
+      ok = false;
+    }
+    const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
+    if (typeof timeout === "string") {
+      out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
+      ok = false;
+    }
+    if ("url" in url && typeof timeout === "number") {
+      check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
+    }
+  }
+  if (!ok || typeof interval_ms === "string") return undefined;
+  return { max_step: written.max_step, interval: written.interval.trim(), interval_ms, check };
+}
+
 function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBackend" }, out: Collector): DesiredWeightedBackend | undefined {
   const v = doc.value;
   const pin = new Pinner(doc.src);
@@ -183,6 +219,8 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   } else if (children.every((k) => v.backends[k] === 0)) {
     out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: every weight is 0; give at least one child a weight above 0`);
   }
+  const rollout = v.rollout === undefined ? undefined : normaliseRollout(v, pin, out);
+  if (v.rollout !== undefined && rollout === undefined) ok = false;
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
   if (!ok || ignoreChanges === undefined) return undefined;
   const fieldSources: Record<string, SourcePos> = {};
@@ -199,6 +237,7 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ...(v.id !== undefined ? { id: v.id } : {}),
     protect: v.protect ?? false,
     ...(ignoreChanges.length > 0 ? { ignoreChanges } : {}),
+    ...(rollout !== undefined ? { rollout } : {}),
     source: doc.src.pos,
     fieldSources,
   };

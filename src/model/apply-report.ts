@@ -51,6 +51,8 @@ export interface Convergence {
   checked: boolean;
   converged: boolean;
   remaining: Remaining[];
+  /** Rollouts under way whose next step is not due yet: not a difference to fix, a step to wait for. */
+  inProgress?: Remaining[];
   /** Why the check did not run, or what went wrong while it ran. */
   error?: string;
 }
@@ -66,6 +68,20 @@ export interface ApplyReport {
   interruptedBy?: string;
   /** The plan was targeted (`--target`, `--exclude`): convergence was checked within its scope only. */
   targeted?: boolean;
+  /** Rollout steps not due yet or halted, and the changes that wait for them: nothing was sent for them. */
+  held?: HeldChange[];
+  /** Rollouts this run halted because their check failed. */
+  halted?: Array<{ address: string; name: string; reason: string }>;
+  /** `apply --wait` stopped at its timeout: which step was due when. */
+  timedOut?: string;
+}
+
+/** A change held back from a run, and why (a rollout step not due yet or halted, or a change waiting for one). */
+export interface HeldChange {
+  address: string;
+  /** `waiting` (not due yet, or depends on such a step) or `halted`. */
+  status: "waiting" | "halted";
+  message: string;
 }
 
 export const APPLY_REPORT_FORMAT_VERSION = 1;

@@ -84,6 +84,39 @@ const apiVersion = z
   .optional()
   .meta({ description: `Optional; when present it must be ${API_VERSION_V1}.` });
 
+/** A duration as written in a manifest: text such as `5m`, checked by src/model/syntax.ts when normalised. */
+function durationText(what: string): z.ZodString {
+  return z.string({ error: (iss) => `expected ${what} such as 30s or 5m, got ${describeValue(iss.input)}` });
+}
+
+export const RolloutCheckManifestSchema = z
+  .strictObject({
+    url: z.string().meta({
+      description:
+        "GET this URL before each step after the first, and after the last. https, or http to a loopback host; ${EDGEPLAN_VAR_*} allowed.",
+    }),
+    expect_status: intField(100, 599).optional().meta({ description: "The status that counts as healthy. Default: any 2xx." }),
+    timeout: durationText("a duration").optional().meta({ description: "Time allowed for an answer, e.g. 10s (at most 60s). Default: 10s." }),
+  })
+  .meta({ description: "A health check; a failure (after 2 retries) halts the rollout and writes back the starting weights." });
+
+export const RolloutManifestSchema = z
+  .strictObject({
+    max_step: intField(1, 100).meta({
+      description: "Percentage points: no child's share of the traffic moves more than this in one step (1 to 100).",
+    }),
+    interval: durationText("a whole number with s, m or h").meta({
+      description: "The least time between two steps: a whole number with s, m or h (at least 1s, at most 168h).",
+    }),
+    check: RolloutCheckManifestSchema.optional(),
+  })
+  .meta({
+    description:
+      "Move a change of the live object's weights in steps of at most max_step points, at least interval apart, instead of one write. " +
+      "Creating the object is not a rollout.",
+  });
+export type RolloutManifest = z.infer<typeof RolloutManifestSchema>;
+
 export const WeightedBackendManifestSchema = z
   .strictObject({
     apiVersion,
@@ -125,6 +158,7 @@ export const WeightedBackendManifestSchema = z
           "Fields set on create and never updated afterwards: description, metadata, metadata.KEY, backends, backends.CHILD. " +
           "A plan shows an ignored field that differs as a note, not a change. The owner marker is never ignorable.",
       }),
+    rollout: RolloutManifestSchema.optional(),
   })
   .meta({
     title: "edgeplan WeightedBackend",

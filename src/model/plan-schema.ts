@@ -49,9 +49,30 @@ const OwnerMarkerSchema = z.object({
 
 const ModuleSettingsSchema = z.record(z.string(), json);
 
+const weightsMap = z.record(z.string(), z.number().int());
+const timeText = z.string().describe("RFC 3339 time in UTC with milliseconds");
+
+const RolloutStepSchema = z.object({
+  phase: z.enum(["step", "confirm", "return", "halt"]),
+  step: z.number().int().min(1),
+  steps: z.number().int().min(1),
+  status: z.enum(["due", "waiting", "halted"]),
+  due_at: timeText,
+  next_due_at: timeText.nullable(),
+  max_step: z.number().int().min(1).max(100),
+  interval: z.string(),
+  interval_ms: z.number().int().min(1),
+  check: z
+    .object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) })
+    .nullable(),
+  from: weightsMap,
+  target: z.string(),
+  halted_reason: z.string().nullable(),
+}).describe("A step of a progressive rollout: which of how many, whether it is due, and when the next one is");
+
 export const WeightedBackendChangeSchema = z.object({
   kind: z.literal("weighted_backend"),
-  action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename"]),
+  action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename", "rollout"]),
   address: z.string(),
   name: z.string(),
   id: z.string().nullable(),
@@ -70,6 +91,7 @@ export const WeightedBackendChangeSchema = z.object({
   refs: z.record(z.string(), z.string()),
   depends_on: z.array(z.string()),
   notes: z.array(z.string()),
+  rollout: RolloutStepSchema.optional(),
 });
 
 export const ModuleChangeSchema = z.object({
@@ -111,6 +133,7 @@ export const PlanSchema = z.object({
     adopt: count,
     takeover: count,
     rename: count,
+    rollout: count,
     module_replace: count,
     module_delete: count,
     orphans_kept: count,

@@ -4,14 +4,14 @@
  * saved as JSON (`plan --out`, schema in ./plan-schema.ts). Field names are snake_case because the JSON plan is a
  * public format (`format_version: 1`); the TypeScript types and the JSON are the same objects.
  */
-import type { OwnerMarker } from "./state.js";
+import type { OwnerMarker, RolloutCheck } from "./state.js";
 
 /** Any JSON value. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export const PLAN_FORMAT_VERSION = 1;
 
-export type WeightedBackendAction = "create" | "update" | "delete" | "adopt" | "takeover" | "rename";
+export type WeightedBackendAction = "create" | "update" | "delete" | "adopt" | "takeover" | "rename" | "rollout";
 export type ModuleAction = "replace" | "delete";
 export type ModuleKind = "saml" | "circuit_breaker";
 export type RiskRule = "auth-removal" | "traffic-shift" | "no-traffic" | "mass-delete";
@@ -73,6 +73,41 @@ export interface PlannedRequest<M extends string, B> {
   body: B | null;
 }
 
+/**
+ * What a `rollout` change writes:
+ * - `step`: the next step toward the manifest's weights;
+ * - `confirm`: the manifest's weights are written; the last check runs, then the rollout state is cleared;
+ * - `return`: the manifest went back to the weights the rollout started from: one write, at once;
+ * - `halt`: a check failed; the weights the rollout started from are written back and the rollout marked halted
+ *   (made by apply, never by plan).
+ */
+export type RolloutPhase = "step" | "confirm" | "return" | "halt";
+
+/** One step of a progressive rollout: which of how many, when it is due, and what guards it. */
+export interface RolloutStep {
+  phase: RolloutPhase;
+  /** The step this change writes (a `confirm` repeats the last step), and how many steps the rollout has. */
+  step: number;
+  steps: number;
+  /** `due`: the next apply writes it; `waiting`: not before `due_at`; `halted`: not until the manifest changes or `apply --retry-rollout NAME`. */
+  status: "due" | "waiting" | "halted";
+  /** When the step may be written (RFC 3339, UTC, milliseconds): the last step's time plus the interval. */
+  due_at: string;
+  /** When the step after this one is due, if this one is written when it is due; null when none follows. */
+  next_due_at: string | null;
+  max_step: number;
+  interval: string;
+  interval_ms: number;
+  /** Asked before this step is written (every step after the first, and the confirmation); null: no check. */
+  check: RolloutCheck | null;
+  /** The weights the rollout started from (written back in one request when a check fails). */
+  from: Record<string, number>;
+  /** Digest of the manifest's weights the rollout moves toward (kept in the owner marker). */
+  target: string;
+  /** Why the rollout halted (`halted`, `halt`); null otherwise. */
+  halted_reason: string | null;
+}
+
 export interface WeightedBackendChange {
   kind: "weighted_backend";
   action: WeightedBackendAction;
@@ -104,6 +139,8 @@ export interface WeightedBackendChange {
   depends_on: string[];
   /** Sentences a reviewer should read (why an object was matched as it was). */
   notes: string[];
+  /** The step of a progressive rollout (`action: rollout` only). */
+  rollout?: RolloutStep;
 }
 
 /** Settings of a module as compared and sent (all client-settable fields, defaults filled). */
@@ -171,6 +208,8 @@ export interface PlanSummary {
   adopt: number;
   takeover: number;
   rename: number;
+  /** Rollout changes: steps due, waiting or halted. */
+  rollout: number;
   module_replace: number;
   module_delete: number;
   /** Orphans the plan leaves in place. */

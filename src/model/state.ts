@@ -28,6 +28,42 @@ export interface OwnerMarker {
   stack: string;
   name: string;
   protect?: true;
+  /** Where a progressive rollout of the object's weights stands, while one is under way or halted. */
+  rollout?: RolloutState;
+}
+
+/**
+ * Where a rollout stands, kept in the owner marker so that a run on any machine takes it up: the weights it started
+ * from, a digest of the manifest's weights it moves toward, the last step written, when, and why it halted.
+ */
+export interface RolloutState {
+  from: Record<string, number>;
+  /** Digest of the manifest's `backends` as written (`rolloutTargetDigest`, src/kinds/weighted-backend-rollout.ts): another digest is another rollout. */
+  target: string;
+  /** The last step written (1 to the number of steps). */
+  step: number;
+  /** When that step was written: RFC 3339 in UTC with milliseconds. */
+  at: string;
+  /** Set when a check failed: the reason. A halted rollout is not tried again until the manifest changes. */
+  halted?: string;
+}
+
+/** A rollout's check: a GET asked before each step after the first, and after the last. */
+export interface RolloutCheck {
+  url: string;
+  /** The status that counts as healthy; null: any 2xx. */
+  expect_status: number | null;
+  timeout_ms: number;
+}
+
+/** The `rollout` block of a WeightedBackend manifest, defaults filled. */
+export interface RolloutSpec {
+  /** Percentage points a child's share of traffic may move in one step (1 to 100). */
+  max_step: number;
+  /** The least time between two steps, as written (`5m`), and in milliseconds. */
+  interval: string;
+  interval_ms: number;
+  check: RolloutCheck | null;
 }
 
 export interface DesiredWeightedBackend {
@@ -46,6 +82,8 @@ export interface DesiredWeightedBackend {
   protect: boolean;
   /** `ignore_changes`: fields set on create and never updated afterwards (src/kinds/ignore-changes.ts). */
   ignoreChanges?: string[];
+  /** Move weight changes of the live object in checked steps instead of one write. */
+  rollout?: RolloutSpec;
   source: SourcePos;
   /** Positions of individual fields and children (`backends.<key>`), for errors traced back to a line. */
   fieldSources?: Record<string, SourcePos>;

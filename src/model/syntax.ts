@@ -142,3 +142,60 @@ export function parseAddressPattern(flag: string, value: string): string {
 export function addressMatches(pattern: string, address: string): boolean {
   return patternRegExp(pattern).test(address);
 }
+
+/** True when `hostname` (as `URL.hostname` gives it) is loopback: 127.0.0.0/8, ::1, or localhost. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  if (host === "localhost") return true;
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return host.split(".").every((p) => Number(p) <= 255);
+  if (host === "::1" || host === "0:0:0:0:0:0:0:1") return true;
+  // IPv4-mapped loopback as the URL parser writes it: ::ffff:7f00:1 for ::ffff:127.0.0.1.
+  const mapped = /^::ffff:7f([0-9a-f]{2}):[0-9a-f]{1,4}$/.exec(host);
+  return mapped !== null;
+}
+
+/** Least and greatest `interval` of a rollout: one second, one week. */
+export const INTERVAL_MIN_MS = 1000;
+export const INTERVAL_MAX_MS = 7 * 24 * 3_600_000;
+
+/**
+ * The interval of a rollout: a whole number with `s`, `m` or `h` (`30s`, `5m`, `1h`), from 1s to 168h. Returns the
+ * milliseconds, or a message saying what is accepted.
+ */
+export function parseInterval(text: string): number | string {
+  const t = text.trim();
+  const ms = /^\d+(s|m|h)$/.test(t) ? parseDuration(t) : undefined;
+  if (ms === undefined || ms < INTERVAL_MIN_MS || ms > INTERVAL_MAX_MS) {
+    return `expected a whole number with s, m or h from 1s to 168h (e.g. 30s, 5m, 1h), got "${t}"`;
+  }
+  return ms;
+}
+
+/** The longest time a rollout check may take to answer (one minute). */
+export const CHECK_TIMEOUT_MAX_MS = 60_000;
+
+/** A rollout check's timeout: a duration (`10s`, `500ms`) from 1 ms to one minute; the milliseconds or a message. */
+export function parseCheckTimeout(text: string): number | string {
+  const t = text.trim();
+  const ms = parseDuration(t);
+  if (ms === undefined || ms > CHECK_TIMEOUT_MAX_MS) return `expected a duration from 1ms to 60s (e.g. 10s, 500ms), got "${t}"`;
+  return ms;
+}
+
+/**
+ * The URL of a rollout check: `https://`, or `http://` to a loopback host (a check asked over plain HTTP across a
+ * network could be answered by anyone on the way); no credentials. The URL as given, or a message.
+ */
+export function parseCheckUrl(text: string): { url: string } | { error: string } {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return { error: `"${text}" is not a URL; write e.g. https://status.example.com/healthy` };
+  }
+  if (url.username || url.password) return { error: "credentials in the URL are not accepted" };
+  if (url.protocol === "https:") return { url: url.href };
+  if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return { url: url.href };
+  if (url.protocol === "http:") return { error: `plain http is accepted only to a loopback host (127.0.0.1, ::1, localhost); use https for ${url.host}` };
+  return { error: `only https (or http to a loopback host) is accepted, got "${url.protocol.replace(/:$/, "")}"` };
+}

@@ -35,6 +35,7 @@ export function buildConvergenceLine(report: Pick<ApplyReport, "convergence" | "
     if (report.outcome.interrupted) return "Not checked for convergence: the run was interrupted. Run apply again to finish it (nothing is created twice).";
     return `Not checked for convergence: ${c.error ?? "the objects could not be read again"}.`;
   }
+  if (c.converged && (c.inProgress ?? []).length > 0) return `Rollout under way: the live state matches ${target} but for the steps still to come:`;
   if (c.converged) return `Converged: the live state matches ${target}.`;
   const n = c.remaining.length;
   return `Not converged: ${n} ${n === 1 ? "object does" : "objects do"} not match ${target} yet${report.against === "manifests" ? " (edgeplan plan shows the details)" : ""}:`;
@@ -53,11 +54,21 @@ export function renderApplyText(report: ApplyReport): string {
     const ms = r.ms !== null && r.status === "done" ? ` (${r.ms} ms)` : "";
     out.push(`  ${STATUS_LABEL[r.status].padEnd(width)}  ${r.address}: ${indentRest(r.message, width + 4)}${ms}`);
   }
+  for (const line of rolloutReportLines(report)) out.push(`  ${line}`);
   out.push("");
   out.push(buildConvergenceLine(report));
   for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
+  for (const r of report.convergence.inProgress ?? []) out.push(`  ${r.address}: ${r.reason}`);
   out.push(...renderOutputsText(report.outputs));
   return `${out.join("\n")}\n`;
+}
+
+/** What the report says of rollouts: steps held back, rollouts halted, a --wait that timed out. */
+function rolloutReportLines(report: ApplyReport): string[] {
+  const lines = (report.held ?? []).map((h) => `${h.status === "halted" ? "halted" : "waiting"}  ${h.address}: ${h.message}`);
+  for (const h of report.halted ?? []) lines.push(`halted  ${h.address}: ${h.reason}; the weights it started from were written back`);
+  if (report.timedOut) lines.push(`--wait-timeout reached: ${report.timedOut}; run apply again to go on`);
+  return lines;
 }
 
 /** Lines after the first of a multi-line message, indented under it. */
@@ -73,10 +84,13 @@ export function renderApplyMarkdown(report: ApplyReport): string {
     out.push("", "| change | result | detail |", "|---|---|---|");
     for (const r of results) out.push(`| ${code(r.address)} | ${STATUS_LABEL[r.status]} | ${cell(r.message)} |`);
   }
+  const rollouts = rolloutReportLines(report);
+  if (rollouts.length > 0) out.push("", ...rollouts.map((l) => `- ${cell(l)}`));
   out.push("", buildConvergenceLine(report));
-  if (report.convergence.remaining.length > 0) {
+  const pending = [...report.convergence.remaining, ...(report.convergence.inProgress ?? [])];
+  if (pending.length > 0) {
     out.push("");
-    for (const r of report.convergence.remaining) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
+    for (const r of pending) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
   }
   if (report.outputs.length > 0) {
     out.push("", "#### Outputs: copy these into the IdP", "");
@@ -93,7 +107,11 @@ export function renderApplyJson(report: ApplyReport): string {
   const { outcome, convergence } = report;
   const status = outcome.interrupted
     ? "interrupted"
-    : outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0
+    : (report.halted ?? []).length > 0
+      ? "halted"
+      : report.timedOut !== undefined
+        ? "timed_out"
+        : outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0
       ? "failed"
       : convergence.checked && convergence.converged
         ? "converged"
@@ -110,8 +128,12 @@ export function renderApplyJson(report: ApplyReport): string {
       checked: convergence.checked,
       converged: convergence.converged,
       remaining: convergence.remaining,
+      in_progress: convergence.inProgress ?? [],
       ...(convergence.error !== undefined ? { error: convergence.error } : {}),
     },
+    held: report.held ?? [],
+    halted: report.halted ?? [],
+    ...(report.timedOut !== undefined ? { timed_out: report.timedOut } : {}),
     outputs: report.outputs,
   };
   return `${JSON.stringify(doc, null, 2)}\n`;

@@ -2,12 +2,12 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, JsonValue, Plan, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, JsonValue, Plan, RolloutStep, WeightChange } from "../model/plan.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
 /** The marker of a change, as Terraform draws them (`+`, `~`, `-`), plus edgeplan's own for ownership. */
-export type ChangeSymbol = "+" | "~" | "-" | ">" | "!" | "=>";
+export type ChangeSymbol = "+" | "~" | "-" | ">" | "!" | "=>" | ">>";
 
 export const SYMBOL_LEGEND: ReadonlyArray<[ChangeSymbol, string]> = [
   ["+", "create"],
@@ -16,6 +16,7 @@ export const SYMBOL_LEGEND: ReadonlyArray<[ChangeSymbol, string]> = [
   [">", "adopt (add the owner marker)"],
   ["!", "take over from another stack"],
   ["=>", "rename (rewrite the owner marker, keep the id)"],
+  [">>", "rollout step (no child's share of traffic moves more than max_step points)"],
 ];
 
 export function symbolOf(change: Change): ChangeSymbol {
@@ -33,6 +34,8 @@ export function symbolOf(change: Change): ChangeSymbol {
         return "!";
       case "rename":
         return "=>";
+      case "rollout":
+        return ">>";
     }
   }
   if (change.action === "delete") return "-";
@@ -55,10 +58,50 @@ export function phraseOf(change: Change): string {
         return "will be taken over";
       case "rename":
         return `will be renamed from "${change.previous_owner?.name ?? ""}"`;
+      case "rollout":
+        return rolloutPhrase(change.rollout);
     }
   }
   if (change.action === "delete") return "will be deleted";
   return change.before === null ? "will be set (the route has none yet)" : "will be replaced";
+}
+
+/** `will take rollout step 2 of 4`, `rollout step 3 of 4, due at ...`, `rollout halted at step 2 of 4` */
+function rolloutPhrase(r: RolloutStep | undefined): string {
+  if (!r) return "will take a rollout step";
+  const of = `${r.step} of ${r.steps}`;
+  if (r.status === "halted") return `rollout halted before step ${of}`;
+  const when = r.status === "due" ? "" : `, due at ${r.due_at}`;
+  switch (r.phase) {
+    case "step":
+      return r.status === "due" ? `will take rollout step ${of}` : `rollout step ${of}${when}`;
+    case "confirm":
+      return `rollout step ${of} written: the last check, then the rollout ends${when}`;
+    case "return":
+      return "will go back to the weights the rollout started from, at once";
+    case "halt":
+      return "rollout halted: the weights it started from are written back";
+  }
+}
+
+/**
+ * What a rollout change says beside its weights: where the rollout stands, what is checked before the step, and
+ * when the step after it is due. Comment lines without their `# ` prefix.
+ */
+export function rolloutLines(change: Change): string[] {
+  if (change.kind !== "weighted_backend" || !change.rollout) return [];
+  const r = change.rollout;
+  const lines = [`rollout: step ${r.step} of ${r.steps}, at most ${r.max_step} points per step, at least ${r.interval} apart; ${r.status === "due" ? "due now" : r.status === "waiting" ? `due at ${r.due_at}` : "halted"}`];
+  if (r.check) {
+    lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
+  }
+  if (r.next_due_at !== null && r.status !== "halted") lines.push(`next step due at ${r.next_due_at} (once this one is written)`);
+  return lines;
+}
+
+/** `10s`, `1500ms` */
+function msText(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 /** The address followed by the live id, when there is one. */
@@ -95,6 +138,7 @@ export function summaryLine(plan: Plan): string {
   if (s.adopt) parts.push(`${s.adopt} to adopt`);
   if (s.takeover) parts.push(`${s.takeover} to take over`);
   if (s.rename) parts.push(`${s.rename} to rename`);
+  if (s.rollout) parts.push(`${s.rollout} ${s.rollout === 1 ? "rollout" : "rollouts"}`);
   if (s.module_replace) parts.push(`${s.module_replace} ${s.module_replace === 1 ? "module" : "modules"} to replace`);
   if (s.module_delete) parts.push(`${s.module_delete} ${s.module_delete === 1 ? "module" : "modules"} to delete`);
   return `Plan: ${parts.join(", ")}.`;

@@ -67,7 +67,7 @@ export function renderHtmlChanges(plan: Pick<Plan, "changes">, heading: string):
   return [`<section aria-labelledby="changes">`, `<h2 id="changes">${esc(heading)} (${plan.changes.length})</h2>`, ...plan.changes.map(renderCard), "</section>"];
 }
 
-const SYMBOL_CLASS: Record<ChangeSymbol, string> = { "+": "a-create", "~": "a-update", "-": "a-delete", ">": "a-own", "!": "a-own", "=>": "a-own" };
+const SYMBOL_CLASS: Record<ChangeSymbol, string> = { "+": "a-create", "~": "a-update", "-": "a-delete", ">": "a-own", "!": "a-own", "=>": "a-own", ">>": "a-update" };
 
 function renderCard(change: Change, index: number): string {
   const symbol = symbolOf(change);

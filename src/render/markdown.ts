@@ -16,6 +16,7 @@ import {
   OUTPUT_FIELDS,
   outputText,
   phraseOf,
+  rolloutLines,
   summaryLine,
   symbolOf,
   targetedLine,
@@ -177,6 +178,7 @@ function renderDetails(change: Change): string {
   const lines: string[] = [];
   if (change.source) lines.push(`# ${change.source}`);
   for (const note of change.notes) lines.push(`# ${note}`);
+  for (const line of rolloutLines(change)) lines.push(`# ${line}`);
   if (change.depends_on.length > 0) lines.push(`# after ${change.depends_on.join(", ")}`);
   for (const diff of change.diffs) lines.push(...diffLines(diff));
   if (change.kind === "weighted_backend") {

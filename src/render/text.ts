@@ -13,6 +13,7 @@ import {
   OUTPUT_FIELDS,
   outputText,
   phraseOf,
+  rolloutLines,
   summaryLine,
   SYMBOL_LEGEND,
   symbolOf,
@@ -48,6 +49,7 @@ const SYMBOL_STYLE: Record<ChangeSymbol, keyof typeof STYLES> = {
   ">": "cyan",
   "!": "magenta",
   "=>": "cyan",
+  ">>": "yellow",
 };
 
 const DIFF_STYLE: Record<string, keyof typeof STYLES> = { "+": "green", "-": "red", "~": "yellow", "@": "cyan" };
@@ -126,6 +128,7 @@ function renderChange(change: Change, paint: Paint): string[] {
   const lines: string[] = [];
   lines.push(paint("bold", `  # ${change.address} ${phraseOf(change)}`) + (change.source ? ` (${change.source})` : ""));
   for (const note of change.notes) lines.push(`  # ${note}`);
+  for (const line of rolloutLines(change)) lines.push(`  # ${line}`);
   if (change.depends_on.length > 0) lines.push(`  # after ${change.depends_on.join(", ")}`);
   lines.push(`  ${paint(SYMBOL_STYLE[symbol], symbol)} ${titleOf(change)}`);
   for (const diff of change.diffs) lines.push(...renderFieldDiff(diff, paint));

@@ -41,6 +41,7 @@ describe("example workflows", () => {
   const plan = load("examples/workflows/plan-on-pr.yml");
   const apply = load("examples/workflows/apply-on-merge.yml");
   const drift = load("examples/workflows/drift-check.yml");
+  const rollout = load("examples/workflows/rollout.yml");
   const edgeplanStep = (wf: any, job: string): any => wf.jobs[job].steps.find((s: any) => String(s.uses).includes("/edgeplan@"));
 
   it("plan on pull requests may comment and nothing more", () => {
@@ -58,6 +59,13 @@ describe("example workflows", () => {
     const step = edgeplanStep(apply, "apply");
     expect(step.with.command).toBe("apply");
     expect(step.with["api-key"]).toBe("${{ secrets.EDGEPLAN_API_KEY }}");
+  });
+
+  it("rollout applies on a schedule, in the apply's concurrency group, read-only on the repository", () => {
+    expect(rollout.on.schedule).toEqual([{ cron: "*/5 * * * *" }]);
+    expect(rollout.permissions).toEqual({ contents: "read" });
+    expect(rollout.concurrency).toEqual(apply.concurrency);
+    expect(edgeplanStep(rollout, "rollout").with).toMatchObject({ command: "apply", paths: "manifests", stack: "production", comment: false });
   });
 
   it("drift check plans nightly, and the action keeps the drift issue", () => {

@@ -78,7 +78,9 @@ describe("runApply", () => {
       status: "converged",
       counts: { done: 1, failed: 0, skipped: 0, not_started: 0 },
       changes: [{ address: "weighted_backend.x", kind: "weighted_backend", action: "create", status: "done", id, ms: expect.any(Number), message: `created ${id}` }],
-      convergence: { against: "manifests", checked: true, converged: true, remaining: [] },
+      convergence: { against: "manifests", checked: true, converged: true, remaining: [], in_progress: [] },
+      held: [],
+      halted: [],
       outputs: [],
     });
   });

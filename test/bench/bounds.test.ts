@@ -64,6 +64,7 @@ describe("fleet arithmetic", () => {
       adopt: 0,
       takeover: 0,
       rename: 0,
+      rollout: 0,
       module_replace: 10,
       module_delete: 0,
       orphans_kept: 0,

@@ -208,6 +208,7 @@ describe("edgeplan export", () => {
       adopt: 2,
       takeover: 0,
       rename: 0,
+      rollout: 0,
       module_replace: 0,
       module_delete: 0,
       orphans_kept: 0,

@@ -124,6 +124,7 @@ describe("plan right after export", () => {
             adopt: count("adopt"),
             takeover: count("takeover"),
             rename: count("rename"),
+            rollout: 0,
             module_replace: 0,
             module_delete: 0,
             orphans_kept: plan.orphans.length,

@@ -79,7 +79,7 @@ describe("weighted backends", () => {
       `kind: WeightedBackend\nname: a\nowner: x\nbackends: {b: 1}\n---\nkind: WeightedBackend\nname: b\nbackends: {${CHILD1}: 1}\n`,
     );
     expect(messages).toEqual([
-      "m.yaml:3:1: unknown field owner; remove it (the fields here are apiVersion, kind, name, description, metadata, backends, id, protect, ignore_changes)",
+      "m.yaml:3:1: unknown field owner; remove it (the fields here are apiVersion, kind, name, description, metadata, backends, id, protect, ignore_changes, rollout)",
     ]);
     expect(desired.weightedBackends.map((w) => w.name)).toEqual(["b"]);
   });

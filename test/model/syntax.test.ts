@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { clientOptionsFrom } from "../../src/api/options.js";
 import { serveOptions } from "../../src/commands/serve.js";
 import { EdgeplanError } from "../../src/model/errors.js";
-import { parseDuration, parseRateLimit, parseTimeout, parseWholeNumber } from "../../src/model/syntax.js";
+import { parseCheckTimeout, parseCheckUrl, parseDuration, parseInterval, parseRateLimit, parseTimeout, parseWholeNumber } from "../../src/model/syntax.js";
 import { runCli } from "../helpers/server.js";
 
 const RATE_MESSAGE = (bad: string): string =>
@@ -133,5 +133,28 @@ describe("serve and plan accept the same strings", () => {
     expect([serve.code, plan.code]).toEqual([1, 1]);
     expect(serve.stderr).toContain(message);
     expect(plan.stderr).toContain(message);
+  });
+});
+
+describe("the rollout's syntaxes", () => {
+  it("reads an interval as a whole number with s, m or h, from 1s to 168h", () => {
+    expect([parseInterval("1s"), parseInterval("5m"), parseInterval("2h"), parseInterval("168h")]).toEqual([1000, 300_000, 7_200_000, 604_800_000]);
+    for (const bad of ["0s", "500ms", "1.5s", "5min", "169h", "5"]) {
+      expect(parseInterval(bad)).toBe(`expected a whole number with s, m or h from 1s to 168h (e.g. 30s, 5m, 1h), got "${bad}"`);
+    }
+  });
+
+  it("reads a check timeout as a duration up to 60s", () => {
+    expect([parseCheckTimeout("10s"), parseCheckTimeout("500ms"), parseCheckTimeout("1m")]).toEqual([10_000, 500, 60_000]);
+    expect(parseCheckTimeout("2m")).toBe('expected a duration from 1ms to 60s (e.g. 10s, 500ms), got "2m"');
+  });
+
+  it("takes https, or http to loopback only, for a check", () => {
+    expect(parseCheckUrl("https://status.example.com/ok")).toEqual({ url: "https://status.example.com/ok" });
+    expect(parseCheckUrl("http://[::1]:8080/ok")).toEqual({ url: "http://[::1]:8080/ok" });
+    expect(parseCheckUrl("http://10.0.0.1/ok")).toEqual({
+      error: "plain http is accepted only to a loopback host (127.0.0.1, ::1, localhost); use https for 10.0.0.1",
+    });
+    expect(parseCheckUrl("ftp://x/ok")).toEqual({ error: 'only https (or http to a loopback host) is accepted, got "ftp"' });
   });
 });

@@ -1,0 +1,282 @@
+/**
+ * Progressive rollouts: the weights of each step from the live weights to the manifest's (`buildRolloutSteps`),
+ * and the turn of a weighted backend's update into the rollout step that is due, waiting or halted
+ * (`buildRolloutChange`), from the state kept in the owner marker. Pure: the time comes in as `now`.
+ */
+import type { FieldDiff, JsonValue, RolloutStep, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
+import type { DesiredWeightedBackend, RolloutSpec, RolloutState } from "../model/state.js";
+import { InternalError } from "../model/errors.js";
+import { isJsonObject, sortedJson } from "../model/canonical.js";
+import { MARKER_KEY } from "../model/state.js";
+import {
+  buildMarker,
+  buildMetadata,
+  buildWeightedBackendBody,
+  buildWeights,
+  diffWeightedBackend,
+  exactShareOf,
+  hasTraffic,
+  sameWeights,
+  sortedBackends,
+} from "../kinds/weighted-backend.js";
+import { rolloutTargetDigest } from "../kinds/weighted-backend-rollout.js";
+import { LIMITS } from "../model/wire.js";
+
+type Weights = Readonly<Record<string, number>>;
+
+/** Tolerance of share comparisons: shares are ratios of integers, compared in floating point. */
+const EPSILON = 1e-9;
+
+function total(w: Weights): number {
+  return Object.values(w).reduce((s, x) => s + x, 0);
+}
+
+/** Each key's share of `w` in percent (0 for a key `w` lacks). */
+function sharesOf(w: Weights, keys: readonly string[]): number[] {
+  const t = total(w);
+  return keys.map((k) => exactShareOf(w[k] ?? 0, t));
+}
+
+/**
+ * Integer weights summing to the whole (10000) whose shares are the ideal shares `x` (percent) to within 0.01
+ * point: the running sums are rounded, so no rounding error accumulates and every weight is at least 0.
+ */
+function roundShares(keys: readonly string[], x: readonly number[]): Record<string, number> {
+  const whole = LIMITS.weightMax;
+  const out: Record<string, number> = {};
+  let ideal = 0;
+  let given = 0;
+  keys.forEach((k, i) => {
+    ideal += ((x[i] as number) * whole) / 100;
+    const upTo = i === keys.length - 1 ? whole : Math.min(whole, Math.max(given, Math.round(ideal)));
+    out[k] = upTo - given;
+    given = upTo;
+  });
+  return out;
+}
+
+/** True when no child's share moves more than `maxStep` points between two consecutive maps of `path`. */
+function withinMaxStep(path: readonly Weights[], keys: readonly string[], maxStep: number): boolean {
+  for (let i = 1; i < path.length; i++) {
+    const a = sharesOf(path[i - 1] as Weights, keys);
+    const b = sharesOf(path[i] as Weights, keys);
+    if (a.some((s, j) => Math.abs((b[j] as number) - s) > maxStep + EPSILON)) return false;
+  }
+  return true;
+}
+
+/**
+ * The weights written by each step of a rollout from `from` to `target`: every child's share of the traffic
+ * (weight / sum) moves toward its target by at most `maxStep` percentage points per step, in as few steps as the
+ * largest move needs (one more when rounding to whole weights would overshoot). Steps before the last hold every
+ * child of either side with integer weights summing to 10000 (a child that leaves keeps a weight until the last
+ * step removes it; a child that comes in starts from 0); the last step is `target` exactly. When either side sends
+ * no traffic there is no share to move: one step.
+ */
+export function buildRolloutSteps(from: Weights, target: Weights, maxStep: number): Array<Record<string, number>> {
+  const last = sortedBackends(target);
+  if (!hasTraffic(from) || !hasTraffic(target)) return [last];
+  const keys = [...new Set([...Object.keys(from), ...Object.keys(target)])].sort();
+  const s = sharesOf(from, keys);
+  const t = sharesOf(target, keys);
+  const largest = Math.max(...keys.map((_, i) => Math.abs((t[i] as number) - (s[i] as number))));
+  const fewest = Math.max(1, Math.ceil(largest / maxStep - EPSILON));
+  // Rounding moves a share by less than 0.02 point between two steps, so twice the fewest steps always fit.
+  for (let n = fewest; n <= 2 * fewest + 1; n++) {
+    const steps: Array<Record<string, number>> = [];
+    for (let k = 1; k < n; k++) {
+      steps.push(roundShares(keys, keys.map((_, i) => (s[i] as number) + (((t[i] as number) - (s[i] as number)) * k) / n)));
+    }
+    steps.push(last);
+    if (withinMaxStep([from, ...steps], keys, maxStep)) return steps;
+  }
+  throw new InternalError(`no rollout within ${maxStep} points per step was found`);
+}
+
+/** What a rollout change is built from, beside the update the kind built. */
+export interface RolloutContext {
+  desired: DesiredWeightedBackend;
+  /** The rollout state in the live object's owner marker. */
+  state: RolloutState | undefined;
+  stack: string;
+  /** The plan's time, in milliseconds since the epoch. */
+  now: number;
+  /** `apply --retry-rollout NAME` names this object: a halted rollout starts again from the live weights. */
+  retry: boolean;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * The rollout change of an update of an object whose manifest has a `rollout` block, or the update as it is when
+ * it moves no traffic (only description or metadata differ, or a side sends no traffic), or is not an update (a
+ * create is never a rollout; nor are adopt, takeover and rename, which first bring an object under management).
+ */
+export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutContext): WeightedBackendChange {
+  const spec = ctx.desired.rollout;
+  if (spec === undefined || change.action !== "update" || change.before === null || change.after === null) return change;
+  const live = change.before.backends;
+  const target = change.after.backends;
+  const digest = rolloutTargetDigest(ctx.desired.backends);
+  const state = ctx.state?.target === digest ? ctx.state : undefined;
+  if (sameWeights(live, target)) {
+    // The last step is written; with a check, the rollout ends once the check after it passes.
+    if (state && !state.halted && spec.check) return confirmChange(change, ctx, spec, state);
+    return change;
+  }
+  if (!hasTraffic(live) || !hasTraffic(target)) return change;
+  if (state?.halted && !ctx.retry) return haltedChange(change, spec, state);
+  if (ctx.state && !state && sameWeights(ctx.state.from, target)) return returnChange(change, ctx, spec, ctx.state);
+  if (state && !state.halted) {
+    const steps = buildRolloutSteps(state.from, target, spec.max_step);
+    if (state.step < steps.length && sameWeights(steps[state.step - 1] as Weights, live)) {
+      return stepChange(change, ctx, spec, { from: state.from, steps, k: state.step + 1, after: Date.parse(state.at) + spec.interval_ms });
+    }
+  }
+  const restarted = ctx.state !== undefined && !ctx.retry;
+  const built = stepChange(change, ctx, spec, { from: live, steps: buildRolloutSteps(live, target, spec.max_step), k: 1, after: ctx.now });
+  if (restarted) {
+    built.notes = [...built.notes, "the manifest or the live weights changed during a rollout: a new rollout starts from the live weights"];
+  }
+  return built;
+}
+
+interface StepInput {
+  from: Weights;
+  steps: ReadonlyArray<Record<string, number>>;
+  /** The step to write, 1-based. */
+  k: number;
+  /** The time the step may be written: the last step's time plus the interval (now for a first step). */
+  after: number;
+}
+
+function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, input: StepInput): WeightedBackendChange {
+  const { steps, k } = input;
+  const n = steps.length;
+  const writeAt = Math.max(ctx.now, input.after);
+  const keepsState = k < n || spec.check !== null;
+  const state: RolloutState | undefined = keepsState
+    ? { from: sortedBackends(input.from), target: rolloutTargetDigest(ctx.desired.backends), step: k, at: iso(writeAt) }
+    : undefined;
+  const rollout = buildStep(ctx, spec, {
+    phase: "step",
+    step: k,
+    steps: n,
+    from: input.from,
+    due: input.after,
+    next: keepsState ? writeAt + spec.interval_ms : null,
+    check: k > 1 ? spec.check : null,
+  });
+  return withWrite(change, ctx, steps[k - 1] as Weights, state, rollout);
+}
+
+function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
+  const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
+  const due = Date.parse(state.at) + spec.interval_ms;
+  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, due, next: null, check: spec.check });
+  return withWrite(change, ctx, change.after?.backends ?? {}, undefined, rollout);
+}
+
+function returnChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
+  const rollout = buildStep(ctx, spec, { phase: "return", step: 1, steps: 1, from: state.from, due: ctx.now, next: null, check: null });
+  return withWrite(change, ctx, change.after?.backends ?? {}, undefined, rollout);
+}
+
+function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
+  const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
+  const rollout: RolloutStep = {
+    ...stepBase(spec, state.from, state.target),
+    phase: "step",
+    step: Math.min(state.step + 1, n),
+    steps: n,
+    status: "halted",
+    due_at: state.at,
+    next_due_at: null,
+    check: spec.check,
+    halted_reason: state.halted ?? null,
+  };
+  const notes = [...change.notes, `halted: ${state.halted ?? ""}; change the manifest, or apply --retry-rollout ${change.name}, to try again`];
+  return { ...change, action: "rollout", notes, diffs: withoutMarkerState(change.diffs), rollout };
+}
+
+function stepBase(spec: RolloutSpec, from: Weights, target: string): Pick<RolloutStep, "max_step" | "interval" | "interval_ms" | "from" | "target"> {
+  return { max_step: spec.max_step, interval: spec.interval, interval_ms: spec.interval_ms, from: sortedBackends(from), target };
+}
+
+function buildStep(
+  ctx: RolloutContext,
+  spec: RolloutSpec,
+  s: { phase: RolloutStep["phase"]; step: number; steps: number; from: Weights; due: number; next: number | null; check: RolloutSpec["check"] },
+): RolloutStep {
+  return {
+    ...stepBase(spec, s.from, rolloutTargetDigest(ctx.desired.backends)),
+    phase: s.phase,
+    step: s.step,
+    steps: s.steps,
+    status: ctx.now >= s.due ? "due" : "waiting",
+    due_at: iso(s.due),
+    next_due_at: s.next === null ? null : iso(s.next),
+    check: s.check,
+    halted_reason: null,
+  };
+}
+
+/** The change with the write of `backends` and a marker holding `state` (none: the rollout ends with this write). */
+function withWrite(
+  change: WeightedBackendChange,
+  ctx: RolloutContext,
+  backends: Weights,
+  state: RolloutState | undefined,
+  rollout: RolloutStep,
+): WeightedBackendChange {
+  const d = ctx.desired;
+  const before = change.before as WeightedBackendValue;
+  const marker = buildMarker(ctx.stack, d.name, d.protect, state);
+  const after: WeightedBackendValue = { description: d.description, metadata: buildMetadata(d.metadata, marker), backends: sortedBackends(backends) };
+  const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
+  const pending = new Set(Object.keys(change.refs));
+  const diffs = withoutMarkerState(diffWeightedBackend(before, after));
+  const weights = buildWeights(before.backends, after.backends, { get: (id) => names.get(id) }, pending);
+  const request = { ...change.request, body: buildWeightedBackendBody(after) };
+  return { ...change, action: "rollout", after, diffs, weights, request, rollout };
+}
+
+/** The diffs without the marker's when only its rollout state changes: the rollout itself says where it stands. */
+function withoutMarkerState(diffs: FieldDiff[]): FieldDiff[] {
+  return diffs.filter((f) => f.path !== `metadata.${MARKER_KEY}` || !sameOwner(f.before, f.after));
+}
+
+/** Two markers of the same owner, whatever their rollout states. */
+function sameOwner(a: unknown, b: unknown): boolean {
+  const strip = (m: unknown): string => {
+    if (m === null || typeof m !== "object") return JSON.stringify(m);
+    const { rollout: _rollout, ...rest } = m as Record<string, unknown>;
+    return JSON.stringify(rest);
+  };
+  return strip(a) === strip(b);
+}
+
+/**
+ * The write that halts a rollout whose check failed: the weights it started from, in one request, and the marker's
+ * rollout state marked halted with the reason (at `now`, the time of the failure). Made by apply from a due
+ * rollout change; the rollout is not tried again until its manifest changes or `apply --retry-rollout NAME`.
+ */
+export function buildRolloutHalt(change: WeightedBackendChange, reason: string, now: number): WeightedBackendChange {
+  const r = change.rollout;
+  if (!r || !change.before || !change.after || !isJsonObject(change.after.metadata)) {
+    throw new InternalError(`${change.address}: only a rollout step can be halted`);
+  }
+  const lastWritten = r.phase === "confirm" ? r.step : Math.max(1, r.step - 1);
+  const state: RolloutState = { from: r.from, target: r.target, step: lastWritten, at: iso(now), halted: reason };
+  const marker = { ...(change.after.metadata[MARKER_KEY] as Record<string, JsonValue>), rollout: state };
+  const after: WeightedBackendValue = {
+    ...change.after,
+    metadata: sortedJson({ ...change.after.metadata, [MARKER_KEY]: marker }),
+    backends: sortedBackends(r.from),
+  };
+  const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
+  const weights = buildWeights(change.before.backends, after.backends, { get: (id) => names.get(id) }, new Set());
+  const request = { ...change.request, body: buildWeightedBackendBody(after) };
+  const rollout: RolloutStep = { ...r, phase: "halt", status: "due", next_due_at: null, halted_reason: reason };
+  return { ...change, after, weights, request, refs: {}, rollout };
+}

@@ -1,0 +1,46 @@
+/**
+ * The rollout state of the weighted backend kind: how it is read from and written into the owner marker, and the
+ * digest that tells one rollout's target from another's. Pure.
+ */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { canonicalJson, isJsonObject as isObject } from "../model/canonical.js";
+import { MARKER_KEY, type RolloutState } from "../model/state.js";
+import type { WeightedBackendBody } from "../model/plan.js";
+import { LIMITS } from "../model/wire.js";
+
+/** Hex characters of the target digest kept in the marker: 64 bits tell two targets apart and spare metadata bytes. */
+const DIGEST_CHARS = 16;
+
+/**
+ * The digest of a rollout's target: sha256 of the canonical JSON of the manifest's `backends` as written (names of
+ * other manifests stay names, so a child created by the same plan keeps the digest the same across runs).
+ */
+export function rolloutTargetDigest(backends: Readonly<Record<string, number>>): string {
+  return bytesToHex(sha256(utf8ToBytes(canonicalJson(backends)))).slice(0, DIGEST_CHARS);
+}
+
+const isWeights = (v: unknown): v is Record<string, number> =>
+  isObject(v) && Object.values(v).every((w) => Number.isInteger(w) && (w as number) >= 0 && (w as number) <= LIMITS.weightMax);
+
+/** The rollout state of a marker, or undefined when it is absent or not well-formed (then it is ignored). */
+export function parseRolloutState(raw: unknown): RolloutState | undefined {
+  if (!isObject(raw)) return undefined;
+  const { from, target, step, at, halted } = raw;
+  if (!isWeights(from) || typeof target !== "string" || typeof at !== "string" || Number.isNaN(Date.parse(at))) return undefined;
+  if (typeof step !== "number" || !Number.isInteger(step) || step < 1) return undefined;
+  const state: RolloutState = { from: { ...from }, target, step, at };
+  if (typeof halted === "string") state.halted = halted;
+  return state;
+}
+
+/** A body whose marker's rollout state says its step was written at `at` (the time of the write, not of the plan). */
+export function stampRolloutTime(body: WeightedBackendBody, at: string): WeightedBackendBody {
+  const metadata: unknown = JSON.parse(body.metadata);
+  if (!isObject(metadata)) return body;
+  const marker = metadata[MARKER_KEY];
+  const rollout = isObject(marker) ? marker.rollout : undefined;
+  if (!isObject(marker) || !isObject(rollout)) return body;
+  const stamped = { ...metadata, [MARKER_KEY]: { ...marker, rollout: { ...rollout, at } } };
+  return { ...body, metadata: canonicalJson(stamped) };
+}
