@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, randomKey, spawnServer, type SpawnedServer } from "../helpers/server.js";
 import { runEdgeplan, startCli, tempDir } from "./cli.js";
-import { CHILDREN, FIXTURES_YAML, markersInStore, VARIANT_NAMES, writeWorld } from "./world.js";
+import { CHILDREN, FIXTURES_YAML, markersInStore, ROUTES, VARIANT_NAMES, writeWorld } from "./world.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -48,7 +48,8 @@ describe("apply killed with SIGKILL at random points", () => {
         let midRun = 0;
         for (let trial = 0; trial < 10; trial++) {
           const variant = trial % 3;
-          writeWorld(cwd, variant);
+          // Each sequence manages its own route: two stacks applying different modules to one route would race.
+          writeWorld(cwd, variant, ROUTES[sequence]);
           const run = startCli(args("apply"), { cwd, env, timeoutMs: 60_000 });
           // Kill once the changes have started running, after a random share of the run.
           const started = await waitFor(() => /^Applying \d+ changes?/m.test(run.stderr()) || run.proc.exitCode !== null, 30_000);

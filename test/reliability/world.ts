@@ -11,12 +11,14 @@ import { REPO_ROOT } from "../helpers/server.js";
 
 export const EDGE = "edghts_000000000000000000000000001";
 export const ROUTE = "edghtsrt_000000000000000000000000001";
+/** One route per concurrent sequence of the crash test, so that two stacks never manage the same modules at once. */
+export const ROUTES = [ROUTE, "edghtsrt_000000000000000000000000002"] as const;
 export const CHILDREN = [1, 2, 3, 4].map((n) => `bkdhr_${String(n).padStart(27, "0")}`);
 
 export const FIXTURES_YAML = `edges:
   - id: ${EDGE}
     routes:
-      - {id: ${ROUTE}, match: /, match_type: path_prefix}
+${ROUTES.map((id, i) => `      - {id: ${id}, match: /${i === 0 ? "" : `r${i}`}, match_type: path_prefix}`).join("\n")}
 backends:
 ${CHILDREN.map((id) => `  - {id: ${id}, type: http_response}`).join("\n")}
 `;
@@ -33,7 +35,7 @@ export const VARIANT_NAMES: ReadonlyArray<readonly string[]> = [
  * 0: seven objects, SAML and a circuit breaker; 1: every weight changed and one more leaf under mid-b, the circuit
  * breaker retuned; 2: mid-b and its leaves gone (deleted with --prune, children before parents), SAML removed.
  */
-export function writeWorld(dir: string, v: number): void {
+export function writeWorld(dir: string, v: number, route: string = ROUTE): void {
   const m = join(dir, "manifests");
   rmSync(m, { recursive: true, force: true });
   mkdirSync(join(m, "idp"), { recursive: true });
@@ -54,7 +56,7 @@ export function writeWorld(dir: string, v: number): void {
   const saml = v === 2 ? "saml: absent\n" : "saml:\n  idp_metadata_file: idp/okta.xml\n  allow_idp_initiated: false\n  authorized_groups: [engineering]\n";
   writeFileSync(
     join(m, "route.yaml"),
-    `kind: EdgeRoute\nedge: ${EDGE}\nroute: ${ROUTE}\n${saml}circuit_breaker:\n  tripped_duration: ${v === 1 ? 90 : 60}\n  rolling_window: 60\n  num_buckets: 10\n  error_threshold_percentage: 0.5\n`,
+    `kind: EdgeRoute\nedge: ${EDGE}\nroute: ${route}\n${saml}circuit_breaker:\n  tripped_duration: ${v === 1 ? 90 : 60}\n  rolling_window: 60\n  num_buckets: 10\n  error_threshold_percentage: 0.5\n`,
   );
 }
 
