@@ -1,12 +1,12 @@
 /**
- * The paging rules of every list (docs/api.md "Paging"): `limit` 1..100 (default 100), `before_id`, nothing else;
- * newest first; `next_page_uri` with sorted query keys, or null when nothing is left.
+ * The paging rules of every list (docs/api.md "Paging"): `limit` 1..100 (default 100), `before_id` (or `beforeId`, the
+ * spelling of the vendor's generated TypeScript client; not both), nothing else; newest first; `next_page_uri` with sorted query keys, or null when nothing is left.
  */
 import { LIMITS } from "../model/wire.js";
 import { HttpError } from "./http-error.js";
 import type { PageQuery } from "./store.js";
 
-const PAGE_PARAMS = new Set(["limit", "before_id"]);
+const PAGE_PARAMS = new Set(["limit", "before_id", "beforeId"]);
 const DECIMAL = /^[0-9]{1,4}$/;
 
 /** Parses a list's query string; throws ERR_NGROK_231 for other parameters and ERR_NGROK_233 for a bad limit. */
@@ -22,6 +22,9 @@ export function parsePageQuery(query: string): PageQuery {
     }
     if (seen.has(key)) {
       throw new HttpError(400, "ERR_NGROK_231", `query parameter "${key}" is given more than once; give it once`, { parameter: key });
+    }
+    if (key !== "limit" && page.beforeId !== undefined) {
+      throw new HttpError(400, "ERR_NGROK_231", "before_id and beforeId name the same parameter; give one of them", { parameter: key });
     }
     seen.add(key);
     if (key === "limit") {

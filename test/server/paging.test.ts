@@ -76,6 +76,17 @@ describe("paging of weighted backends", () => {
     expect(exact.json.next_page_uri).toBeNull();
   });
 
+  it("accepts beforeId, the generated client's spelling, as before_id, and refuses both at once", async () => {
+    const r = await api.get(`/backends/weighted?limit=3&beforeId=${created[10]}`);
+    expect(r.status, r.text).toBe(200);
+    expect((r.json.backends as { id: string }[]).map((b) => b.id)).toEqual([created[9], created[8], created[7]]);
+    expect(r.json.next_page_uri).toBe(`${s.url}/backends/weighted?before_id=${created[7]}&limit=3`);
+    const both = await api.get(`/backends/weighted?before_id=${created[10]}&beforeId=${created[10]}`);
+    expect(both.status).toBe(400);
+    expect(both.json.error_code).toBe("ERR_NGROK_231");
+    expect(both.json.msg).toBe("before_id and beforeId name the same parameter; give one of them");
+  });
+
   it("refuses a limit outside 1..100 (ERR_NGROK_233) and other parameters (ERR_NGROK_231)", async () => {
     for (const limit of ["0", "101", "-1", "abc", "", "1.5", "07x"]) {
       const r = await api.get(`/backends/weighted?limit=${limit}`);
