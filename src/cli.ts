@@ -102,6 +102,8 @@ const APPLY_ONLY_OPTIONS: readonly OptionSpec[] = [
   { flags: "--format <format>", description: "how the plan and the report are shown", choices: FORMAT_CHOICES, default: "text" },
   { flags: "--html <file>", description: "also write the report (with the plan) as a self-contained HTML page to this file" },
   { flags: "--quiet", description: "no progress on stderr while the changes run", default: false },
+  { flags: "--lock-timeout <duration>", description: "wait this long for another apply of the stack to end (default: 5m); 0 fails at once" },
+  { flags: "--lock-ttl <duration>", description: "this apply's lease on the stack expires this long after its last renewal (default: 1m)" },
 ];
 
 const EXPORT_OPTIONS: readonly OptionSpec[] = [
@@ -183,6 +185,14 @@ function registerExport(program: Command, done: Done): void {
   });
 }
 
+function registerUnlock(program: Command, done: Done): void {
+  const cmd = addOptions(program.command("unlock").description("remove the lease a stopped apply left on a stack").argument("<stack>", "the stack to unlock"), COMMON_OPTIONS);
+  cmd.action(async (stack: string, flags: import("./api/options.js").CommonCliOptions) => {
+    const [{ runUnlock }, { processIO }] = await Promise.all([import("./commands/unlock.js"), import("./commands/io.js")]);
+    done(await runUnlock(stack, flags, processIO()));
+  });
+}
+
 function registerDemo(program: Command, done: Done): void {
   program
     .command("demo")
@@ -230,6 +240,7 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerPlan,
   registerApply,
   registerExport,
+  registerUnlock,
   registerDemo,
   registerSchema,
   registerServe,

@@ -45,7 +45,7 @@ export function buildRiskRefusal(risks: readonly Risk[]): UnsafePlanError {
     [
       `the plan has ${n} ${n === 1 ? "risk" : "risks"} that must be acknowledged before it is applied:`,
       ...risks.map((r) => `  ${r.rule} (--ack ${r.rule}): ${r.message}`),
-      `Nothing was sent. If the plan is what you want, apply it with ${rules.map((r) => `--ack ${r}`).join(" ")} (or --force to acknowledge every risk).`,
+      `No change was sent. If the plan is what you want, apply it with ${rules.map((r) => `--ack ${r}`).join(" ")} (or --force to acknowledge every risk).`,
     ].join("\n"),
     "risk",
     rules,
@@ -55,7 +55,7 @@ export function buildRiskRefusal(risks: readonly Risk[]): UnsafePlanError {
 /** The refusal when no one can be asked: no terminal and no `--auto-approve`. */
 export function buildNoTerminalRefusal(): UnsafePlanError {
   return new UnsafePlanError(
-    "apply needs approval, and there is no terminal to ask on; nothing was sent. Review the plan above, then run again with --auto-approve " +
+    "apply needs approval, and there is no terminal to ask on; no change was sent. Review the plan above, then run again with --auto-approve " +
       "(in CI, apply a reviewed saved plan: edgeplan apply --plan FILE --auto-approve)",
     "no-terminal",
   );
@@ -64,5 +64,5 @@ export function buildNoTerminalRefusal(): UnsafePlanError {
 /** The refusal when the answer to the question was not `yes`. */
 export function buildDeclinedRefusal(answer: string): UnsafePlanError {
   const shown = answer.trim() === "" ? "an empty answer" : `"${answer.trim().slice(0, 40)}"`;
-  return new UnsafePlanError(`apply cancelled: ${shown} is not 'yes'; nothing was sent`, "declined");
+  return new UnsafePlanError(`apply cancelled: ${shown} is not 'yes'; no change was sent`, "declined");
 }

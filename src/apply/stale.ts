@@ -85,7 +85,7 @@ export function buildStalePlanError(file: string, stale: readonly StaleObject[])
     [
       `the saved plan ${file} is stale: ${n} ${n === 1 ? "object it touches has" : "objects it touches have"} changed since it was made:`,
       ...lines,
-      `Nothing was sent. Make a new plan (edgeplan plan --out ${file}), or pass --refresh to plan again from the manifests and apply that.`,
+      `No change was sent. Make a new plan (edgeplan plan --out ${file}), or pass --refresh to plan again from the manifests and apply that.`,
     ].join("\n"),
   );
 }

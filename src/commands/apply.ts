@@ -40,6 +40,8 @@ import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
+import { acquireLease, currentHolder, type HeldLease } from "../apply/lease.js";
+import { parseTimeout } from "../model/syntax.js";
 
 export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   /** Manifest files or folders (default `.`): what is planned, or re-planned with `--refresh`. */
@@ -76,6 +78,10 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
    * changes run (a second signal ends the process at once).
    */
   signal?: AbortSignal;
+  /** How long to wait for another apply's lease on the stack (a duration; `0` fails at once). Default 5m. */
+  lockTimeout?: string;
+  /** How long this apply's lease stays valid without a renewal (renewed every third of it). Default 1m. */
+  lockTtl?: string;
 }
 
 export interface ApplyCommandResult {
@@ -91,6 +97,22 @@ export interface ApplyCommandResult {
 }
 
 /** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
+/** What stopped a run whose lease was taken away (its exit code is 3: some changes did not start). */
+const LEASE_LOST = "lease-lost";
+
+export const DEFAULT_LOCK_TIMEOUT = "5m";
+export const DEFAULT_LOCK_TTL = "1m";
+/** Longest `--lock-timeout` and `--lock-ttl` (one day). */
+const LOCK_MAX_MS = 86_400_000;
+
+/** The lease flags: `--lock-timeout` (default 5m; 0 fails at once) and `--lock-ttl` (default 1m). */
+export function lockOptionsFrom(options: Pick<ApplyCommandOptions, "lockTimeout" | "lockTtl">): { timeoutMs: number; ttlMs: number } {
+  return {
+    timeoutMs: parseTimeout("--lock-timeout", options.lockTimeout ?? DEFAULT_LOCK_TIMEOUT, LOCK_MAX_MS, 0),
+    ttlMs: parseTimeout("--lock-ttl", options.lockTtl ?? DEFAULT_LOCK_TTL, LOCK_MAX_MS, 1000),
+  };
+}
+
 export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
 /**
@@ -101,6 +123,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   const options = await withProjectFile(given, io);
   const { format, acks } = checkApplyFlags(options, io);
   const waitMs = checkRolloutFlags(options);
+  const lock = lockOptionsFrom(options);
   let diagnostics: Diagnostic[] = [];
   let desired: DesiredState | undefined;
   let saved: Plan | undefined;
@@ -113,7 +136,11 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   }
 
   const session = await openSession(options, io, desired);
+  let lease: HeldLease | undefined;
   try {
+    // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
+    const holder = currentHolder(io.env);
+    lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`) });
     const chosen = saved
       ? await fromSavedPlan(saved, options, io, session)
       : await planFromManifests(desired as DesiredState, { ...planOptionsFrom(options, session.stack), now: Date.now(), retryRollouts: options.retryRollout ?? [] }, session);
@@ -142,10 +169,11 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       throw err;
     }
 
-    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs });
+    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs, leaseLost: lease.lost });
     await reportRun(plan, run, { session, fromManifests, format, options }, io, result);
     return result;
   } finally {
+    await lease?.release();
     await session.close();
   }
 }
@@ -251,6 +279,7 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
  * a run whose every write the API accepted into a failure (the report says it was not checked).
  */
 function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined, rolloutStopped: boolean): number {
+  if (interruptedBy === LEASE_LOST) return EXIT.partial;
   if (outcome.interrupted || interruptedBy !== undefined) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
   const { failed, skipped, not_started } = outcome.counts;
   if (failed + skipped + not_started > 0 || rolloutStopped) return EXIT.partial;
@@ -296,10 +325,10 @@ async function runChanges(
   session: Session,
   options: ApplyCommandOptions,
   io: CommandIO,
-  ctx: { fromManifests: FromManifests | undefined; waitMs: number },
+  ctx: { fromManifests: FromManifests | undefined; waitMs: number; leaseLost: AbortSignal },
 ): Promise<RunResult> {
   const { concurrency } = session;
-  const stop = wireStop(io, options.signal);
+  const stop = wireStop(io, options.signal, { signal: ctx.leaseLost, by: LEASE_LOST });
   const quiet = options.quiet === true;
   const rollouts = { checker: options.checker ?? runRolloutCheck, now: () => Date.now() };
   try {

@@ -13,11 +13,22 @@ export interface Stop {
 
 /**
  * The AbortSignal of a run. Without a caller's signal, SIGINT and SIGTERM abort it; a second one restores the
- * default handling and re-raises it, so the process ends at once.
+ * default handling and re-raises it, so the process ends at once. `lost`, when it aborts, stops the run too, and
+ * `by()` then names it.
  */
-export function wireStop(io: CommandIO, external: AbortSignal | undefined): Stop {
+export function wireStop(io: CommandIO, external: AbortSignal | undefined, lost?: { signal: AbortSignal; by: string }): Stop {
   const controller = new AbortController();
   let by: string | undefined;
+  // The run's lease was taken away (src/apply/lease.ts): stop as Ctrl-C does, saying why.
+  const onLost = (): void => {
+    if (!lost) return;
+    by ??= lost.by;
+    io.stderr(`${(lost.signal.reason as Error).message}: no new change starts; the requests in flight finish\n`);
+    controller.abort();
+  };
+  if (lost?.signal.aborted) onLost();
+  else lost?.signal.addEventListener("abort", onLost, { once: true });
+  const disposeLost = (): void => lost?.signal.removeEventListener("abort", onLost);
   if (external) {
     const onAbort = (): void => {
       by ??= "aborted";
@@ -25,7 +36,14 @@ export function wireStop(io: CommandIO, external: AbortSignal | undefined): Stop
     };
     if (external.aborted) onAbort();
     else external.addEventListener("abort", onAbort, { once: true });
-    return { signal: controller.signal, by: () => by, dispose: () => external.removeEventListener("abort", onAbort) };
+    return {
+      signal: controller.signal,
+      by: () => by,
+      dispose: () => {
+        disposeLost();
+        external.removeEventListener("abort", onAbort);
+      },
+    };
   }
   const onSignal = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) {
@@ -40,6 +58,7 @@ export function wireStop(io: CommandIO, external: AbortSignal | undefined): Stop
     controller.abort();
   };
   const dispose = (): void => {
+    disposeLost();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   };

@@ -6,6 +6,7 @@
  * progressive rollout when its manifest asks for one, `rollout.ts`), order them (`graph.ts`), and name the risks and
  * outputs. Same input, same Plan.
  */
+import { isLeaseObject } from "../kinds/lease.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanSummary } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
@@ -62,7 +63,8 @@ export const DEFAULT_MAX_SHIFT = 50;
  * through an id.
  */
 export function buildPlan(desired: DesiredState, live: LiveState, options: PlanOptions): Plan {
-  const index = indexPlanInput(desired, live, options.stack);
+  // Lease objects (one per running apply of a stack) are edgeplan's own bookkeeping: never orphans, never matched.
+  const index = indexPlanInput(desired, { ...live, weightedBackends: live.weightedBackends.filter((l) => !isLeaseObject(l)) }, options.stack);
   const problems = new PlanProblems();
   const matching = matchWeightedBackends(index, options.takeover, problems);
   const nameToId = matchedIds(matching);

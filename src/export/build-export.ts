@@ -7,6 +7,7 @@
  *
  * The steps live beside it: `weighted-backends.ts` (classify, name, check, write) and `routes.ts`.
  */
+import { isLeaseObject } from "../kinds/lease.js";
 import { compareText } from "../model/canonical.js";
 import { renderSchemaFiles } from "../model/schemas.js";
 import { routeFiles } from "./routes.js";
@@ -29,8 +30,9 @@ function schemaFiles(): ExportFile[] {
  */
 export function buildExport(input: ExportInput): ExportResult {
   const log: ExportLog = { skipped: [], notes: [] };
-  // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document.
-  const kept = exportableWeightedBackends(input.weightedBackends, input, log);
+  // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document. Lease objects
+  // (src/kinds/lease.ts) are edgeplan's own bookkeeping while an apply runs: never exported.
+  const kept = exportableWeightedBackends(input.weightedBackends.filter((wb) => !isLeaseObject(wb)), input, log);
   const wbs = weightedBackendFiles(kept);
   const routes = routeFiles(input.routes, log, input);
   const files = [...wbs.files, ...routes.files];

@@ -39,12 +39,12 @@ export function parseWholeNumber(flag: string, value: string | number, min: numb
   return n;
 }
 
-/** A timeout: whole milliseconds (`30000`) or a duration (`30s`, `500ms`), from 1 ms to `maxMs`. */
-export function parseTimeout(flag: string, value: string | number, maxMs = TIMEOUT_MAX_MS): number {
+/** A timeout: whole milliseconds (`30000`) or a duration (`30s`, `500ms`), from `minMs` (default 1) to `maxMs`. */
+export function parseTimeout(flag: string, value: string | number, maxMs = TIMEOUT_MAX_MS, minMs = 1): number {
   const text = String(value).trim();
   const ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
-  if (ms === undefined || !Number.isSafeInteger(ms) || ms < 1 || ms > maxMs) {
-    throw new EdgeplanError(`${flag}: expected milliseconds from 1 to ${maxMs} (or a duration such as 30s), got "${text}"`);
+  if (ms === undefined || !Number.isSafeInteger(ms) || ms < minMs || ms > maxMs) {
+    throw new EdgeplanError(`${flag}: expected milliseconds from ${minMs} to ${maxMs} (or a duration such as 30s), got "${text}"`);
   }
   return ms;
 }

@@ -70,7 +70,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(second.stderr).toContain(`weighted_backend.b2: renamed from "b" ${v1.get("b")?.id}`);
       expect(second.stderr).toContain(`weighted_backend.f: adopted ${toAdopt.id}`);
       expect(second.stderr).toContain(`weighted_backend.o: taken over ${toTakeOver.id}`);
-      expect(w.writes(mark).map((l) => l.method).sort()).toEqual(["DELETE", "DELETE", "PATCH", "PATCH", "PATCH", "PATCH", "PUT"]);
+      expect(w.changeWrites(mark).map((l) => l.method).sort()).toEqual(["DELETE", "DELETE", "PATCH", "PATCH", "PATCH", "PATCH", "PUT"]);
 
       const v2 = await w.owned();
       expect([...v2.keys()].sort()).toEqual(["a", "b2", "f", "o"]);
@@ -90,7 +90,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(third.code).toBe(0);
       expect(third.stdout).toBe("No changes. Live state matches the manifests.\n");
       expect(third.stderr).toBe("Nothing to apply: no change was sent.\n");
-      expect(w.writes(mark3)).toEqual([]);
+      expect(w.changeWrites(mark3)).toEqual([]);
     });
 
     it("a description-only change sends the full body and keeps the children", async () => {
@@ -101,7 +101,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       const mark = w.log().length;
       const run = await w.cli(APPLY);
       expect(run.code).toBe(0);
-      expect(w.writes(mark).map((l) => l.method)).toEqual(["PATCH"]);
+      expect(w.changeWrites(mark).map((l) => l.method)).toEqual(["PATCH"]);
       expect((await w.owned()).get("x")).toMatchObject({ description: "two", backends: { [HR1]: 70, [HR2]: 30 } });
     });
   });
@@ -129,7 +129,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(pruned.code).toBe(0);
       expect(pruned.stdout).toContain("Plan: 0 to create, 0 to update, 3 to delete.");
       // The server refuses to delete an object another one still references: the order is the only way this passes.
-      expect(w.writes(mark).map((l) => `${l.method} ${idOf(l.path)} ${l.status}`)).toEqual([
+      expect(w.changeWrites(mark).map((l) => `${l.method} ${idOf(l.path)} ${l.status}`)).toEqual([
         `DELETE ${a.id} 204`,
         `DELETE ${b.id} 204`,
         `DELETE ${c.id} 204`,
@@ -212,13 +212,17 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
         [
           "edgeplan: the saved plan plan.json is stale: 1 object it touches has changed since it was made:",
           `  weighted_backend.s (${s.id}): changed since the plan was made`,
-          "Nothing was sent. Make a new plan (edgeplan plan --out plan.json), or pass --refresh to plan again from the manifests and apply that.",
+          "No change was sent. Make a new plan (edgeplan plan --out plan.json), or pass --refresh to plan again from the manifests and apply that.",
           "",
         ].join("\n"),
       );
       expect(refused.stdout).toBe("");
-      // Only the touched object was read again, and nothing was written.
-      expect(w.log(mark).map((l) => `${l.method} ${l.path}`)).toEqual([`GET /backends/weighted/${s.id}`]);
+      // The lease (its create, the listing that finds other leases, its delete); then only the touched object was
+      // read again, and no change was written.
+      const seen = w.log(mark).map((l) => `${l.method} ${l.path}`);
+      expect(seen.slice(0, 3)).toEqual(["POST /backends/weighted", "GET /backends/weighted", `GET /backends/weighted/${s.id}`]);
+      expect(seen[3]).toMatch(/^DELETE \/backends\/weighted\/bkdwd_\w{27}$/);
+      expect(seen).toHaveLength(4);
 
       const refreshed = await w.cli(["apply", "m", "--plan", "plan.json", "--refresh", "--auto-approve"]);
       expect(refreshed.code).toBe(0);
@@ -263,10 +267,10 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(run.code).toBe(1);
       expect(run.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
       expect(run.stderr).toBe(
-        "edgeplan: apply needs approval, and there is no terminal to ask on; nothing was sent. Review the plan above, then run again with --auto-approve " +
+        "edgeplan: apply needs approval, and there is no terminal to ask on; no change was sent. Review the plan above, then run again with --auto-approve " +
           "(in CI, apply a reviewed saved plan: edgeplan apply --plan FILE --auto-approve)\n",
       );
-      expect(w.writes()).toEqual([]);
+      expect(w.changeWrites()).toEqual([]);
     });
 
     it("refuses a risk until it is acknowledged with --ack, and rejects unknown rules", async () => {
@@ -279,12 +283,13 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       const refused = await w.cli(APPLY);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/^edgeplan: the plan has 1 risk that must be acknowledged before it is applied:\n {2}traffic-shift \(--ack traffic-shift\): weighted_backend\.x: traffic moves/);
-      expect(refused.stderr).toContain("\nNothing was sent. If the plan is what you want, apply it with --ack traffic-shift (or --force to acknowledge every risk).\n");
+      expect(refused.stderr).toContain("\nNo change was sent. If the plan is what you want, apply it with --ack traffic-shift (or --force to acknowledge every risk).\n");
 
       const unknown = await w.cli([...APPLY, "--ack", "trafic-shift"]);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toBe('edgeplan: --ack: unknown rule "trafic-shift"; the rules are auth-removal, traffic-shift, no-traffic, mass-delete\n');
-      expect(w.writes(mark)).toEqual([]);
+      // The refused run wrote only its lease; the unknown rule was refused before anything was sent.
+      expect(w.changeWrites(mark)).toEqual([]);
 
       const acked = await w.cli([...APPLY, "--ack", "traffic-shift"]);
       expect(acked.code).toBe(0);

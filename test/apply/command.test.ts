@@ -52,13 +52,13 @@ describe("runApply", () => {
     expect((await w.owned()).has("x")).toBe(true);
   });
 
-  it("anything but 'yes' cancels, and nothing is sent", async () => {
+  it("anything but 'yes' cancels, and no change is sent", async () => {
     const w = await startWorld();
     w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 100 }) });
     const rec = io(w, "y");
-    await expect(runApply({ paths: ["m"], rateLimit: "off" }, rec)).rejects.toThrow(new UnsafePlanError(`apply cancelled: "y" is not 'yes'; nothing was sent`, "declined"));
+    await expect(runApply({ paths: ["m"], rateLimit: "off" }, rec)).rejects.toThrow(new UnsafePlanError(`apply cancelled: "y" is not 'yes'; no change was sent`, "declined"));
     expect(rec.out).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
-    expect(w.writes()).toEqual([]);
+    expect(w.changeWrites()).toEqual([]);
   });
 
   it("--format json prints the plan, then the report, as two JSON documents", async () => {
@@ -95,6 +95,6 @@ describe("runApply", () => {
     expect(result.exitCode).toBe(130);
     expect(rec.out).toContain("\nApply interrupted: 0 done, 2 not started.\n");
     expect(result.summaryMarkdown).toContain("| `weighted_backend.x` | not started | the run was interrupted before it started |");
-    expect(w.writes()).toEqual([]);
+    expect(w.changeWrites()).toEqual([]);
   });
 });

@@ -49,8 +49,8 @@ export interface World {
   manifests(files: Record<string, string>): void;
   /** Runs the built CLI in `dir` against the server (no terminal on stdin). */
   cli(args: string[], env?: Record<string, string>): Promise<CliResult>;
-  /** Starts the built CLI without waiting for it. */
-  spawnCli(args: string[]): RunningCli;
+  /** Starts the built CLI without waiting for it (`env` added to its environment). */
+  spawnCli(args: string[], env?: Record<string, string>): RunningCli;
   /** Every weighted backend of the account, newest first. */
   list(): Promise<WeightedBackend[]>;
   /** The weighted backends that carry stack "default"'s marker, by name. */
@@ -59,6 +59,11 @@ export interface World {
   log(from?: number): LogLine[];
   /** Writes (POST, PATCH, PUT, DELETE) in the log from index `from` on. */
   writes(from?: number): LogLine[];
+  /**
+   * The writes of the changes of ONE apply run that began at log index `from`: checks that its first write created
+   * its lease and its last deleted it (docs/reliability.md, "One apply at a time"), and returns the writes between.
+   */
+  changeWrites(from?: number): LogLine[];
   raw: ReturnType<typeof apiClient>;
 }
 
@@ -120,7 +125,7 @@ export async function startWorld(
       }
     },
     cli: (args, extra) => spawnCli(args, extra).done,
-    spawnCli: (args) => spawnCli(args),
+    spawnCli: (args, extra) => spawnCli(args, extra),
     async list() {
       const res = await raw.get("/backends/weighted");
       expect(res.status).toBe(200);
@@ -138,6 +143,15 @@ export async function startWorld(
     },
     log: (from = 0) => (server.logLines as unknown as LogLine[]).slice(from),
     writes: (from = 0) => world.log(from).filter((l) => l.method !== "GET"),
+    changeWrites(from = 0) {
+      const all = world.writes(from);
+      expect(all.length, "an apply writes at least its lease and its release").toBeGreaterThanOrEqual(2);
+      expect(`${all[0]?.method} ${all[0]?.path} ${all[0]?.status}`).toBe("POST /backends/weighted 201");
+      const last = all[all.length - 1];
+      expect(`${last?.method} ${last?.status}`).toBe("DELETE 204");
+      expect(last?.path).toMatch(/^\/backends\/weighted\/bkdwd_\w{27}$/);
+      return all.slice(1, -1);
+    },
   };
   worlds.push(world);
   return world;

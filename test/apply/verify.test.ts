@@ -140,7 +140,7 @@ describe("staleness of a saved plan", () => {
         `  weighted_backend.a (${wbId(1)}): changed since the plan was made`,
         `  weighted_backend.gone (${wbId(2)}): no longer exists`,
         `  weighted_backend.m: is planned as a create, but ${wbId(9)} carries its owner marker by now`,
-        "Nothing was sent. Make a new plan (edgeplan plan --out plan.json), or pass --refresh to plan again from the manifests and apply that.",
+        "No change was sent. Make a new plan (edgeplan plan --out plan.json), or pass --refresh to plan again from the manifests and apply that.",
       ].join("\n"),
     );
   });
@@ -266,7 +266,7 @@ describe("approval", () => {
     expect(lines[1]).toMatch(/^ {2}auth-removal \(--ack auth-removal\): edge_route\..*\.saml: the SAML module is deleted/);
     expect(lines[2]).toMatch(/^ {2}no-traffic \(--ack no-traffic\): weighted_backend\.z: /);
     expect(lines[3]).toBe(
-      "Nothing was sent. If the plan is what you want, apply it with --ack auth-removal --ack no-traffic (or --force to acknowledge every risk).",
+      "No change was sent. If the plan is what you want, apply it with --ack auth-removal --ack no-traffic (or --force to acknowledge every risk).",
     );
   });
 });

@@ -19,6 +19,14 @@ const route = (buckets: number): string =>
 
 /** The requests of the log from `from` on, as `METHOD path`, sorted. */
 const requests = (w: World, from: number): string[] => w.log(from).map((l) => `${l.method} ${l.path}`).sort();
+/**
+ * The requests of one apply begun at `from` inside its lease (docs/reliability.md, section 6), sorted: its create
+ * and delete are checked and left out; the listing that decides who holds it stays in.
+ */
+const applyRequests = (w: World, from: number): string[] => {
+  w.changeWrites(from);
+  return w.log(from).slice(1, -1).map((l) => `${l.method} ${l.path}`).sort();
+};
 
 /** Applies a first version of everything, then changes all three objects in the manifests. */
 async function appliedThenChanged(): Promise<{ w: World; ids: Map<string, string> }> {
@@ -39,9 +47,14 @@ describe("--target and --exclude (built CLI, real server)", () => {
     expect(run.stdout.startsWith("Targeted plan (only weighted_backend.checkout): the rest of stack \"default\" is not planned")).toBe(true);
     expect(run.stdout).toContain("Plan: 0 to create, 1 to update, 0 to delete.");
     expect(run.stdout).toContain("Converged: the live state matches the manifests within the targets.");
-    expect(w.writes(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("checkout")}`]);
-    // One listing to plan, one read of what changed to check convergence; no edge read.
-    expect(requests(w, from)).toEqual(["GET /backends/weighted", `GET /backends/weighted/${ids.get("checkout")}`, `PATCH /backends/weighted/${ids.get("checkout")}`]);
+    expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("checkout")}`]);
+    // The lease's listing, one listing to plan, one read of what changed to check convergence; no edge read.
+    expect(applyRequests(w, from)).toEqual([
+      "GET /backends/weighted",
+      "GET /backends/weighted",
+      `GET /backends/weighted/${ids.get("checkout")}`,
+      `PATCH /backends/weighted/${ids.get("checkout")}`,
+    ]);
     const owned = await w.owned();
     expect(owned.get("checkout")?.backends).toEqual({ [HR1]: 8000, [HR2]: 2000 });
     expect(owned.get("search")?.description).toBe("Search");
@@ -55,18 +68,23 @@ describe("--target and --exclude (built CLI, real server)", () => {
     expect(rest.stdout).not.toContain("~ weighted_backend.checkout");
   });
 
-  it("apply --target of a module lists no weighted backend; --exclude leaves its address alone", async () => {
+  it("apply --target of a module lists the weighted backends only for its lease; --exclude leaves its address alone", async () => {
     const { w, ids } = await appliedThenChanged();
     let from = w.log().length;
     const run = await w.cli(["apply", "m", "--auto-approve", "--target", `edge_route.${EDGE}/*.circuit_breaker`]);
     expect(run.code, run.stderr).toBe(0);
-    expect(requests(w, from)).toEqual([`GET /edges/https/${EDGE}`, `GET /edges/https/${EDGE}`, `PUT /edges/https/${EDGE}/routes/${R1}/circuit_breaker`]);
+    expect(applyRequests(w, from)).toEqual([
+      "GET /backends/weighted",
+      `GET /edges/https/${EDGE}`,
+      `GET /edges/https/${EDGE}`,
+      `PUT /edges/https/${EDGE}/routes/${R1}/circuit_breaker`,
+    ]);
 
     from = w.log().length;
     const excluded = await w.cli(["apply", "m", "--auto-approve", "--exclude", "weighted_backend.search"]);
     expect(excluded.code, excluded.stderr).toBe(0);
     expect(excluded.stdout).toContain("Targeted plan (without weighted_backend.search)");
-    expect(w.writes(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("checkout")}`]);
+    expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("checkout")}`]);
     expect((await w.owned()).get("search")?.description).toBe("Search");
     expect((await w.owned()).get("checkout")?.backends).toEqual({ [HR1]: 8000, [HR2]: 2000 });
   });
@@ -88,7 +106,7 @@ describe("--target and --exclude (built CLI, real server)", () => {
     const applied = await w.cli(["apply", "--plan", "p.json", "--auto-approve"]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stdout).toContain("Targeted plan (only weighted_backend.search)");
-    expect(w.writes(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("search")}`]);
+    expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("search")}`]);
     expect((await w.owned()).get("checkout")?.backends).toEqual({ [HR1]: 9000, [HR2]: 1000 });
   });
 
@@ -125,7 +143,7 @@ describe("ignore_changes (built CLI, real server)", () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain("  # ignored: description differs\n");
     expect(run.stdout).not.toContain("~ description:");
-    expect(w.writes(from).length).toBe(1);
+    expect(w.changeWrites(from).length).toBe(1);
     const after = (await w.owned()).get("checkout");
     expect(after?.description).toBe("Checkout (incident 4711: on-call)");
     expect(after?.backends).toEqual({ [HR1]: 7000, [HR2]: 3000 });

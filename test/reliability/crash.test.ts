@@ -44,7 +44,10 @@ describe("apply killed with SIGKILL at random points", () => {
         const stack = `crash-${sequence}`;
         const cwd = join(dir.path, stack);
         const env = { EDGEPLAN_API_URL: server.url, EDGEPLAN_API_KEY: apiKey };
-        const args = (cmd: string): string[] => [cmd, "manifests", "--stack", stack, "--prune", ...(cmd === "apply" ? ["--auto-approve", "--force"] : [])];
+        // A killed apply leaves its lease behind: with a TTL of 1 s, the next apply waits about that long, then goes on.
+        const args = (cmd: string): string[] => [
+          cmd, "manifests", "--stack", stack, "--prune", ...(cmd === "apply" ? ["--auto-approve", "--force", "--lock-ttl", "1s"] : []),
+        ];
         let midRun = 0;
         for (let trial = 0; trial < 10; trial++) {
           const variant = trial % 3;

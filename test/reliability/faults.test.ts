@@ -127,7 +127,12 @@ describe.concurrent("fault matrix", () => {
       const stack = "faults";
       const names = VARIANT_NAMES[0] as readonly string[];
       const cli = (server: SpawnedServer, args: string[]): Promise<CliResult> =>
-        runEdgeplan([...args, "manifests", "--stack", stack], { cwd: dir.path, env: { EDGEPLAN_API_URL: server.url, EDGEPLAN_API_KEY: apiKey }, timeoutMs: 90_000 });
+        // A lease an apply could not give back under the faults expires after 1 s instead of the default minute.
+        runEdgeplan([...args, ...(args[0] === "apply" ? ["--lock-ttl", "1s"] : []), "manifests", "--stack", stack], {
+          cwd: dir.path,
+          env: { EDGEPLAN_API_URL: server.url, EDGEPLAN_API_KEY: apiKey },
+          timeoutMs: 90_000,
+        });
       // spawnServer runs in the repository; the data and fixtures paths must be absolute.
       const fixtures = join(dir.path, "fixtures.yaml");
       const serveAt = (flags: string[]): Promise<SpawnedServer> =>

@@ -87,10 +87,13 @@ interface EchoServer {
   close(): Promise<void>;
 }
 
+const LEASE_ID = "bkdwd_000000000000000000000000001";
+
 async function startEchoServer(): Promise<EchoServer> {
   const state: EchoServer = { url: "", mode: "500", close: async () => undefined };
   const server: Server = createServer((req, res) => {
-    req.resume();
+    let body = "";
+    req.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
     req.on("end", () => {
       const auth = String(req.headers.authorization ?? "");
       const echo = JSON.stringify(req.headers);
@@ -119,8 +122,18 @@ async function startEchoServer(): Promise<EchoServer> {
         if (isList) return list(`http://evil.example/backends/weighted?key=${encodeURIComponent(auth)}`);
         return error(404);
       }
-      // 400-on-write: reads show an empty account with the route, writes are refused with the headers echoed.
+      // 400-on-write: reads show an empty account with the route, writes are refused with the headers echoed; only
+      // the apply's lease (docs/reliability.md, section 6) is taken and given back, so that its changes are sent.
       if (isList) return list(null);
+      const lease = req.method === "POST" && req.url === "/backends/weighted" ? (JSON.parse(body) as { description: string; metadata: string }) : undefined;
+      if (lease?.metadata.includes('"lease":{')) {
+        res.writeHead(201, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ id: LEASE_ID, uri: `${state.url}/backends/weighted/${LEASE_ID}`, created_at: "2025-01-01T00:00:00Z", ...lease, backends: {} }));
+      }
+      if (req.method === "DELETE" && req.url === `/backends/weighted/${LEASE_ID}`) {
+        res.writeHead(204);
+        return res.end();
+      }
       if (req.method === "GET" && (req.url ?? "").startsWith(`/edges/https/${EDGE}`)) {
         res.writeHead(200, { "content-type": "application/json" });
         return res.end(

@@ -67,12 +67,14 @@ export function markersInStore(dataFile: string, apiKey: string): { byMarker: Ma
     const rows = db.prepare("SELECT id, metadata FROM weighted_backends WHERE account = ?").all(accountForKey(apiKey)) as Array<{ id: string; metadata: string }>;
     const byMarker = new Map<string, string[]>();
     for (const r of rows) {
-      let marker: { stack?: string; name?: string } | undefined;
+      let marker: { stack?: string; name?: string; lease?: unknown } | undefined;
       try {
-        marker = (JSON.parse(r.metadata) as { edgeplan?: { stack?: string; name?: string } }).edgeplan;
+        marker = (JSON.parse(r.metadata) as { edgeplan?: { stack?: string; name?: string; lease?: unknown } }).edgeplan;
       } catch {
         marker = undefined;
       }
+      // A running apply's lease (docs/reliability.md, section 6) marks no manifest object; `total` still counts it.
+      if (marker?.lease !== undefined) continue;
       const key = marker ? `${marker.stack}/${marker.name}` : `(no marker)`;
       byMarker.set(key, [...(byMarker.get(key) ?? []), r.id]);
     }

@@ -1,0 +1,59 @@
+/**
+ * The lease object (src/kinds/lease.ts): its body, reading it back, who goes first, and how the holder is named.
+ */
+import { describe, expect, it } from "vitest";
+import { buildLeaseBody, ciRunUrl, describeHolder, isLeaseObject, leaseBlocker, leasesOf, parseLease, type LeaseHolder } from "../../src/kinds/lease.js";
+import { lockOptionsFrom } from "../../src/commands/apply.js";
+
+const HOLDER: LeaseHolder = { host: "ci-7", pid: 4242, started_at: "2026-01-02T03:04:05Z", token: "t1" };
+const obj = (id: string, stack: string, renewals = 0): { id: string; metadata: string } => ({ id, metadata: buildLeaseBody(stack, HOLDER, 60_000, renewals).metadata });
+
+describe("lease objects", () => {
+  it("is a weighted backend without children whose metadata names the stack, the holder, the TTL and the renewals", () => {
+    expect(buildLeaseBody("prod", { ...HOLDER, run_url: "https://github.com/a/b/actions/runs/1" }, 60_000, 3)).toEqual({
+      description: "edgeplan lease of stack prod: an apply is running (remove a stuck one with: edgeplan unlock prod)",
+      metadata:
+        '{"edgeplan":{"lease":{"holder":{"host":"ci-7","pid":4242,"run_url":"https://github.com/a/b/actions/runs/1","started_at":"2026-01-02T03:04:05Z","token":"t1"},"renewals":3,"ttl_ms":60000},"stack":"prod"}}',
+      backends: {},
+    });
+    expect(parseLease(obj("bkdwd_b", "prod", 3))).toEqual({ id: "bkdwd_b", stack: "prod", holder: HOLDER, ttlMs: 60_000, renewals: 3 });
+  });
+
+  it("tells lease objects from owned objects, foreign objects and user metadata that mentions a lease", () => {
+    expect(isLeaseObject(obj("bkdwd_a", "prod"))).toBe(true);
+    expect(isLeaseObject({ id: "x", metadata: '{"edgeplan":{"name":"web","stack":"prod"}}' })).toBe(false);
+    expect(isLeaseObject({ id: "x", metadata: '{"team":{"lease":{"holder":{}}}}' })).toBe(false);
+    expect(isLeaseObject({ id: "x", metadata: 'not json "lease":{' })).toBe(false);
+    expect(isLeaseObject({ id: "x", metadata: "" })).toBe(false);
+  });
+
+  it("the smallest id of the stack that is not known to have expired goes first", () => {
+    const leases = leasesOf([obj("bkdwd_c", "prod"), obj("bkdwd_a", "other"), obj("bkdwd_b", "prod"), obj("bkdwd_d", "prod")], "prod");
+    expect(leases.map((l) => l.id)).toEqual(["bkdwd_b", "bkdwd_c", "bkdwd_d"]);
+    expect(leaseBlocker("bkdwd_b", leases, new Set())).toBeNull();
+    expect(leaseBlocker("bkdwd_d", leases, new Set())?.id).toBe("bkdwd_b");
+    expect(leaseBlocker("bkdwd_d", leases, new Set(["bkdwd_b"]))?.id).toBe("bkdwd_c");
+    expect(leaseBlocker("bkdwd_c", leases, new Set(["bkdwd_b"]))).toBeNull();
+  });
+
+  it("names the holder with the CI run URL when GitHub Actions' three variables are set", () => {
+    expect(ciRunUrl({ GITHUB_SERVER_URL: "https://github.com/", GITHUB_REPOSITORY: "acme/routes", GITHUB_RUN_ID: "99" })).toBe(
+      "https://github.com/acme/routes/actions/runs/99",
+    );
+    expect(ciRunUrl({ GITHUB_REPOSITORY: "acme/routes", GITHUB_RUN_ID: "99" })).toBeUndefined();
+    const lease = parseLease(obj("bkdwd_a", "prod"));
+    expect(lease && describeHolder(lease)).toBe("host ci-7, process 4242, started 2026-01-02T03:04:05Z (lease bkdwd_a)");
+  });
+
+  it("reads --lock-timeout and --lock-ttl as durations: 0 waits not at all; defaults 5m and 1m", () => {
+    expect(lockOptionsFrom({})).toEqual({ timeoutMs: 300_000, ttlMs: 60_000 });
+    expect(lockOptionsFrom({ lockTimeout: "0", lockTtl: "2s" })).toEqual({ timeoutMs: 0, ttlMs: 2000 });
+    expect(lockOptionsFrom({ lockTimeout: "90s", lockTtl: "1.5m" })).toEqual({ timeoutMs: 90_000, ttlMs: 90_000 });
+    expect(() => lockOptionsFrom({ lockTimeout: "5 min" })).toThrow(
+      '--lock-timeout: expected milliseconds from 0 to 86400000 (or a duration such as 30s), got "5 min"',
+    );
+    expect(() => lockOptionsFrom({ lockTtl: "500ms" })).toThrow(
+      '--lock-ttl: expected milliseconds from 1000 to 86400000 (or a duration such as 30s), got "500ms"',
+    );
+  });
+});
