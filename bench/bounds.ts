@@ -35,3 +35,12 @@ export function rateBoundMs(requests: number, count: number, windowMs: number, l
 export function listPages(items: number, pageSize = 100): number {
   return Math.max(1, Math.ceil(items / pageSize));
 }
+
+/**
+ * The requests of the stack lease of one apply (docs/reliability.md, section 6) when no other apply runs: its create,
+ * the listing of the `accountObjects` weighted backends the account holds (its own lease among them), its delete.
+ * The benchmarks run apply with a TTL longer than the run, so no renewal happens.
+ */
+export function leaseRequests(accountObjects: number): { writes: number; pages: number } {
+  return { writes: 2, pages: listPages(accountObjects + 1) };
+}

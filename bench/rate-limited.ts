@@ -9,7 +9,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseRateLimit } from "../src/model/syntax.js";
-import { listPages, rateBoundMs } from "./bounds.js";
+import { leaseRequests, listPages, rateBoundMs } from "./bounds.js";
 import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
 import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, runEdgeplanApply, runEdgeplanPlan } from "./runs.js";
@@ -44,7 +44,8 @@ export function fleetRequests(spec: FleetSpec): { plan: number; apply: number } 
   const reads = listPages(before) + edgesRead;
   const changes = touchedWbs + 2 * spec.changedRoutes;
   const convergence = (touchedWbs === 0 ? 0 : Math.min(listPages(after), touchedWbs)) + edgesTouched;
-  return { plan: reads, apply: reads + changes + convergence };
+  const lease = leaseRequests(before);
+  return { plan: reads, apply: lease.writes + lease.pages + reads + changes + convergence };
 }
 
 /** Runs rate-limited at a size and returns its figures. */

@@ -16,6 +16,7 @@ import { rateLimitedScenario } from "./rate-limited.js";
 import { serverScenario } from "./server-load.js";
 import { serverPgScenario } from "./server-pg.js";
 import { validateScenario } from "./validate.js";
+import { validateLargeScenario } from "./validate-large.js";
 import type { Measurement, Scenario } from "./measure.js";
 
 /** Every scenario, in the order they run. Add a scenario by importing it and appending it here. */
@@ -25,6 +26,7 @@ export const SCENARIOS: Scenario[] = [
   rateLimitedScenario,
   diffCpuScenario,
   validateScenario,
+  validateLargeScenario,
   coldStartScenario,
   actionStartScenario,
   serverScenario,
@@ -32,7 +34,7 @@ export const SCENARIOS: Scenario[] = [
 ];
 
 /** The columns the table shows, in order, when any result has them; everything else stays in results.json. */
-const COLUMNS = ["name", "requests", "minimal_requests", "wall_ms", "bound_ms", "wall_vs_bound", "status_429", "rss_mb", "ok"] as const;
+const COLUMNS = ["name", "requests", "minimal_requests", "wall_ms", "bound_ms", "wall_vs_bound", "command_ms", "command_vs_bound", "status_429", "rss_mb", "ok"] as const;
 
 /** One short line of what a result says beyond the columns: its target, and the reference strategy's ratios. */
 function notes(r: Record<string, unknown>): string {

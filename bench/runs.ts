@@ -122,7 +122,8 @@ export async function runEdgeplanPlan(cli: string, server: BenchServer, fleet: F
 /** `edgeplan apply --prune --auto-approve --format json` on the fleet's manifests; throws unless it converged (exit 0). */
 export async function runEdgeplanApply(cli: string, server: BenchServer, fleet: Fleet, settings: CommandSettings = {}): Promise<RunFigures> {
   server.traffic.reset();
-  const exit = await runCli(cli, ["apply", fleet.manifests, "--auto-approve", ...commonArgs(server, settings)], fleet.dir);
+  // A lease TTL longer than any run: the fewest requests then hold no renewal (bench/bounds.ts, leaseRequests).
+  const exit = await runCli(cli, ["apply", fleet.manifests, "--auto-approve", "--lock-ttl", "1h", ...commonArgs(server, settings)], fleet.dir);
   await server.settle();
   if (exit.code !== 0) throw failure("edgeplan apply", exit);
   const [plan, report] = splitJsonDocuments(exit.stdout) as [Plan | undefined, { status?: string } | undefined];

@@ -160,7 +160,7 @@ function registerPlan(program: Command, done: Done): void {
   ]);
   cmd.action(async (paths: string[], flags: Omit<import("./commands/plan.js").PlanCommandOptions, "paths">) => {
     const [{ runPlan }, { processIO }] = await Promise.all([import("./commands/plan.js"), import("./commands/io.js")]);
-    done((await runPlan({ ...flags, paths }, processIO())).exitCode);
+    done((await runPlan({ ...flags, paths, listWhileLoading: true }, processIO())).exitCode);
   });
 }
 

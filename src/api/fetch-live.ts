@@ -49,9 +49,14 @@ export function edgeReadsOffered(client: ApiClient): boolean | undefined {
  * leave unmanaged is reported as null whatever the server holds (it is not read in per-module mode, and it must not
  * depend on which read the server offers); a route with no managed module is not read at all and is absent from
  * `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
- * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed.
+ * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listing`, when
+ * given, is their listing already under way (`startListing`).
  */
-export async function fetchLive(client: ApiClient, desired: DesiredState, options: { weightedBackends?: boolean } = {}): Promise<LiveState> {
+export async function fetchLive(
+  client: ApiClient,
+  desired: DesiredState,
+  options: { weightedBackends?: boolean; listing?: Promise<WeightedBackend[]> } = {},
+): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
     const modules: ModuleKind[] = [];
@@ -59,9 +64,19 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, option
     if (r.circuit_breaker.state !== "unmanaged") modules.push("circuit_breaker");
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
-  const listed = options.weightedBackends === false ? Promise.resolve([]) : client.listWeightedBackends();
+  const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? client.listWeightedBackends());
   const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads)]);
   return buildLiveState(weightedBackends, routes);
+}
+
+/**
+ * Starts listing the weighted backends before the manifests are known (the listing does not depend on them), for
+ * `fetchLive` to use. The returned promise never rejects unhandled: a failure is raised where it is awaited.
+ */
+export function startListing(client: ApiClient): Promise<WeightedBackend[]> {
+  const listing = client.listWeightedBackends();
+  listing.catch(() => undefined);
+  return listing;
 }
 
 /** How `fetchTouched` may read. */

@@ -5,7 +5,7 @@
  */
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { edgeReadsOffered, fetchLive } from "../api/fetch-live.js";
+import { edgeReadsOffered, fetchLive, startListing } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
@@ -21,6 +21,8 @@ import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
 import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
 import type { DesiredState, LiveState } from "../model/state.js";
+import type { LoadResult } from "../manifest/load.js";
+import type { WeightedBackend } from "../model/wire.js";
 
 export type PlanFormat = "text" | "json" | "markdown" | "html";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown", "html"];
@@ -37,6 +39,12 @@ export interface PlanFlags {
 
 export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
   paths: string[];
+  /**
+   * List the weighted backends while the manifests load (the command line does): the plan then takes the longer of
+   * the two instead of their sum, and invalid manifests leave that listing as the only request sent. Without it,
+   * invalid manifests send nothing at all (the GitHub Action says so in its comment).
+   */
+  listWhileLoading?: boolean;
   format?: PlanFormat;
   out?: string;
   /** Also write the plan as an HTML page to this file, whatever `format` prints. */
@@ -79,12 +87,18 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
 /**
  * Reads the live side a plan with these options needs. A targeted plan reads only what its scope reaches: no
  * weighted-backend listing when no weighted backend can be in scope, no edge read for a route whose modules are
- * all out of scope. Returns the desired state to plan with (scoped the same way) and the live state.
+ * all out of scope. Returns the desired state to plan with (scoped the same way) and the live state. `listing`: the
+ * listing of the weighted backends already under way (`startListing`), when the scope reaches them.
  */
-export async function fetchForPlan(client: ApiClient, desired: DesiredState, options: PlanOptions): Promise<{ desired: DesiredState; live: LiveState }> {
+export async function fetchForPlan(
+  client: ApiClient,
+  desired: DesiredState,
+  options: PlanOptions,
+  listing?: Promise<WeightedBackend[]>,
+): Promise<{ desired: DesiredState; live: LiveState }> {
   const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const scoped = scopeDesired(desired, scope);
-  const live = await fetchLive(client, scoped, { weightedBackends: scopeReachesKind(scope, "weighted_backend") });
+  const live = await fetchLive(client, scoped, { weightedBackends: scopeReachesKind(scope, "weighted_backend"), ...(listing ? { listing } : {}) });
   return { desired: scoped, live };
 }
 
@@ -127,12 +141,11 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   const options = await withProjectFile(given, io);
   const format = options.format ?? "text";
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
-  const loaded = await loadManifests(options.paths, io);
-  const session = await openSession(options, io, loaded.desired);
+  const { loaded, session, listing } = await loadWhileListing(options, io);
   try {
     // The time decides which rollout steps are due; the plan itself sends no check.
     const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now() };
-    const { desired, live } = await fetchForPlan(session.client, loaded.desired, planOptions);
+    const { desired, live } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
     const plan = buildPlan(desired, live, { ...planOptions, ...estimateOptionsOf(session) });
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     if (options.out) {
@@ -149,5 +162,46 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     };
   } finally {
     await session.close();
+  }
+}
+
+/** Loads the manifests, then opens the session (the embedded server of `--local` is provisioned from them). */
+async function loadThenOpen(options: PlanCommandOptions, io: CommandIO): Promise<{ loaded: LoadResult; session: Session }> {
+  const loaded = await loadManifests(options.paths, io);
+  return { loaded, session: await openSession(options, io, loaded.desired) };
+}
+
+/** Whether the plan's scope reaches weighted backends (a bad `--target` is refused later, where it always was). */
+function listingReached(options: PlanCommandOptions): boolean {
+  try {
+    return scopeReachesKind(scopeFrom(options), "weighted_backend");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Loads the manifests while the weighted backends are listed: the listing does not depend on them, and a plan's
+ * time is the longer of the two instead of their sum. A flag or key problem of the client is raised after the
+ * manifests' own problems, as when nothing overlapped. Only with `listWhileLoading`, and not with `--local`: the
+ * embedded server is provisioned from the manifests, so it starts after them. On a manifest error the listing is dropped and the session closed: no request
+ * made from the manifests, and no write, is ever sent.
+ */
+async function loadWhileListing(
+  options: PlanCommandOptions,
+  io: CommandIO,
+): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<WeightedBackend[]> }> {
+  if (options.local || !options.listWhileLoading || !listingReached(options)) return loadThenOpen(options, io);
+  const opened = await openSession(options, io).then(
+    (session) => ({ session, listing: startListing(session.client) }),
+    (err: unknown) => ({ err }),
+  );
+  try {
+    const loaded = await loadManifests(options.paths, io, "listing" in opened);
+    if ("err" in opened) throw opened.err;
+    return { loaded, ...opened };
+  } catch (err) {
+    if ("session" in opened) await opened.session.close();
+    throw err;
   }
 }

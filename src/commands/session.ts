@@ -28,13 +28,15 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
 
 /**
  * Loads the manifests under `paths` (default `.`). Prints the diagnostics; when any is an error, says that nothing
- * was sent and throws a ManifestError carrying them, so no command talks to the API with invalid manifests.
+ * was sent (`listing`: nothing but the listing of the weighted backends that `plan` starts while the manifests
+ * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
  */
-export async function loadManifests(paths: string[], io: CommandIO): Promise<LoadResult> {
+export async function loadManifests(paths: string[], io: CommandIO, listing = false): Promise<LoadResult> {
   const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd });
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
-    throw new ManifestError(result.diagnostics, `${errors} error${errors === 1 ? "" : "s"} in the manifests; nothing was sent to the API`);
+    const sent = listing ? "nothing was sent to the API but the listing of its weighted backends" : "nothing was sent to the API";
+    throw new ManifestError(result.diagnostics, `${errors} error${errors === 1 ? "" : "s"} in the manifests; ${sent}`);
   }
   return result;
 }

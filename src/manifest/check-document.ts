@@ -344,6 +344,14 @@ export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, p
   return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
 }
 
+/** Whether any mapping in `value` has a `__proto__` key (the common answer, no, without building paths). */
+function hasProtoKey(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasProtoKey);
+  if (!isPlainObject(value)) return false;
+  for (const k in value) if (k === "__proto__" || hasProtoKey(value[k])) return true;
+  return false;
+}
+
 /** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
 export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): PropertyKey[][] {
   if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...path, i]));
@@ -395,7 +403,7 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
       ],
     };
   }
-  const protoDiagnostics: Diagnostic[] = protoKeyPaths(plain).map((p) => ({
+  const protoDiagnostics: Diagnostic[] = (hasProtoKey(plain) ? protoKeyPaths(plain) : []).map((p) => ({
     severity: "error",
     pos: pin.key(p),
     message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,

@@ -88,6 +88,7 @@ function dataPath(ancestors: readonly unknown[], node: unknown): PropertyKey[] {
 export function interpolateDocument(d: ParsedDocument, env: Env): { diagnostics: Diagnostic[]; unresolved: PropertyKey[][] } {
   const diagnostics: Diagnostic[] = [];
   const unresolved: PropertyKey[][] = [];
+  if (!d.mayInterpolate) return { diagnostics, unresolved };
   visit(d.doc, {
     Scalar(key, node, ancestors) {
       if (key === "key" || typeof node.value !== "string" || !node.value.includes("$")) return;

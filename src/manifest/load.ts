@@ -13,7 +13,7 @@ import { LIMITS } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
 import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
 import { Pinner, type CheckedDocument } from "./check-document.js";
-import { checkManifestText, emptyCheckedTexts } from "./check-text.js";
+import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
@@ -129,6 +129,120 @@ function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: st
   }));
 }
 
+/** The manifest files read, those skipped, and the file each checked document came from. */
+interface ReadFiles {
+  files: string[];
+  skipped: string[];
+  fileOf: Map<CheckedDocument, ManifestFile>;
+}
+
+/**
+ * Reads the files found (16 at a time), decodes them, skips a walked YAML file that is not a manifest, and checks
+ * every document of the others into `checked`.
+ */
+async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
+  const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
+  const contents = await mapLimited(found, 16, readManifestBytes);
+  found.forEach((file, i) => {
+    const bytes = contents[i];
+    if (bytes === undefined) return;
+    const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
+    if ("diagnostic" in decoded) {
+      read.files.push(file.display);
+      checked.diagnostics.push(decoded.diagnostic);
+      return;
+    }
+    if (!file.explicit && !looksLikeManifest(decoded.text)) {
+      // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
+      if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
+      return;
+    }
+    read.files.push(file.display);
+    for (const doc of checkManifestText(decoded.text, file.display, env, checked)) read.fileOf.set(doc, file);
+  });
+  return read;
+}
+
+/** What checking the IdP metadata of one route gives: diagnostics, and the source when nothing is an error. */
+interface SamlCheck {
+  diagnostics: Diagnostic[];
+  source: SamlSource | undefined;
+}
+
+/** Checks `saml.idp_metadata` written inline: not empty, within the API's size limit, valid metadata. */
+function checkInlineSaml(text: string, at: SourcePos, now: Date): SamlCheck {
+  const bytes = Buffer.byteLength(text, "utf8");
+  const diagnostics: Diagnostic[] =
+    text === ""
+      ? [{ severity: "error", pos: at, message: "saml.idp_metadata is empty; give the IdP's EntityDescriptor XML, or use idp_metadata_file" }]
+      : bytes > LIMITS.idpMetadataBytes
+        ? [{ severity: "error", pos: at, message: `saml.idp_metadata is ${bytes} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts` }]
+        : xmlDiagnostics(checkIdpMetadataXml(text, now), at, undefined);
+  return { diagnostics, source: diagnostics.some((p) => p.severity === "error") ? undefined : { text } };
+}
+
+/** IdP metadata files already read and checked, by manifest root and path: one file may serve several routes. */
+type IdpFileCache = Map<string, Promise<{ read: IdpFileResult; problems: XmlProblem[] }>>;
+
+/** Reads and checks `saml.idp_metadata_file` (inside the manifest root), once per file. */
+async function checkSamlFile(ref: string, at: SourcePos, manifest: ManifestFile, cache: IdpFileCache, cwd: string, now: Date): Promise<SamlCheck> {
+  const cacheKey = `${manifest.root}\u0000${path.resolve(path.dirname(manifest.path), ref)}\u0000${ref}`;
+  let pending = cache.get(cacheKey);
+  if (!pending) {
+    pending = readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({
+      read,
+      problems: read.ok ? checkIdpMetadataXml(read.text, now) : [],
+    }));
+    cache.set(cacheKey, pending);
+  }
+  const { read, problems } = await pending;
+  if (!read.ok) {
+    // A problem inside the file (its encoding) is shown there; one with the reference, at the reference.
+    const pos = read.absPath !== undefined && read.line !== undefined ? { file: displayPath(cwd, read.absPath), line: read.line, col: read.col ?? 1 } : at;
+    return { diagnostics: [{ severity: "error", pos, message: read.message }], source: undefined };
+  }
+  const display = displayPath(cwd, read.absPath);
+  const diagnostics = xmlDiagnostics(problems, { file: display, line: 1, col: 1 }, display);
+  return { diagnostics, source: diagnostics.some((p) => p.severity === "error") ? undefined : { text: read.text, file: display } };
+}
+
+/** Checks the IdP metadata of every EdgeRoute document with a SAML module; returns each one's source (or undefined). */
+async function checkSamlSources(
+  documents: CheckedDocument[],
+  fileOf: Map<CheckedDocument, ManifestFile>,
+  diagnostics: Diagnostic[],
+  cwd: string,
+  now: Date,
+): Promise<Map<CheckedDocument, SamlSource | undefined>> {
+  const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
+  const cache: IdpFileCache = new Map();
+  for (const doc of documents) {
+    if (doc.kind !== "EdgeRoute") continue;
+    const saml = doc.value.saml;
+    if (saml === undefined || saml === "absent") continue;
+    const kind = samlSourceKind(saml);
+    if (kind !== "inline" && kind !== "file") continue;
+    const pin = new Pinner(doc.src);
+    const check =
+      kind === "inline"
+        ? checkInlineSaml(saml.idp_metadata ?? "", pin.value(["saml", "idp_metadata"]), now)
+        : await checkSamlFile(saml.idp_metadata_file ?? "", pin.value(["saml", "idp_metadata_file"]), fileOf.get(doc) as ManifestFile, cache, cwd, now);
+    diagnostics.push(...check.diagnostics);
+    samlSources.set(doc, check.source);
+  }
+  return samlSources;
+}
+
+/** The warning that no manifest was found under `paths`. */
+function noManifestsWarning(paths: string[], cwd: string): Diagnostic {
+  const shown = (paths.length > 0 ? paths : ["."]).join(", ");
+  return {
+    severity: "warning",
+    pos: { file: displayPath(cwd, path.resolve(cwd, paths[0] ?? ".")), line: 1, col: 1 },
+    message: `no manifests found in ${shown}; give the files or folders that hold the manifests`,
+  };
+}
+
 /**
  * Loads the manifests of `paths` (default `["."]`): files as given, folders walked recursively for *.yaml and *.yml
  * in sorted order (a YAML file in a folder whose documents have no `kind` is not a manifest and is skipped).
@@ -138,102 +252,16 @@ function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: st
  */
 export async function loadDesired(paths: string[] = ["."], options: LoadOptions = {}): Promise<LoadResult> {
   const cwd = path.resolve(options.cwd ?? process.cwd());
-  const env: Env = options.env ?? process.env;
   const now = options.now ?? new Date();
   const found = await collectManifestFiles(paths, cwd);
   const checked = emptyCheckedTexts();
   const { diagnostics, documents, declaredNames, references } = checked;
   diagnostics.push(...found.diagnostics);
-  const files: string[] = [];
-  const skipped: string[] = [];
-  const fileOf = new Map<CheckedDocument, ManifestFile>();
-
-  const contents = await mapLimited(found.files, 16, readManifestBytes);
-  found.files.forEach((file, i) => {
-    const read = contents[i];
-    if (read === undefined) return;
-    if ("diagnostic" in read) {
-      files.push(file.display);
-      diagnostics.push(read.diagnostic);
-      return;
-    }
-    const decoded = decodeManifest(read.bytes, file.display);
-    if ("diagnostic" in decoded) {
-      files.push(file.display);
-      diagnostics.push(decoded.diagnostic);
-      return;
-    }
-    if (!file.explicit && !looksLikeManifest(decoded.text)) {
-      // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
-      if (path.basename(file.path) !== PROJECT_FILE) skipped.push(file.display);
-      return;
-    }
-    files.push(file.display);
-    for (const doc of checkManifestText(decoded.text, file.display, env, checked)) fileOf.set(doc, file);
-  });
-
-  const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
-  // One IdP metadata file may serve several routes: read and check it once.
-  const fileCache = new Map<string, Promise<{ read: IdpFileResult; problems: XmlProblem[] }>>();
-  for (const doc of documents) {
-    if (doc.kind !== "EdgeRoute") continue;
-    const saml = doc.value.saml;
-    if (saml === undefined || saml === "absent") continue;
-    const kind = samlSourceKind(saml);
-    const pin = new Pinner(doc.src);
-    if (kind === "inline") {
-      const text = saml.idp_metadata ?? "";
-      const at = pin.value(["saml", "idp_metadata"]);
-      const bytes = Buffer.byteLength(text, "utf8");
-      const problems: Diagnostic[] =
-        text === ""
-          ? [{ severity: "error", pos: at, message: "saml.idp_metadata is empty; give the IdP's EntityDescriptor XML, or use idp_metadata_file" }]
-          : bytes > LIMITS.idpMetadataBytes
-            ? [{ severity: "error", pos: at, message: `saml.idp_metadata is ${bytes} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts` }]
-            : xmlDiagnostics(checkIdpMetadataXml(text, now), at, undefined);
-      diagnostics.push(...problems);
-      samlSources.set(doc, problems.some((p) => p.severity === "error") ? undefined : { text });
-    } else if (kind === "file") {
-      const ref = saml.idp_metadata_file ?? "";
-      const at = pin.value(["saml", "idp_metadata_file"]);
-      const manifest = fileOf.get(doc) as ManifestFile;
-      const cacheKey = `${manifest.root}\u0000${path.resolve(path.dirname(manifest.path), ref)}\u0000${ref}`;
-      let pending = fileCache.get(cacheKey);
-      if (!pending) {
-        pending = readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({
-          read,
-          problems: read.ok ? checkIdpMetadataXml(read.text, now) : [],
-        }));
-        fileCache.set(cacheKey, pending);
-      }
-      const { read, problems } = await pending;
-      if (!read.ok) {
-        // A problem inside the file (its encoding) is shown there; one with the reference, at the reference.
-        const pos =
-          read.absPath !== undefined && read.line !== undefined
-            ? { file: displayPath(cwd, read.absPath), line: read.line, col: read.col ?? 1 }
-            : at;
-        diagnostics.push({ severity: "error", pos, message: read.message });
-        samlSources.set(doc, undefined);
-        continue;
-      }
-      const display = displayPath(cwd, read.absPath);
-      const xml = xmlDiagnostics(problems, { file: display, line: 1, col: 1 }, display);
-      diagnostics.push(...xml);
-      samlSources.set(doc, xml.some((p) => p.severity === "error") ? undefined : { text: read.text, file: display });
-    }
-  }
-
+  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked);
+  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now);
   const built = buildDesired({ documents, declaredNames, references, samlSources });
   diagnostics.push(...built.diagnostics);
-  if (files.length === 0 && found.diagnostics.length === 0) {
-    const shown = (paths.length > 0 ? paths : ["."]).join(", ");
-    diagnostics.push({
-      severity: "warning",
-      pos: { file: displayPath(cwd, path.resolve(cwd, paths[0] ?? ".")), line: 1, col: 1 },
-      message: `no manifests found in ${shown}; give the files or folders that hold the manifests`,
-    });
-  }
+  if (files.length === 0 && found.diagnostics.length === 0) diagnostics.push(noManifestsWarning(paths, cwd));
   return {
     desired: built.desired,
     diagnostics: sortDiagnostics(diagnostics).map((d) => (d.message.length > MAX_TOKEN ? { ...d, message: clipMessage(d.message) } : d)),

@@ -3,7 +3,7 @@
  * (size, binary content, invalid UTF-8, nesting depth, alias bombs) applied before anything expensive runs. Pure:
  * bytes in, documents and diagnostics out.
  */
-import { isAlias, isMap, isScalar, isSeq, Lexer, LineCounter, parseAllDocuments, type Document, type Node } from "yaml";
+import { Composer, type CST, isAlias, isMap, isScalar, isSeq, Lexer, LineCounter, Parser, type Document, type Node } from "yaml";
 import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
 
@@ -35,6 +35,8 @@ export interface ParsedDocument {
   map: SourceMap;
   /** Where the document's content starts. */
   pos: SourcePos;
+  /** False when the file's text holds no `$`: no `${VAR}` to replace, so the document need not be walked for them. */
+  mayInterpolate: boolean;
 }
 
 const err = (pos: SourcePos, message: string): Diagnostic => ({ severity: "error", pos, message });
@@ -102,14 +104,15 @@ export function firstInvalidUtf8(bytes: Uint8Array): number {
  * linear time and no recursion, so that a document of a million `[` is refused before the composer sees it. Counts
  * flow collections, block indentation levels and compact block indicators (`- - -`); conservative, not exact.
  */
-export function findExcessiveNesting(text: string, max = MAX_NESTING): number | undefined {
+export function findExcessiveNesting(text: string | Iterable<string>, max = MAX_NESTING): number | undefined {
+  const lexemes = typeof text === "string" ? new Lexer().lex(text) : text;
   let offset = 0;
   let flow = 0;
   let indicators = 0;
   let atLineStart = true;
   let indent = 0;
   const indents: number[] = [];
-  for (const token of new Lexer().lex(text)) {
+  for (const token of lexemes) {
     const at = offset;
     offset += token.length;
     if (token === "\n" || token === "\r\n") {
@@ -215,7 +218,9 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
   const lines = new LineCounter();
   const map = new SourceMap(file, lines);
   const diagnostics: Diagnostic[] = [];
-  const deep = findExcessiveNesting(text);
+  // One pass of the lexer serves both the nesting guard and the parser.
+  const lexemes = Array.from(new Lexer().lex(text));
+  const deep = findExcessiveNesting(lexemes);
   if (deep !== undefined) {
     // Positions need the line counter, which parsing fills; count lines here instead.
     const before = text.slice(0, deep).split("\n");
@@ -227,7 +232,8 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     );
     return { docs: [], diagnostics };
   }
-  const parsed = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const parsed = composeDocuments(lexemes, lines);
+  const mayInterpolate = text.includes("$");
   const docs: ParsedDocument[] = [];
   parsed.forEach((doc, index) => {
     let broken = false;
@@ -247,9 +253,20 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     const contents = doc.contents;
     // Nothing, only comments, or an explicit null: an empty document.
     if (contents === null || (isScalar(contents) && contents.value === null)) return;
-    docs.push({ file, index, doc, map, pos: map.at(contents.range?.[0] ?? 0) });
+    docs.push({ file, index, doc, map, pos: map.at(contents.range?.[0] ?? 0), mayInterpolate });
   });
   return { docs, diagnostics };
+}
+
+/** The documents of a text from its lexemes: what `parseAllDocuments` does, without lexing the text a second time. */
+function composeDocuments(lexemes: readonly string[], lines: LineCounter): Document.Parsed[] {
+  const parser = new Parser(lines.addNewLine);
+  function* tokens(): Generator<CST.Token> {
+    lines.addNewLine(0);
+    for (const lexeme of lexemes) yield* parser.next(lexeme);
+    yield* parser.end();
+  }
+  return Array.from(new Composer({ prettyErrors: false, uniqueKeys: true }).compose(tokens()));
 }
 
 /**

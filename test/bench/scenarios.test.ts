@@ -28,7 +28,7 @@ function expectTimes(result: Record<string, unknown>, fields: string[]): void {
 
 describe("bench scenarios at a tiny size", () => {
   it("registers every scenario of the benchmark once", () => {
-    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "cold-start", "action-start", "server", "server-pg"]);
+    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "validate-large", "cold-start", "action-start", "server", "server-pg"]);
   });
 
   it("plan-read: the list pages plus one read per edge; the reference reads every module", async () => {
@@ -51,21 +51,22 @@ describe("bench scenarios at a tiny size", () => {
     expectTimes(r, ["wall_ms", "bound_ms", "latency_bound_ms", "command_ms", "reference_wall_ms", "targeted_wall_ms"]);
   }, 60_000);
 
-  it("apply-write: one request per change, the reads before, and one list page to tell convergence", async () => {
+  it("apply-write: the lease, one request per change, the reads before, and one list page to tell convergence", async () => {
     const r = await measureApplyWrite({
       fleet: { ...none, changed: 5, created: 12, orphans: 3 },
       latencyMs: 2,
       runs: 1,
       reference: true,
     });
-    expect(r.requests).toBe(1 + 20 + 1);
-    expect(r.minimal_requests).toBe(22);
+    // The lease: its create, one page to find other leases, its delete.
+    expect(r.requests).toBe(3 + 1 + 20 + 1);
+    expect(r.minimal_requests).toBe(25);
     expect(r.status_429).toBe(0);
     expect(JSON.parse(r.requests_by_kind as string)).toEqual({
-      "GET /backends/weighted": 2,
-      "POST /backends/weighted": 12,
+      "GET /backends/weighted": 3,
+      "POST /backends/weighted": 13,
       "PATCH /backends/weighted/:id": 5,
-      "DELETE /backends/weighted/:id": 3,
+      "DELETE /backends/weighted/:id": 4,
     });
     // new-00009 refers to new-00008 by name: two levels.
     expect(JSON.parse(r.dependency_levels as string)).toEqual([19, 1]);
@@ -81,7 +82,7 @@ describe("bench scenarios at a tiny size", () => {
     });
     expect(r.status_429).toBe(0);
     expect(r.plan_requests).toBe(1 + 1);
-    expect(r.apply_requests).toBe(2 + 11 + 2);
+    expect(r.apply_requests).toBe(3 + 2 + 11 + 2);
     expect(r.requests).toBe(r.minimal_requests);
     expect(r.bound_ms).toBe(1000);
     expectTimes(r, ["wall_ms", "plan_wall_ms", "apply_wall_ms"]);

@@ -72,16 +72,16 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(bad.stderr).toContain("--format");
   });
 
-  it("exits 1 on invalid manifests and sends nothing", async () => {
+  it("exits 1 on invalid manifests and sends nothing but the listing it started while they loaded", async () => {
     const w = await startWorld();
     w.manifests({ "checkout.yaml": CHECKOUT.replace("9000", "10001") });
     const from = w.log().length;
     const res = await w.cli(["plan", "m"]);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/^m\/checkout\.yaml:5:\d+: .*10001/m);
-    expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API");
+    expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API but the listing of its weighted backends\n");
     expect(res.stdout).toBe("");
-    expect(w.log(from)).toEqual([]);
+    expect(w.log(from).map((l) => `${l.method} ${l.path}`).filter((l) => l !== "GET /backends/weighted")).toEqual([]);
   });
 
   it("exits 1 with a key problem explained when the key is refused, and never prints the key", async () => {
@@ -125,7 +125,8 @@ describe("HTML pages from the CLI", () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe(page);
     expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.\n");
-    expect(w.writes()).toEqual([]);
+    // Only the refused apply's lease was written (the plans before it write nothing).
+    expect(w.changeWrites()).toEqual([]);
 
     const applied = await w.cli(["apply", "m", "--auto-approve", "--html", "report.html"]);
     expect(applied.code).toBe(0);
