@@ -143,23 +143,26 @@ interface ReadFiles {
 async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
   const contents = await mapLimited(found, 16, readManifestBytes);
-  found.forEach((file, i) => {
+  for (const [i, file] of found.entries()) {
     const bytes = contents[i];
-    if (bytes === undefined) return;
+    if (bytes === undefined) continue;
+    // Parsing is synchronous: between two files the event loop runs, so that reads started beside the loading
+    // (`plan`'s listing) go on while it lasts.
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
     const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
     if ("diagnostic" in decoded) {
       read.files.push(file.display);
       checked.diagnostics.push(decoded.diagnostic);
-      return;
+      continue;
     }
     if (!file.explicit && !looksLikeManifest(decoded.text)) {
       // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
       if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
-      return;
+      continue;
     }
     read.files.push(file.display);
     for (const doc of checkManifestText(decoded.text, file.display, env, checked)) read.fileOf.set(doc, file);
-  });
+  }
   return read;
 }
 
