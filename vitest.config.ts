@@ -7,7 +7,13 @@ import { POSTGRES_SKIPPED, postgresTestsRun } from "./bench/postgres-cluster.js"
  * tests of several replicas on one database (test/postgres/). Without PostgreSQL installed the second project is
  * skipped, loudly; under CI=true it runs and fails instead.
  */
-const SERVER_SUITES = ["test/server/**/*.test.ts", "test/postgres/**/*.test.ts", "test/api/integration.test.ts", "test/reliability/hostile-requests.test.ts"];
+const SERVER_SUITES = [
+  "test/server/**/*.test.ts",
+  "test/postgres/**/*.test.ts",
+  "test/api/integration.test.ts",
+  "test/api/vendor-client.test.ts",
+  "test/reliability/hostile-requests.test.ts",
+];
 const withPostgres = postgresTestsRun();
 if (!withPostgres) process.stderr.write(POSTGRES_SKIPPED);
 
