@@ -119,11 +119,12 @@ describe("progressive rollouts against the real server", () => {
     await startAt100(w, { max_step: 25, interval: "5s" });
     expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
     const at = Date.parse(rolloutState(await web(w))?.at ?? "");
-    const writes = w.writes().length;
+    const mark = w.log().length;
     const early = await w.cli(["apply", "m", "--auto-approve"]);
     expect(early.code).toBe(0);
     expect(early.stderr).toContain(`weighted_backend.web: rollout step 2 of 4 is due at ${new Date(at + 5000).toISOString()}\nNothing is due: no change was sent.`);
-    expect(w.writes().length).toBe(writes);
+    // Only the apply's lease was written (docs/reliability.md, section 6).
+    expect(w.changeWrites(mark)).toEqual([]);
     const waiting = await w.cli(["plan", "m", "--detailed-exitcode"]);
     expect(waiting.code).toBe(2);
     expect(waiting.stdout).toContain(`# weighted_backend.web rollout step 2 of 4, due at ${new Date(at + 5000).toISOString()}`);
@@ -182,11 +183,12 @@ describe("progressive rollouts against the real server", () => {
 
       // Not tried again, even once the check is healthy, until the manifest changes or --retry-rollout.
       check.status.code = 200;
-      const writes = w.writes().length;
+      const mark = w.log().length;
       const again = await w.cli(["apply", "m", "--auto-approve"], env);
       expect(again.code).toBe(3);
       expect(again.stderr).toContain("weighted_backend.web: the rollout is halted (check GET");
-      expect(w.writes().length).toBe(writes);
+      // Only the apply's lease was written (docs/reliability.md, section 6).
+      expect(w.changeWrites(mark)).toEqual([]);
       const plan = await w.cli(["plan", "m", "--detailed-exitcode"], env);
       expect(plan.code).toBe(2);
       expect(plan.stdout).toContain("rollout halted before step 2 of 4");
@@ -232,11 +234,12 @@ describe("progressive rollouts against the real server", () => {
     expect(stale.stderr).toContain("stale");
 
     expect((await w.cli(["plan", "m", "--out", "p2.json"])).code).toBe(0);
-    const writes = w.writes().length;
+    const mark = w.log().length;
     const early = await w.cli(["apply", "--plan", "p2.json", "--auto-approve"]);
     expect(early.code).toBe(0);
     expect(early.stderr, early.stderr).toContain("Nothing is due: no change was sent.");
-    expect(w.writes().length).toBe(writes);
+    // Only the apply's lease was written (docs/reliability.md, section 6).
+    expect(w.changeWrites(mark)).toEqual([]);
     await untilDue(w, 5000);
     const before = Date.now();
     const due = await w.cli(["apply", "--plan", "p2.json", "--auto-approve"]);
