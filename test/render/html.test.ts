@@ -16,6 +16,7 @@ import { runApply } from "../../src/commands/apply.js";
 import { captureIO } from "../../src/commands/io.js";
 import { runPlan } from "../../src/commands/plan.js";
 import type { Plan } from "../../src/model/plan.js";
+import { PlanSchema } from "../../src/model/plan-schema.js";
 import { renderHtml } from "../../src/render/html.js";
 import { desiredWb, hrId, liveWb, markerMetadata, plan } from "../core/builders.js";
 import { startBrowser, type Browser } from "../helpers/browser.js";
@@ -29,9 +30,16 @@ declare function getComputedStyle(element: unknown): any;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.join(here, "..", "..");
-const scenario = (name: string): string => path.join(here, "..", "scenarios", name, "plan.html");
 const SCREENSHOT = path.join(REPO, "docs", "images", "plan.png");
 const tmp = mkdtempSync(path.join(tmpdir(), "edgeplan-html-"));
+
+/** The whole page of a golden scenario's plan (its plan.json), stylesheet and all, written to a file to open. */
+function scenario(name: string): string {
+  const saved = PlanSchema.parse(JSON.parse(readFileSync(path.join(here, "..", "scenarios", name, "plan.json"), "utf8")));
+  const file = path.join(tmp, `${name}.html`);
+  writeFileSync(file, renderHtml(saved));
+  return file;
+}
 
 /** 250 creates and 250 pruned deletes, each with a split of two children. */
 function bigPlan(): Plan {
