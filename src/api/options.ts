@@ -66,8 +66,6 @@ export const CLIENT_DEFAULTS = {
   versionHeader: "Ngrok-Version",
 } as const;
 
-export { isLoopbackHost };
-
 function optionError(message: string): EdgeplanError {
   return new EdgeplanError(message);
 }

@@ -6,9 +6,9 @@ import { createClient } from "../../src/api/client.js";
 import {
   checkBaseUrl,
   clientOptionsFrom,
-  isLoopbackHost,
   loadApiKey,
 } from "../../src/api/options.js";
+import { isLoopbackHost } from "../../src/model/syntax.js";
 import { EdgeplanError } from "../../src/model/errors.js";
 
 const KEY = "ep_test_SECRET_key_0123456789";
