@@ -4,11 +4,11 @@
  * when the server offers that read, else from the per-module GETs of only the managed modules.
  */
 import { ApiError } from "../model/errors.js";
-import type { DesiredState, LiveState } from "../model/state.js";
-import type { CircuitBreakerModule, HttpsEdge, SamlModule, WeightedBackend } from "../model/wire.js";
+import type { DesiredState, LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
+import type { HttpsEdge, WeightedBackend } from "../model/wire.js";
 import type { ApiClient, ModuleKind } from "./client.js";
 import { RouteNotFoundError, type MissingRoute } from "./errors.js";
-import { buildLiveState } from "./live-state.js";
+import { liveRouteOf, liveWeightedBackend, sortLiveState, type ReadRoute } from "./live-state.js";
 import { compareText } from "../model/canonical.js";
 import { readsByListing } from "../model/reads.js";
 
@@ -23,13 +23,6 @@ export interface RouteRead {
 export interface TouchedObjects {
   weightedBackendIds: string[];
   modules: Array<{ edge: string; route: string; module: ModuleKind }>;
-}
-
-interface RouteModules {
-  edge: string;
-  route: string;
-  saml: SamlModule | null;
-  circuit_breaker: CircuitBreakerModule | null;
 }
 
 /** Whether a client's server answered the edge read; learnt once per client, so later reads skip the probe. */
@@ -55,7 +48,7 @@ export function edgeReadsOffered(client: ApiClient): boolean | undefined {
 export async function fetchLive(
   client: ApiClient,
   desired: DesiredState,
-  options: { weightedBackends?: boolean; listing?: Promise<WeightedBackend[]> } = {},
+  options: { weightedBackends?: boolean; listing?: Promise<LiveWeightedBackend[]> } = {},
 ): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
@@ -64,17 +57,28 @@ export async function fetchLive(
     if (r.circuit_breaker.state !== "unmanaged") modules.push("circuit_breaker");
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
-  const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? client.listWeightedBackends());
+  const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? listLive(client));
+  // Each side is made live as soon as it is read, while the other may still be reading.
   const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads)]);
-  return buildLiveState(weightedBackends, routes);
+  return sortLiveState(weightedBackends, routes);
+}
+
+/** The account's weighted backends made live (with fingerprints), each page while the next one travels. */
+function listLive(client: ApiClient): Promise<LiveWeightedBackend[]> {
+  const live: LiveWeightedBackend[] = [];
+  return client
+    .listWeightedBackends((objects) => {
+      for (const wb of objects) live.push(liveWeightedBackend(wb));
+    })
+    .then((all) => (live.length === all.length ? live : all.map(liveWeightedBackend)));
 }
 
 /**
  * Starts listing the weighted backends before the manifests are known (the listing does not depend on them), for
  * `fetchLive` to use. The returned promise never rejects unhandled: a failure is raised where it is awaited.
  */
-export function startListing(client: ApiClient): Promise<WeightedBackend[]> {
-  const listing = client.listWeightedBackends();
+export function startListing(client: ApiClient): Promise<LiveWeightedBackend[]> {
+  const listing = listLive(client);
   listing.catch(() => undefined);
   return listing;
 }
@@ -114,21 +118,22 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
     return read.filter((wb): wb is WeightedBackend => wb !== null);
   };
   const [weightedBackends, routes] = await Promise.all([readWeightedBackends(), readRoutes(client, [...byRoute.values()])]);
-  return buildLiveState(weightedBackends, routes);
+  return sortLiveState(weightedBackends.map(liveWeightedBackend), routes);
 }
 
 /**
  * Reads the modules of the given routes. With edge reads: the first edge is read alone (it tells whether the server
  * offers the read, unless this client already knows), then the other edges in parallel; without: the managed
- * modules one GET each, in parallel. The client's semaphore bounds what is in flight.
+ * modules one GET each, in parallel. The client's semaphore bounds what is in flight. Each route is made live
+ * (fingerprinted) as its read answers.
  */
-export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise<RouteModules[]> {
+export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
   const edges = [...byEdge.keys()].sort();
 
-  const results: RouteModules[] = [];
+  const results: LiveRoute[] = [];
   const missing: Array<{ m: MissingRoute; err: RouteNotFoundError | undefined }> = [];
   let pending = edges;
 
@@ -151,12 +156,14 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise
           missing.push({ m: { edge: r.edge, route: r.route, edgeExists: true }, err: undefined });
           continue;
         }
-        results.push({
-          edge: r.edge,
-          route: r.route,
-          saml: r.modules.includes("saml") ? route.saml : null,
-          circuit_breaker: r.modules.includes("circuit_breaker") ? route.circuit_breaker : null,
-        });
+        results.push(
+          liveRouteOf({
+            edge: r.edge,
+            route: r.route,
+            saml: r.modules.includes("saml") ? route.saml : null,
+            circuit_breaker: r.modules.includes("circuit_breaker") ? route.circuit_breaker : null,
+          }),
+        );
       }
       return true;
     };
@@ -182,7 +189,7 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise
   await Promise.all(
     pending.flatMap((edgeId) =>
       (byEdge.get(edgeId) ?? []).map(async (r) => {
-        const got: RouteModules = { edge: r.edge, route: r.route, saml: null, circuit_breaker: null };
+        const got: ReadRoute = { edge: r.edge, route: r.route, saml: null, circuit_breaker: null };
         try {
           await Promise.all(
             r.modules.map(async (kind) => {
@@ -197,7 +204,7 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise
           }
           throw err;
         }
-        results.push(got);
+        results.push(liveRouteOf(got));
       }),
     ),
   );

@@ -13,6 +13,14 @@ export function fingerprintOf(value: unknown): string {
   return createHash("sha256").update(canonicalJson(value)).digest("hex");
 }
 
+/** The modules of one route as read (null: unset, or not managed). */
+export interface ReadRoute {
+  edge: string;
+  route: string;
+  saml: SamlModule | null;
+  circuit_breaker: CircuitBreakerModule | null;
+}
+
 /** The fields of a weighted backend that a fingerprint covers (its `uri` depends on the server's base URL). */
 export function liveWeightedBackend(wb: WeightedBackend): LiveWeightedBackend {
   const { id, created_at, description, metadata, backends } = wb;
@@ -56,14 +64,19 @@ export function certificateSha256(pem: string): string | undefined {
 }
 
 /** Builds the live state from wire objects, sorted by id so that the same reads give the same state. */
-export function buildLiveState(
-  weightedBackends: WeightedBackend[],
-  routes: Array<{ edge: string; route: string; saml: SamlModule | null; circuit_breaker: CircuitBreakerModule | null }>,
-): LiveState {
+export function buildLiveState(weightedBackends: WeightedBackend[], routes: ReadRoute[]): LiveState {
+  return sortLiveState(weightedBackends.map(liveWeightedBackend), routes.map(liveRouteOf));
+}
+
+/** A route's modules as read, to the live route with its fingerprints. */
+export function liveRouteOf(r: ReadRoute): LiveRoute {
+  return liveRoute(r.edge, r.route, r.saml, r.circuit_breaker);
+}
+
+/** The live state of objects already made live: weighted backends by id, routes by edge and route. */
+export function sortLiveState(weightedBackends: LiveWeightedBackend[], routes: LiveRoute[]): LiveState {
   return {
-    weightedBackends: weightedBackends.map(liveWeightedBackend).sort((a, b) => compareText(a.id, b.id)),
-    routes: routes
-      .map((r) => liveRoute(r.edge, r.route, r.saml, r.circuit_breaker))
-      .sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`)),
+    weightedBackends: weightedBackends.sort((a, b) => compareText(a.id, b.id)),
+    routes: routes.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`)),
   };
 }

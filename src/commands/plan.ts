@@ -20,9 +20,8 @@ import { loadManifests, openSession, type Session } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
 import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
-import type { DesiredState, LiveState } from "../model/state.js";
+import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { LoadResult } from "../manifest/load.js";
-import type { WeightedBackend } from "../model/wire.js";
 
 export type PlanFormat = "text" | "json" | "markdown" | "html";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown", "html"];
@@ -94,7 +93,7 @@ export async function fetchForPlan(
   client: ApiClient,
   desired: DesiredState,
   options: PlanOptions,
-  listing?: Promise<WeightedBackend[]>,
+  listing?: Promise<LiveWeightedBackend[]>,
 ): Promise<{ desired: DesiredState; live: LiveState }> {
   const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const scoped = scopeDesired(desired, scope);
@@ -190,7 +189,7 @@ function listingReached(options: PlanCommandOptions): boolean {
 async function loadWhileListing(
   options: PlanCommandOptions,
   io: CommandIO,
-): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<WeightedBackend[]> }> {
+): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<LiveWeightedBackend[]> }> {
   if (options.local || !options.listWhileLoading || !listingReached(options)) return loadThenOpen(options, io);
   const opened = await openSession(options, io).then(
     (session) => ({ session, listing: startListing(session.client) }),

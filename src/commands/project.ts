@@ -4,8 +4,11 @@
  * Precedence, for every setting: a flag (or an option a caller passes), then the environment, then the file, then
  * the built-in default (applied later, where each option is parsed).
  */
+import { access } from "node:fs/promises";
+import { resolve } from "node:path";
 import { ManifestError } from "../model/errors.js";
-import { loadProjectFile, type ProjectFileResult, type ProjectSettings } from "../manifest/project-file.js";
+import { PROJECT_FILE } from "../model/project-schema.js";
+import type { ProjectFileResult, ProjectSettings } from "../manifest/project-file.js";
 import type { CommandIO } from "./io.js";
 import { reportDiagnostics } from "./session.js";
 
@@ -20,6 +23,10 @@ export type ProjectFillable = { paths: string[]; config?: string | false } & { [
  * @throws ManifestError when the file has errors (nothing is sent to the API).
  */
 export async function loadProject(io: CommandIO, config: string | undefined): Promise<ProjectFileResult> {
+  // Most folders have no project file; telling so needs no YAML parser, so the loader is imported only for a file
+  // (a `plan` then starts its reads sooner).
+  if (config === undefined && !(await access(resolve(io.cwd, PROJECT_FILE)).then(() => true, () => false))) return { settings: {}, diagnostics: [] };
+  const { loadProjectFile } = await import("../manifest/project-file.js");
   const project = await loadProjectFile(io.cwd, config);
   if (!reportDiagnostics(io, project.diagnostics)) {
     const errors = project.diagnostics.filter((d) => d.severity === "error").length;

@@ -8,7 +8,7 @@ import { join, relative, resolve } from "node:path";
 import { createClient, type ApiClient } from "../api/client.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
-import { loadDesired, type LoadResult } from "../manifest/load.js";
+import type { LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
@@ -32,6 +32,8 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
  * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
  */
 export async function loadManifests(paths: string[], io: CommandIO, listing = false): Promise<LoadResult> {
+  // Imported here, not above: `plan` opens its session and starts listing before the loader is needed.
+  const { loadDesired } = await import("../manifest/load.js");
   const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd });
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;

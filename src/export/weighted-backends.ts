@@ -9,7 +9,7 @@ import { canonicalJson, compareText, isJsonObject, sortedJson } from "../model/c
 import { InternalError } from "../model/errors.js";
 import { weightedBackendAddress, type JsonValue } from "../model/plan.js";
 import { MARKER_KEY, type OwnerMarker } from "../model/state.js";
-import { LIMITS } from "../model/wire.js";
+import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { isValidName, NameAllocator, nameFromId, slugify } from "./names.js";
 import { renderDocument, renderManifestFile, type ManifestDoc } from "./render.js";
 import {
@@ -49,7 +49,6 @@ export interface ExportMetadata {
   rawMarker: JsonValue | undefined;
 }
 
-const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 const describe = (wb: ExportWeightedBackendInput): string => `weighted backend ${wb.id}`;
 
 /** Whether a parsed JSON value has a `__proto__` own key at any depth (JSON.parse keeps it as data; plain assignment does not). */

@@ -64,7 +64,8 @@ export function buildModuleChange(
 ): ModuleChange | null {
   if (intent.state === "unmanaged") return null;
   const before = live === null ? null : normaliseModuleSettings(spec, live);
-  const common = {
+  // Built only for a change: the source position of a module that needs none is never read.
+  const common = () => ({
     kind: spec.kind,
     address: moduleAddress(edge, route, spec.kind),
     edge,
@@ -72,12 +73,12 @@ export function buildModuleChange(
     fingerprint,
     source: formatPos(intent.source),
     depends_on: [],
-  };
+  });
   const path = modulePath(edge, route, spec.kind);
   if (intent.state === "absent") {
     if (before === null) return null;
     return {
-      ...common,
+      ...common(),
       action: "delete",
       before,
       after: null,
@@ -89,7 +90,7 @@ export function buildModuleChange(
   const after = normaliseModuleSettings(spec, intent.settings);
   if (before !== null && equal(before, after)) return null;
   return {
-    ...common,
+    ...common(),
     action: "replace",
     before,
     after,

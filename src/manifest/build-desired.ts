@@ -25,13 +25,14 @@ import {
   type SourcePos,
 } from "../model/state.js";
 import { parseCheckTimeout, parseCheckUrl, parseInterval } from "../model/syntax.js";
-import { fieldsOf, LIMITS, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
+import { fieldsOf, LIMITS, utf8Bytes, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
 import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import { runSteps } from "./steps.js";
 import { didYouMean } from "./suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
@@ -70,7 +71,6 @@ export function samlSourceKind(saml: SamlManifest): "inline" | "file" | "both" |
   return inline && file ? "both" : inline ? "inline" : file ? "file" : "none";
 }
 
-const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 const fmt = (p: SourcePos): string => `${p.file}:${p.line}:${p.col}`;
 
 /** Path (dotted) of the first value JSON cannot carry (a non-finite number), or undefined. */
@@ -223,12 +223,13 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   if (v.rollout !== undefined && rollout === undefined) ok = false;
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
   if (!ok || ignoreChanges === undefined) return undefined;
-  const fieldSources: Record<string, SourcePos> = {};
-  for (const f of WB_MANIFEST_FIELDS) {
-    if (v[f] !== undefined) fieldSources[f] = pin.value([f]);
-  }
-  for (const k of children) fieldSources[`backends.${k}`] = pin.key(["backends", k]);
-  return {
+  const fieldSources = (): Record<string, SourcePos> => {
+    const sources: Record<string, SourcePos> = {};
+    for (const f of WB_MANIFEST_FIELDS) if (v[f] !== undefined) sources[f] = pin.value([f]);
+    for (const k of children) sources[`backends.${k}`] = pin.key(["backends", k]);
+    return sources;
+  };
+  const desired: Omit<DesiredWeightedBackend, "fieldSources"> = {
     kind: "WeightedBackend",
     name: v.name,
     description,
@@ -239,8 +240,11 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ...(ignoreChanges.length > 0 ? { ignoreChanges } : {}),
     ...(rollout !== undefined ? { rollout } : {}),
     source: doc.src.pos,
-    fieldSources,
   };
+  if (!doc.src.deferred) return { ...desired, fieldSources: fieldSources() };
+  // The field positions of a fast-read document are listed when first read: most never are.
+  let listed: Record<string, SourcePos> | undefined;
+  return Object.defineProperty(desired, "fieldSources", { get: () => (listed ??= fieldSources()), enumerable: true });
 }
 
 /** The entries of `ignore_changes`, each checked by the kind; undefined after reporting a bad one. */
@@ -327,6 +331,11 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
  * objects without errors (never a partial document); it is meaningful to a plan only when no error is returned.
  */
 export function buildDesired(input: BuildInput): { desired: DesiredState; diagnostics: Diagnostic[] } {
+  return runSteps(buildDesiredSteps(input));
+}
+
+/** `buildDesired` in steps: it yields after each object (see steps.ts). */
+export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired: DesiredState; diagnostics: Diagnostic[] }> {
   const out = new Collector();
   const desired: DesiredState = { weightedBackends: [], edgeRoutes: [] };
 
@@ -360,6 +369,7 @@ export function buildDesired(input: BuildInput): { desired: DesiredState; diagno
         adopted.set(v.id, { name: v.name, pos: pin.value(["id"]) });
       }
     }
+    yield;
     out.quiet = doc.partial;
     const wb = normaliseWeightedBackend(doc, out);
     out.quiet = false;
@@ -402,6 +412,7 @@ export function buildDesired(input: BuildInput): { desired: DesiredState; diagno
 
   const routes = new Map<string, SourcePos>();
   for (const doc of erDocs) {
+    yield;
     const v = doc.value;
     const address = `${v.edge}/${v.route}`;
     const first = routes.get(address);

@@ -184,24 +184,46 @@ export class Pinner {
     return offset === undefined ? undefined : this.d.map.at(offset);
   }
 
+  /** `find()` now, or, in a document of the fast read, when the position is first read. */
+  private pinned(find: () => SourcePos): SourcePos {
+    return this.d.deferred ? deferredPos(this.d.file, find) : find();
+  }
+
   /** The value at a path, else its key, else the mapping it belongs to. */
   value(path: ReadonlyArray<PropertyKey>): SourcePos {
-    const l = locate(this.d.doc, path);
-    return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
+    return this.pinned(() => {
+      const l = locate(this.d.doc, path);
+      return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
+    });
   }
 
   /** The key at a path, else the value. */
   key(path: ReadonlyArray<PropertyKey>): SourcePos {
-    const l = locate(this.d.doc, path);
-    return this.at(l.key) ?? this.value(path);
+    return this.pinned(() => this.at(locate(this.d.doc, path).key) ?? this.value(path));
   }
 
   /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
   container(path: ReadonlyArray<PropertyKey>): SourcePos {
     if (path.length <= 1) return this.d.pos;
-    const l = locate(this.d.doc, path.slice(0, -1));
-    return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
+    return this.pinned(() => {
+      const l = locate(this.d.doc, path.slice(0, -1));
+      return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
+    });
   }
+}
+
+/**
+ * A position in `file` found when its line or column is first read. Most positions a loader keeps (a field's
+ * place, for a diagnostic that may never come) are never read; in a document of the fast read, finding one means
+ * parsing its file the full way.
+ */
+function deferredPos(file: string, find: () => SourcePos): SourcePos {
+  let found: SourcePos | undefined;
+  const get = (): SourcePos => (found ??= find());
+  return Object.defineProperties({ file } as SourcePos, {
+    line: { get: () => get().line, enumerable: true },
+    col: { get: () => get().col, enumerable: true },
+  });
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {

@@ -1,21 +1,23 @@
 /**
  * Loading manifests: files and folders to the normalised DesiredState, with every problem reported as a diagnostic
- * pinned to `file:line:col`. The steps: find the files (walk.ts), guard and parse the YAML (yaml-source.ts),
- * replace `${EDGEPLAN_VAR_*}` (interpolate.ts), check each document against its kind's schema (check-document.ts),
- * read and check IdP metadata (idp-metadata.ts), then normalise and apply the rules between objects
- * (build-desired.ts).
+ * pinned to `file:line:col`. The steps: find the files (walk.ts), read the YAML the fast way when a text allows it
+ * (yaml-fast.ts) and else the full way with every node's place (yaml-source.ts), replace `${EDGEPLAN_VAR_*}`
+ * (interpolate.ts), check each document against its kind's schema (check-document.ts), read and check IdP metadata
+ * (idp-metadata.ts), then normalise and apply the rules between objects (build-desired.ts). The work runs in
+ * slices of a few ms (steps.ts).
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
-import { LIMITS } from "../model/wire.js";
+import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
-import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
+import { buildDesiredSteps, samlSourceKind, type SamlSource } from "./build-desired.js";
 import { Pinner, type CheckedDocument } from "./check-document.js";
-import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
+import { checkManifestTextSteps, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
+import { runInTurns, Turns } from "./steps.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
 import { MAX_MANIFEST_BYTES, decodeManifest } from "./yaml-source.js";
 
@@ -26,6 +28,11 @@ export interface LoadOptions {
   cwd?: string;
   /** The time certificates are checked against. Default: now. */
   now?: Date;
+  /**
+   * Whether a text may be read the fast way (yaml-fast.ts). Default true; false reads every text the full way, as
+   * the tests do to hold the two ways to the same result.
+   */
+  fastRead?: boolean;
 }
 
 export interface LoadResult {
@@ -140,15 +147,13 @@ interface ReadFiles {
  * Reads the files found (16 at a time), decodes them, skips a walked YAML file that is not a manifest, and checks
  * every document of the others into `checked`.
  */
-async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
+async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts, turns: Turns, fastRead: boolean): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
   const contents = await mapLimited(found, 16, readManifestBytes);
   for (const [i, file] of found.entries()) {
     const bytes = contents[i];
     if (bytes === undefined) continue;
-    // Parsing is synchronous: between two files the event loop runs, so that reads started beside the loading
-    // (`plan`'s listing) go on while it lasts.
-    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    await turns.take();
     const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
     if ("diagnostic" in decoded) {
       read.files.push(file.display);
@@ -161,7 +166,7 @@ async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: Check
       continue;
     }
     read.files.push(file.display);
-    for (const doc of checkManifestText(decoded.text, file.display, env, checked)) read.fileOf.set(doc, file);
+    for (const doc of await runInTurns(checkManifestTextSteps(decoded.text, file.display, env, checked, fastRead), turns)) read.fileOf.set(doc, file);
   }
   return read;
 }
@@ -174,7 +179,7 @@ interface SamlCheck {
 
 /** Checks `saml.idp_metadata` written inline: not empty, within the API's size limit, valid metadata. */
 function checkInlineSaml(text: string, at: SourcePos, now: Date): SamlCheck {
-  const bytes = Buffer.byteLength(text, "utf8");
+  const bytes = utf8Bytes(text);
   const diagnostics: Diagnostic[] =
     text === ""
       ? [{ severity: "error", pos: at, message: "saml.idp_metadata is empty; give the IdP's EntityDescriptor XML, or use idp_metadata_file" }]
@@ -216,10 +221,12 @@ async function checkSamlSources(
   diagnostics: Diagnostic[],
   cwd: string,
   now: Date,
+  turns: Turns,
 ): Promise<Map<CheckedDocument, SamlSource | undefined>> {
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
   const cache: IdpFileCache = new Map();
   for (const doc of documents) {
+    await turns.take();
     if (doc.kind !== "EdgeRoute") continue;
     const saml = doc.value.saml;
     if (saml === undefined || saml === "absent") continue;
@@ -260,9 +267,11 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   const checked = emptyCheckedTexts();
   const { diagnostics, documents, declaredNames, references } = checked;
   diagnostics.push(...found.diagnostics);
-  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked);
-  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now);
-  const built = buildDesired({ documents, declaredNames, references, samlSources });
+  // The loading gives the event loop a turn every few ms, so that reads started beside it (`plan`'s listing) go on.
+  const turns = new Turns();
+  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked, turns, options.fastRead ?? true);
+  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now, turns);
+  const built = await runInTurns(buildDesiredSteps({ documents, declaredNames, references, samlSources }), turns);
   diagnostics.push(...built.diagnostics);
   if (files.length === 0 && found.diagnostics.length === 0) diagnostics.push(noManifestsWarning(paths, cwd));
   return {

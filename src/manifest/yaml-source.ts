@@ -29,14 +29,18 @@ export class SourceMap {
 /** One YAML document of a manifest file, with the way back from its nodes to lines and columns. */
 export interface ParsedDocument {
   file: string;
-  /** 0-based number of the document in its file. */
-  index: number;
+  /** The document's nodes; composed on first use when `deferred`. */
   doc: Document.Parsed;
   map: SourceMap;
   /** Where the document's content starts. */
   pos: SourcePos;
   /** False when the file's text holds no `$`: no `${VAR}` to replace, so the document need not be walked for them. */
   mayInterpolate: boolean;
+  /**
+   * Set on a document of the fast read (yaml-fast.ts): its value was read without nodes, so positions inside it are
+   * found only when one is read (`Pinner`).
+   */
+  deferred?: boolean;
 }
 
 const err = (pos: SourcePos, message: string): Diagnostic => ({ severity: "error", pos, message });
@@ -235,7 +239,7 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
   const parsed = composeDocuments(lexemes, lines);
   const mayInterpolate = text.includes("$");
   const docs: ParsedDocument[] = [];
-  parsed.forEach((doc, index) => {
+  parsed.forEach((doc) => {
     let broken = false;
     for (const e of doc.errors) {
       broken = true;
@@ -253,7 +257,7 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     const contents = doc.contents;
     // Nothing, only comments, or an explicit null: an empty document.
     if (contents === null || (isScalar(contents) && contents.value === null)) return;
-    docs.push({ file, index, doc, map, pos: map.at(contents.range?.[0] ?? 0), mayInterpolate });
+    docs.push({ file, doc, map, pos: map.at(contents.range?.[0] ?? 0), mayInterpolate });
   });
   return { docs, diagnostics };
 }

@@ -43,6 +43,24 @@ export function isId(s: string, prefixes: readonly string[]): boolean {
 /** True when `s` is any well-formed backend id (weighted or fixture). */
 export const isBackendId = (s: string): boolean => isId(s, BACKEND_PREFIXES);
 
+/**
+ * The length of `s` in UTF-8 bytes, as the API's limits count it (a lone surrogate counts as the 3 bytes of the
+ * replacement character, as TextEncoder writes it), without encoding the text.
+ */
+export function utf8Bytes(s: string): number {
+  let bytes = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
 export const LIMITS = {
   weightMax: 10_000,
   childrenPerWeightedBackend: 100,

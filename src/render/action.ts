@@ -5,6 +5,7 @@
  */
 import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
+import { utf8Bytes } from "../model/wire.js";
 import { NO_CHANGES, summaryLine } from "./common.js";
 import { code, renderMarkdown } from "./markdown.js";
 
@@ -105,11 +106,10 @@ export function renderJobSummary(title: string, markdown: string, maxBytes: numb
 
 /** Cuts a summary to a size in bytes (UTF-8), saying so at its end. */
 export function fitBytes(markdown: string, maxBytes: number = SUMMARY_MAX_BYTES): string {
-  const bytes = (text: string): number => new TextEncoder().encode(text).length;
   const note = "> [!NOTE]\n> The rest was cut: GitHub keeps at most 1 MiB of job summary per step. Run `edgeplan plan` locally for all of it.";
   let text = markdown;
-  for (let round = 0; round < 20 && bytes(text) > maxBytes; round++) {
-    const ratio = maxBytes / bytes(text);
+  for (let round = 0; round < 20 && utf8Bytes(text) > maxBytes; round++) {
+    const ratio = maxBytes / utf8Bytes(text);
     text = cutMarkdown(markdown, Math.floor(Math.min(text.length, markdown.length) * ratio * 0.98), note);
   }
   return text;
