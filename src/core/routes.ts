@@ -51,7 +51,7 @@ export function buildRouteChanges(pairs: readonly RoutePair[], ignored: IgnoredC
   for (const { desired: r, live: lr } of pairs) {
     for (const spec of [SAML, CIRCUIT_BREAKER]) {
       const { intent, ignored: paths } = ignoreModuleFields(spec, r, lr, ignored);
-      const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], lr.fingerprints[spec.kind]);
+      const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], () => lr.fingerprints[spec.kind]);
       if (!change) continue;
       if (spec.kind === "saml" && r.saml.state === "present" && r.saml.idpMetadataFile) change.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
       ignored.noteOn(change, paths);

@@ -60,7 +60,7 @@ export function buildModuleChange(
   route: string,
   intent: ModuleIntent<object>,
   live: object | null,
-  fingerprint: string,
+  fingerprint: () => string,
 ): ModuleChange | null {
   if (intent.state === "unmanaged") return null;
   const before = live === null ? null : normaliseModuleSettings(spec, live);
@@ -70,7 +70,7 @@ export function buildModuleChange(
     address: moduleAddress(edge, route, spec.kind),
     edge,
     route,
-    fingerprint,
+    fingerprint: fingerprint(),
     source: formatPos(intent.source),
     depends_on: [],
   });

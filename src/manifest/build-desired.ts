@@ -32,6 +32,7 @@ import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
 import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import { lazyProperty } from "../model/lazy.js";
 import { runSteps } from "./steps.js";
 import { didYouMean } from "./suggest.js";
 
@@ -241,10 +242,8 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ...(rollout !== undefined ? { rollout } : {}),
     source: doc.src.pos,
   };
-  if (!doc.src.deferred) return { ...desired, fieldSources: fieldSources() };
   // The field positions of a fast-read document are listed when first read: most never are.
-  let listed: Record<string, SourcePos> | undefined;
-  return Object.defineProperty(desired, "fieldSources", { get: () => (listed ??= fieldSources()), enumerable: true });
+  return doc.src.deferred ? lazyProperty(desired, "fieldSources", fieldSources) : { ...desired, fieldSources: fieldSources() };
 }
 
 /** The entries of `ignore_changes`, each checked by the kind; undefined after reporting a bad one. */

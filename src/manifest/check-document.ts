@@ -17,6 +17,7 @@ import {
   type ManifestKind,
   type WeightedBackendManifest,
 } from "../model/manifest-schema.js";
+import { lazyProperty } from "../model/lazy.js";
 import { closest, didYouMean } from "./suggest.js";
 import { locate, startOf, type ParsedDocument } from "./yaml-source.js";
 
@@ -220,10 +221,11 @@ export class Pinner {
 function deferredPos(file: string, find: () => SourcePos): SourcePos {
   let found: SourcePos | undefined;
   const get = (): SourcePos => (found ??= find());
-  return Object.defineProperties({ file } as SourcePos, {
-    line: { get: () => get().line, enumerable: true },
-    col: { get: () => get().col, enumerable: true },
-  });
+  return lazyProperty(
+    lazyProperty({ file }, "line", () => get().line),
+    "col",
+    () => get().col,
+  );
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {

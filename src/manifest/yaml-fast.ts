@@ -11,7 +11,7 @@
 import { EVENT_ID, SCALAR_STYLE, getScalarValue, parseEvents, type Event } from "js-yaml";
 import { LineCounter, Schema, isScalar, type Document, type ScalarTag } from "yaml";
 import { InternalError } from "../model/errors.js";
-import { MAX_NESTING, SourceMap, parseManifestText, type ParsedDocument } from "./yaml-source.js";
+import { MAX_NESTING, SourceMap, parseManifestText, startOf, type ParsedDocument } from "./yaml-source.js";
 
 /** One document of the fast read: its plain value and the offset where its content starts. */
 export interface PlainDocument {
@@ -128,10 +128,31 @@ export function readPlainDocuments(text: string): PlainDocument[] | undefined {
   }
 }
 
+/** A `---` at the start of a line: where a document starts (YAML allows it nowhere else at the start of a line). */
+const DOCUMENT_MARKER = /^---(?=[ \r\n]|$)/gm;
+
+/**
+ * The nodes of the document of `text` that starts at offset `start`, with the map of their offsets: the document is
+ * composed alone, from the `---` before it to the next one, and when that does not give exactly that document (it
+ * always should), the whole text is composed and its `index`-th document taken.
+ */
+function composeDocument(text: string, file: string, lines: LineCounter, start: number, index: number): { doc: Document.Parsed; map: SourceMap } {
+  const markers = Array.from(text.matchAll(DOCUMENT_MARKER), (m) => m.index);
+  const from = markers.filter((m) => m <= start).pop() ?? 0;
+  const to = markers.find((m) => m > start) ?? text.length;
+  const [alone, more] = parseManifestText(text.slice(from, to), file).docs;
+  if (alone !== undefined && more === undefined && startOf(alone.doc.contents ?? undefined) === start - from) {
+    return { doc: alone.doc, map: new SourceMap(file, lines, from) };
+  }
+  const doc = parseManifestText(text, file).docs[index]?.doc;
+  if (doc === undefined) throw new InternalError(`${file}: the full parse does not hold document ${index + 1} of the fast read`);
+  return { doc, map: new SourceMap(file, lines) };
+}
+
 /**
  * The documents of a manifest text by the fast read, each as a ParsedDocument whose YAML nodes are composed only
- * if a position inside it is asked for (`deferred`): the whole text is then parsed the full way, once. Undefined when
- * the fast read declines the text.
+ * if a position inside it is asked for (`deferred`): that document is then parsed the full way, alone. Undefined
+ * when the fast read declines the text.
  */
 export function fastDocuments(text: string, file: string): Array<{ src: ParsedDocument; value: unknown }> | undefined {
   const plain = readPlainDocuments(text);
@@ -139,25 +160,22 @@ export function fastDocuments(text: string, file: string): Array<{ src: ParsedDo
   const lines = new LineCounter();
   lines.addNewLine(0);
   for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) lines.addNewLine(i + 1);
-  const map = new SourceMap(file, lines);
-  let full: ParsedDocument[] | undefined;
-  const composed = (k: number): Document.Parsed => {
-    full ??= parseManifestText(text, file).docs;
-    const doc = full[k]?.doc;
-    if (doc === undefined) throw new InternalError(`${file}: the full parse does not hold document ${k + 1} of the fast read`);
-    return doc;
-  };
-  return plain.map(({ value, start }, k) => ({
-    value,
-    src: {
+  const fileMap = new SourceMap(file, lines);
+  return plain.map(({ value, start }, k) => {
+    let nodes: { doc: Document.Parsed; map: SourceMap } | undefined;
+    const composed = (): { doc: Document.Parsed; map: SourceMap } => (nodes ??= composeDocument(text, file, lines, start, k));
+    const src: ParsedDocument = {
       file,
-      map,
-      pos: map.at(start),
+      pos: fileMap.at(start),
       mayInterpolate: false,
       deferred: true,
       get doc() {
-        return composed(k);
+        return composed().doc;
       },
-    },
-  }));
+      get map() {
+        return composed().map;
+      },
+    };
+    return { value, src };
+  });
 }

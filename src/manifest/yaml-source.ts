@@ -14,14 +14,18 @@ export const MAX_NESTING = 64;
 /** Alias expansions allowed per document (the `yaml` package's guard against "billion laughs"). */
 export const MAX_ALIAS_COUNT = 100;
 
-/** Converts byte offsets of one text to 1-based line and column. */
+/**
+ * Converts offsets of one text to 1-based line and column. `base`: where the text the offsets count in starts in
+ * the file (a document parsed alone), 0 for the whole file.
+ */
 export class SourceMap {
   constructor(
     readonly file: string,
     private readonly lines: LineCounter,
+    private readonly base = 0,
   ) {}
   at(offset: number): SourcePos {
-    const { line, col } = this.lines.linePos(offset);
+    const { line, col } = this.lines.linePos(this.base + offset);
     return { file: this.file, line, col };
   }
 }

@@ -4,7 +4,8 @@
  * for a text `yaml` reads without a word to say. And `loadDesired` must give the same result, positions included,
  * with and without it.
  */
-import { readdirSync, readFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
@@ -172,6 +173,33 @@ describe("the fast read of YAML", () => {
       { numRuns: 1500 },
     );
     expect(agreed).toBeGreaterThan(300);
+  });
+
+  it("finds positions in any document of a fast-read file as the full way does: after ---, after ..., in a bare document", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "edgeplan-fast-"));
+    try {
+      const wb = (name: string, child: string, extra = ""): string =>
+        `kind: WeightedBackend\nname: ${name}\n${extra}backends:\n  ${child}: 1\n`;
+      writeFileSync(
+        path.join(dir, "a.yaml"),
+        [
+          `# leading comment\n${wb("one", "bkdhr_3MZlOuvvtIfXBdcJi6SCPj4oIE1")}`,
+          `---\n${wb("two", "missing-name", "description: 'quoted'\n")}`,
+          `--- # a comment on the marker\n${wb("one", "bkdhr_3MZlOuvvtIfXBdcJi6SCPj4oIE2")}...\n# between\n${wb("three", "two")}`,
+          `---\n\n  # indented comment\n${wb("four", "bkdhr_3MZlOuvvtIfXBdcJi6SCPj4oIE3", "metadata: {a: 1, b: [x, y]}\n")}`,
+        ].join(""),
+      );
+      writeFileSync(path.join(dir, "b.yaml"), `${wb("five", "bkdhr_3MZlOuvvtIfXBdcJi6SCPj4oIE4")}---\n${wb("two", "bkdhr_3MZlOuvvtIfXBdcJi6SCPj4oIE5")}`);
+      // Both files are read the fast way: every document passes its schema.
+      for (const f of ["a.yaml", "b.yaml"]) expect(readPlainDocuments(readFileSync(path.join(dir, f), "utf8"))).toHaveLength(f === "a.yaml" ? 5 : 2);
+      const fast = await loadDesired(["."], { cwd: dir, env: {} });
+      const full = await loadDesired(["."], { cwd: dir, env: {}, fastRead: false });
+      // Duplicate names and an unknown name: diagnostics of the rules across documents, at places inside them.
+      expect(fast.diagnostics.map((d) => `${d.pos.file}:${d.pos.line}:${d.pos.col}`)).toEqual(["a.yaml:11:3", "a.yaml:14:7", "b.yaml:7:7"]);
+      expect(JSON.parse(JSON.stringify(fast))).toEqual(JSON.parse(JSON.stringify(full)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("gives loadDesired the same result, every position included, on every manifest folder of the tests and examples", async () => {
