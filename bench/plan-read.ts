@@ -32,7 +32,7 @@ export const PLAN_READ_SIZES: { full: PlanReadSize; quick: PlanReadSize } = {
   full: {
     fleet: { same: 4900, changed: 100, created: 0, orphans: 0, edges: 50, routesPerEdge: 20, changedRoutes: 20 },
     latencyMs: 20,
-    runs: 3,
+    runs: 5,
     reference: true,
   },
   quick: {

@@ -43,12 +43,13 @@ export function edgeReadsOffered(client: ApiClient): boolean | undefined {
  * depend on which read the server offers); a route with no managed module is not read at all and is absent from
  * `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
  * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listing`, when
- * given, is their listing already under way (`startListing`).
+ * given, is their listing already under way (`startListing`). `onRoutes` is given the routes as soon as they are
+ * read, while the listing may still run.
  */
 export async function fetchLive(
   client: ApiClient,
   desired: DesiredState,
-  options: { weightedBackends?: boolean; listing?: Promise<LiveWeightedBackend[]> } = {},
+  options: { weightedBackends?: boolean; listing?: Promise<LiveWeightedBackend[]>; onRoutes?: (routes: LiveRoute[]) => Promise<void> } = {},
 ): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
@@ -59,7 +60,11 @@ export async function fetchLive(
   }
   const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? listLive(client));
   // Each side is made live as soon as it is read, while the other may still be reading.
-  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads)]);
+  const read = readRoutes(client, reads).then(async (routes) => {
+    await options.onRoutes?.(routes);
+    return routes;
+  });
+  const [weightedBackends, routes] = await Promise.all([listed, read]);
   return sortLiveState(weightedBackends, routes);
 }
 

@@ -250,8 +250,8 @@ interface ToApply {
 
 /** Reads the live side the options' scope reaches and plans. */
 async function planFromManifests(desired: DesiredState, planOptions: PlanOptions, session: Session): Promise<ToApply> {
-  const { desired: scoped, live: before } = await fetchForPlan(session.client, desired, planOptions);
-  const plan = buildPlan(scoped, before, { ...planOptions, ...estimateOptionsOf(session) });
+  const { desired: scoped, live: before, routes } = await fetchForPlan(session.client, desired, planOptions);
+  const plan = buildPlan(scoped, before, { ...planOptions, ...estimateOptionsOf(session) }, routes);
   return { plan, fromManifests: { desired: scoped, before, planOptions } };
 }
 
@@ -360,8 +360,8 @@ async function runChanges(
       signal: stop.signal,
       replan: async () => {
         const planOptions = { ...fromManifests.planOptions, now: Date.now(), retryRollouts: [] };
-        const { desired, live } = await fetchForPlan(session.client, fromManifests.desired, planOptions);
-        return buildPlan(desired, live, planOptions);
+        const { desired, live, routes } = await fetchForPlan(session.client, fromManifests.desired, planOptions);
+        return buildPlan(desired, live, planOptions, routes);
       },
       round: (changes) => applyRound(changes, session.client, roundOptions),
     });

@@ -19,7 +19,9 @@ import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
+import { planRoutes, planRoutesSteps, type RoutePlan } from "../core/routes.js";
 import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
+import { runInTurns, Turns } from "../manifest/steps.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { LoadResult } from "../manifest/load.js";
 
@@ -86,19 +88,28 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
 /**
  * Reads the live side a plan with these options needs. A targeted plan reads only what its scope reaches: no
  * weighted-backend listing when no weighted backend can be in scope, no edge read for a route whose modules are
- * all out of scope. Returns the desired state to plan with (scoped the same way) and the live state. `listing`: the
- * listing of the weighted backends already under way (`startListing`), when the scope reaches them.
+ * all out of scope. Returns the desired state to plan with (scoped the same way), the live state, and the routes'
+ * part of the plan, built as soon as the routes are read while the weighted backends may still be listed (in turns:
+ * the listing's pages are followed up meanwhile). `listing`: the listing of the weighted backends already under way
+ * (`startListing`), when the scope reaches them.
  */
 export async function fetchForPlan(
   client: ApiClient,
   desired: DesiredState,
   options: PlanOptions,
   listing?: Promise<LiveWeightedBackend[]>,
-): Promise<{ desired: DesiredState; live: LiveState }> {
+): Promise<{ desired: DesiredState; live: LiveState; routes: RoutePlan }> {
   const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const scoped = scopeDesired(desired, scope);
-  const live = await fetchLive(client, scoped, { weightedBackends: scopeReachesKind(scope, "weighted_backend"), ...(listing ? { listing } : {}) });
-  return { desired: scoped, live };
+  let routes: RoutePlan | undefined;
+  const live = await fetchLive(client, scoped, {
+    weightedBackends: scopeReachesKind(scope, "weighted_backend"),
+    ...(listing ? { listing } : {}),
+    onRoutes: async (read) => {
+      routes = await runInTurns(planRoutesSteps(scoped.edgeRoutes, read), new Turns());
+    },
+  });
+  return { desired: scoped, live, routes: routes ?? planRoutes(scoped.edgeRoutes, live.routes) };
 }
 
 /**
@@ -144,8 +155,8 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   try {
     // The time decides which rollout steps are due; the plan itself sends no check.
     const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now() };
-    const { desired, live } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
-    const plan = buildPlan(desired, live, { ...planOptions, ...estimateOptionsOf(session) });
+    const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
+    const plan = buildPlan(desired, live, { ...planOptions, ...estimateOptionsOf(session) }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     if (options.out) {
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson(plan));

@@ -21,6 +21,11 @@ export class IgnoredCollector {
     for (const path of paths) this.list.push({ address, path, source });
   }
 
+  /** Takes in what another collector found (a part of the plan built apart). */
+  absorb(other: IgnoredCollector): void {
+    this.list.push(...other.list);
+  }
+
   /** Adds a note per ignored field of the change's object to the change (when there is one). */
   noteOn(change: Change | null, paths: readonly string[]): void {
     if (change) for (const path of paths) change.notes.push(`ignored: ${path} differs`);

@@ -61,6 +61,12 @@ export class PlanProblems {
     this.diagnostics.push({ severity: "error", pos, message });
   }
 
+  /** Takes in what another collector found (a part of the plan built apart). */
+  absorb(other: PlanProblems): void {
+    this.diagnostics.push(...other.diagnostics);
+    this.warnings.push(...other.warnings);
+  }
+
   /** Throws a ManifestError with every error, sorted by position then text, when there is any. */
   throwIfErrors(): void {
     if (this.diagnostics.length === 0) return;

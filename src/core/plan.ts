@@ -21,7 +21,7 @@ import { indexPlanInput, markerOf, ownedByStack, PlanProblems, type PlanIndex } 
 import { findRenames } from "./renames.js";
 import { buildEstimate, DEFAULT_BUDGET, type ApplyBudget } from "./estimate.js";
 import { buildRisks, defaultMaxDeletes } from "./risks.js";
-import { buildRouteChanges, managedModuleCount, pairRoutes, type RoutePair } from "./routes.js";
+import { managedModuleCount, planRoutes, type RoutePair, type RoutePlan } from "./routes.js";
 import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./scope.js";
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 import { buildRolloutChange } from "./rollout.js";
@@ -61,8 +61,11 @@ export const DEFAULT_MAX_SHIFT = 50;
  * `id:` that does not exist live, an `id:` owned by another stack without `takeover`, an `id:` adopted twice, a
  * route the live side lacks, two children that name the same object, children that lead back to their parent
  * through an id.
+ *
+ * `routes`: the routes' part of this plan when it was built already (`planRoutes` of `desired.edgeRoutes` and
+ * `live.routes`, as `plan` does while the weighted backends are still being listed).
  */
-export function buildPlan(desired: DesiredState, live: LiveState, options: PlanOptions): Plan {
+export function buildPlan(desired: DesiredState, live: LiveState, options: PlanOptions, routes?: RoutePlan): Plan {
   // Lease objects (one per running apply of a stack) are edgeplan's own bookkeeping: never orphans, never matched.
   const index = indexPlanInput(desired, { ...live, weightedBackends: live.weightedBackends.filter((l) => !isLeaseObject(l)) }, options.stack);
   const problems = new PlanProblems();
@@ -70,14 +73,17 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const nameToId = matchedIds(matching);
   findRenames(index, matching, nameToId);
   const resolvedByName = resolveAllChildren(index, matching, nameToId, problems);
-  const routePairs = pairRoutes(desired.edgeRoutes, live.routes, problems);
+  const routePlan = routes ?? planRoutes(desired.edgeRoutes, live.routes);
+  const routePairs = routePlan.pairs;
+  problems.absorb(routePlan.problems);
   problems.throwIfErrors();
 
   const orphans = planOrphans(index, matching, resolvedByName, options.prune, problems);
   const ignored = new IgnoredCollector();
+  ignored.absorb(routePlan.ignored);
   const all = [
     ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options),
-    ...buildRouteChanges(routePairs, ignored),
+    ...routePlan.changes,
   ].sort((a, b) => compareText(a.address, b.address));
   const changeById = new Map<string, string>();
   for (const c of all) if (c.kind === "weighted_backend" && c.id !== null) changeById.set(c.id, c.address);

@@ -1,6 +1,6 @@
 /**
  * The routes of a plan: each manifest's route paired with the route as read (every route the manifests name must
- * have been read), and the module changes of each pair. Pure.
+ * have been read), and the module changes of each pair (`planRoutes`). Pure.
  */
 import { compareText } from "../model/canonical.js";
 import type { Change } from "../model/plan.js";
@@ -8,8 +8,9 @@ import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { buildModuleChange } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
-import { ignoreModuleFields, type IgnoredCollector } from "./ignore.js";
-import { comparePos, type PlanProblems } from "./plan-index.js";
+import { runSteps } from "../model/steps.js";
+import { IgnoredCollector, ignoreModuleFields } from "./ignore.js";
+import { comparePos, PlanProblems } from "./plan-index.js";
 
 export interface RoutePair {
   desired: DesiredEdgeRoute;
@@ -42,23 +43,49 @@ export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly 
   return pairs;
 }
 
-/**
- * The module changes of every pair, in pair order (SAML before circuit breaker); the fields `ignore_changes` leaves
- * alone go to `ignored`.
- */
-export function buildRouteChanges(pairs: readonly RoutePair[], ignored: IgnoredCollector): Change[] {
+/** The module changes of one pair (SAML before circuit breaker); the fields `ignore_changes` leaves alone go to `ignored`. */
+function buildPairChanges({ desired: r, live: lr }: RoutePair, ignored: IgnoredCollector): Change[] {
   const changes: Change[] = [];
-  for (const { desired: r, live: lr } of pairs) {
-    for (const spec of [SAML, CIRCUIT_BREAKER]) {
-      const { intent, ignored: paths } = ignoreModuleFields(spec, r, lr, ignored);
-      const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], () => lr.fingerprints[spec.kind]);
-      if (!change) continue;
-      if (spec.kind === "saml" && r.saml.state === "present" && r.saml.idpMetadataFile) change.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
-      ignored.noteOn(change, paths);
-      changes.push(change);
-    }
+  for (const spec of [SAML, CIRCUIT_BREAKER]) {
+    const { intent, ignored: paths } = ignoreModuleFields(spec, r, lr, ignored);
+    const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], () => lr.fingerprints[spec.kind]);
+    if (!change) continue;
+    if (spec.kind === "saml" && r.saml.state === "present" && r.saml.idpMetadataFile) change.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
+    ignored.noteOn(change, paths);
+    changes.push(change);
   }
   return changes;
+}
+
+/**
+ * The routes' part of a plan: the manifests' routes paired with the routes as read, the problems of the pairing,
+ * the module changes and the fields `ignore_changes` left alone. It needs no weighted backend, so `plan` builds it
+ * as soon as the routes are read, while the weighted backends are still being listed. For one plan only: the plan
+ * fills in its changes.
+ */
+export interface RoutePlan {
+  pairs: RoutePair[];
+  changes: Change[];
+  problems: PlanProblems;
+  ignored: IgnoredCollector;
+}
+
+/** The routes' part of a plan, in steps: it yields after each route (see src/model/steps.ts). */
+export function* planRoutesSteps(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): Generator<void, RoutePlan> {
+  const problems = new PlanProblems();
+  const ignored = new IgnoredCollector();
+  const pairs = pairRoutes(desired, live, problems);
+  const changes: Change[] = [];
+  for (const pair of pairs) {
+    yield;
+    changes.push(...buildPairChanges(pair, ignored));
+  }
+  return { pairs, changes, problems, ignored };
+}
+
+/** `planRoutesSteps` run through at once. */
+export function planRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): RoutePlan {
+  return runSteps(planRoutesSteps(desired, live));
 }
 
 /** Modules the manifests manage that exist live (they count toward the stack's objects). */

@@ -33,7 +33,7 @@ import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-c
 import { findCycles } from "../core/graph.js";
 import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
 import { lazyProperty } from "../model/lazy.js";
-import { runSteps } from "./steps.js";
+import { runSteps } from "../model/steps.js";
 import { didYouMean } from "./suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */

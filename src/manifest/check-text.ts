@@ -6,7 +6,7 @@ import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
 import { Pinner, checkDocument, type CheckResult, type CheckedDocument } from "./check-document.js";
 import { interpolateDocument, type Env } from "./interpolate.js";
-import { runSteps } from "./steps.js";
+import { runSteps } from "../model/steps.js";
 import { fastDocuments } from "./yaml-fast.js";
 import { parseManifestText, toPlain, type ParsedDocument } from "./yaml-source.js";
 
