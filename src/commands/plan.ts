@@ -21,6 +21,7 @@ import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
 import { planRoutes, planRoutesSteps, type RoutePlan } from "../core/routes.js";
 import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
+import { FastCheckWorker } from "../manifest/fast-check-worker.js";
 import { runInTurns, Turns } from "../manifest/steps.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { LoadResult } from "../manifest/load.js";
@@ -202,16 +203,20 @@ async function loadWhileListing(
   io: CommandIO,
 ): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<LiveWeightedBackend[]> }> {
   if (options.local || !options.listWhileLoading || !listingReached(options)) return loadThenOpen(options, io);
+  // Started first, so that it is ready when the files are read: a large loading then leaves this thread to the listing.
+  const worker = new FastCheckWorker();
   const opened = await openSession(options, io).then(
     (session) => ({ session, listing: startListing(session.client) }),
     (err: unknown) => ({ err }),
   );
   try {
-    const loaded = await loadManifests(options.paths, io, "listing" in opened);
+    const loaded = await loadManifests(options.paths, io, "listing" in opened, worker);
     if ("err" in opened) throw opened.err;
     return { loaded, ...opened };
   } catch (err) {
     if ("session" in opened) await opened.session.close();
     throw err;
+  } finally {
+    await worker.close();
   }
 }

@@ -7,7 +7,7 @@ import type { SourcePos } from "../model/state.js";
 import { Pinner, checkDocument, type CheckResult, type CheckedDocument } from "./check-document.js";
 import { interpolateDocument, type Env } from "./interpolate.js";
 import { runSteps } from "../model/steps.js";
-import { fastDocuments } from "./yaml-fast.js";
+import { deferredDocuments, fastDocuments } from "./yaml-fast.js";
 import { parseManifestText, toPlain, type ParsedDocument } from "./yaml-source.js";
 
 /** What the documents of several manifest texts add up to before the rules across objects run. */
@@ -36,39 +36,69 @@ function addChecked(into: CheckedTexts, d: ParsedDocument, result: CheckResult):
 }
 
 /**
- * The documents of a text by the fast read (yaml-fast.ts) when it takes the text and every document passes its
- * schema with nothing to say; else undefined, and the full way reports. A text with `$` goes the full way: its
- * variables are replaced in the nodes. Yields after each document (see `checkManifestTextSteps`).
+ * A document of the fast read that passed its schema with nothing to say, as much of it as the rest of the loading
+ * needs: where it starts, its name and references, its checked value. Plain data, so that a worker thread can send
+ * it (fast-worker.ts).
  */
-function* checkFast(text: string, display: string, into: CheckedTexts): Generator<void, CheckedDocument[] | undefined> {
+export interface FastCheck {
+  start: number;
+  name?: string;
+  references?: string[];
+  checked?: { kind: CheckedDocument["kind"]; value: CheckedDocument["value"]; partial: boolean };
+}
+
+/**
+ * The fast read of a text (yaml-fast.ts) and each document against its schema: their summaries when the fast read
+ * takes the text and every document passes with nothing to say; else null, and the full way reports. A text with
+ * `$` goes the full way: its variables are replaced in the nodes. Yields after each document.
+ */
+export function* fastChecks(text: string, display: string): Generator<void, FastCheck[] | null> {
   const docs = text.includes("$") ? undefined : fastDocuments(text, display);
-  if (docs === undefined) return undefined;
-  const results: Array<{ src: ParsedDocument; result: CheckResult }> = [];
-  for (const { src, value } of docs) {
+  if (docs === undefined) return null;
+  const checks: FastCheck[] = [];
+  for (const { src, value, start } of docs) {
     yield;
     const result = checkDocument(src, value);
-    if (result.diagnostics.length > 0) return undefined;
-    results.push({ src, result });
+    if (result.diagnostics.length > 0) return null;
+    const { kind, value: checkedValue, partial } = result.checked ?? {};
+    checks.push({
+      start,
+      ...(result.name !== undefined ? { name: result.name } : {}),
+      ...(result.references ? { references: result.references } : {}),
+      ...(kind !== undefined ? { checked: { kind, value: checkedValue, partial } as FastCheck["checked"] } : {}),
+    });
   }
-  into.objects += results.length;
-  return results.flatMap(({ src, result }) => addChecked(into, src, result) ?? []);
+  return checks;
+}
+
+/** Adds the documents of a text that `fastChecks` took to `into`, each with its deferred positions; returns them. */
+function addFastChecks(text: string, display: string, checks: readonly FastCheck[], into: CheckedTexts): CheckedDocument[] {
+  const srcs = deferredDocuments(text, display, checks.map((c) => c.start));
+  into.objects += checks.length;
+  return checks.flatMap((c, k) => {
+    const src = srcs[k] as ParsedDocument;
+    const checked = c.checked ? ({ ...c.checked, src } as CheckedDocument) : undefined;
+    const result: CheckResult = { diagnostics: [], ...(c.name !== undefined ? { name: c.name } : {}), ...(c.references ? { references: c.references } : {}), ...(checked ? { checked } : {}) };
+    return addChecked(into, src, result) ?? [];
+  });
 }
 
 /**
  * Checks every document of one manifest text (shown as `display` in diagnostics), adding what it finds to `into`.
  * Returns the documents of this text that passed their schema. A generator that yields between documents, so that
  * a loader can give the event loop a turn now and then (reads beside the loading go on); `checkManifestText` runs
- * it through. `fastRead: false` reads the text the full way even when the fast way would take it.
+ * it through. `checks`: what `fastChecks` gave for the text elsewhere (a worker thread), or null to read it the full
+ * way; left out, `fastChecks` runs here.
  */
 export function* checkManifestTextSteps(
   text: string,
   display: string,
   env: Env,
   into: CheckedTexts,
-  fastRead = true,
+  checks?: FastCheck[] | null,
 ): Generator<void, CheckedDocument[]> {
-  const fast = fastRead ? yield* checkFast(text, display, into) : undefined;
-  if (fast !== undefined) return fast;
+  const fast = checks === undefined ? yield* fastChecks(text, display) : checks;
+  if (fast !== null) return addFastChecks(text, display, fast, into);
   const parsed = parseManifestText(text, display);
   into.diagnostics.push(...parsed.diagnostics);
   const passed: CheckedDocument[] = [];

@@ -17,6 +17,7 @@ import { Pinner, type CheckedDocument } from "./check-document.js";
 import { checkManifestTextSteps, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
+import type { FastCheckWorker } from "./fast-check-worker.js";
 import { runInTurns, Turns } from "./steps.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
 import { MAX_MANIFEST_BYTES, decodeManifest } from "./yaml-source.js";
@@ -33,6 +34,11 @@ export interface LoadOptions {
    * the tests do to hold the two ways to the same result.
    */
   fastRead?: boolean;
+  /**
+   * A worker thread for the fast checks, started by the caller (`plan`, so that its reads meanwhile are followed up
+   * promptly): used when the manifests hold at least `WORKER_MIN_BYTES` of text, and closed by `loadDesired`.
+   */
+  worker?: FastCheckWorker;
 }
 
 export interface LoadResult {
@@ -143,30 +149,69 @@ interface ReadFiles {
   fileOf: Map<CheckedDocument, ManifestFile>;
 }
 
-/**
- * Reads the files found (16 at a time), decodes them, skips a walked YAML file that is not a manifest, and checks
- * every document of the others into `checked`.
- */
-async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts, turns: Turns, fastRead: boolean): Promise<ReadFiles> {
-  const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
+/** A file read: its text, a diagnostic in its place, or "skip" (a walked YAML file that is not a manifest). */
+type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
+
+/** Reads the files found (16 at a time) and decodes them; a walked YAML file that is not a manifest is skipped. */
+async function readTexts(found: ManifestFile[]): Promise<Array<FileText | undefined>> {
   const contents = await mapLimited(found, 16, readManifestBytes);
-  for (const [i, file] of found.entries()) {
+  return found.map((file, i) => {
     const bytes = contents[i];
-    if (bytes === undefined) continue;
-    await turns.take();
+    if (bytes === undefined) return undefined;
     const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
-    if ("diagnostic" in decoded) {
+    return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;
+  });
+}
+
+/** Manifest text, in all, from which the fast checks run in a worker thread (when the caller allows one). */
+export const WORKER_MIN_BYTES = 256 * 1024;
+
+/** Sends `texts` to the worker when they are many enough to be worth it, and returns it; else undefined. */
+function useWorker(worker: FastCheckWorker | undefined, texts: Array<FileText | undefined>, found: ManifestFile[]): FastCheckWorker | undefined {
+  let bytes = 0;
+  for (const t of texts) if (t !== undefined && t !== "skip" && "text" in t) bytes += t.text.length;
+  if (worker === undefined || bytes < WORKER_MIN_BYTES) return undefined;
+  texts.forEach((t, i) => {
+    if (t !== undefined && t !== "skip" && "text" in t) worker.send(i, t.text, (found[i] as ManifestFile).display);
+  });
+  return worker;
+}
+
+/**
+ * Reads the files found, and checks every document of the manifests into `checked`: the fast checks of a text run
+ * here, or in the worker thread given (for a large loading), or not at all (`fastRead` false: every text the full
+ * way). Texts are taken in the order of the files, giving the event loop a turn now and then.
+ */
+async function readAndCheckFiles(
+  found: ManifestFile[],
+  env: Env,
+  checked: CheckedTexts,
+  turns: Turns,
+  fast: { fastRead: boolean; worker: FastCheckWorker | undefined },
+): Promise<ReadFiles> {
+  const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
+  const texts = await readTexts(found);
+  const worker = fast.fastRead ? useWorker(fast.worker, texts, found) : undefined;
+  try {
+    for (const [i, file] of found.entries()) {
+      const t = texts[i];
+      if (t === undefined) continue;
+      await turns.take();
+      if (t === "skip") {
+        // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
+        if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
+        continue;
+      }
       read.files.push(file.display);
-      checked.diagnostics.push(decoded.diagnostic);
-      continue;
+      if ("diagnostic" in t) {
+        checked.diagnostics.push(t.diagnostic);
+        continue;
+      }
+      const checks = !fast.fastRead ? null : worker ? await worker.checks(i) : undefined;
+      for (const doc of await runInTurns(checkManifestTextSteps(t.text, file.display, env, checked, checks), turns)) read.fileOf.set(doc, file);
     }
-    if (!file.explicit && !looksLikeManifest(decoded.text)) {
-      // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
-      if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
-      continue;
-    }
-    read.files.push(file.display);
-    for (const doc of await runInTurns(checkManifestTextSteps(decoded.text, file.display, env, checked, fastRead), turns)) read.fileOf.set(doc, file);
+  } finally {
+    await fast.worker?.close();
   }
   return read;
 }
@@ -269,7 +314,8 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   diagnostics.push(...found.diagnostics);
   // The loading gives the event loop a turn every few ms, so that reads started beside it (`plan`'s listing) go on.
   const turns = new Turns();
-  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked, turns, options.fastRead ?? true);
+  const fast = { fastRead: options.fastRead ?? true, worker: options.worker };
+  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked, turns, fast);
   const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now, turns);
   const built = await runInTurns(buildDesiredSteps({ documents, declaredNames, references, samlSources }), turns);
   diagnostics.push(...built.diagnostics);

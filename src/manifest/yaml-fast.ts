@@ -150,21 +150,19 @@ function composeDocument(text: string, file: string, lines: LineCounter, start: 
 }
 
 /**
- * The documents of a manifest text by the fast read, each as a ParsedDocument whose YAML nodes are composed only
- * if a position inside it is asked for (`deferred`): that document is then parsed the full way, alone. Undefined
- * when the fast read declines the text.
+ * The documents of a text that start at `starts` (as the fast read found them), each as a ParsedDocument whose YAML
+ * nodes are composed only if a position inside it is asked for (`deferred`): that document is then parsed the full
+ * way, alone.
  */
-export function fastDocuments(text: string, file: string): Array<{ src: ParsedDocument; value: unknown }> | undefined {
-  const plain = readPlainDocuments(text);
-  if (plain === undefined) return undefined;
+export function deferredDocuments(text: string, file: string, starts: readonly number[]): ParsedDocument[] {
   const lines = new LineCounter();
   lines.addNewLine(0);
   for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) lines.addNewLine(i + 1);
   const fileMap = new SourceMap(file, lines);
-  return plain.map(({ value, start }, k) => {
+  return starts.map((start, k) => {
     let nodes: { doc: Document.Parsed; map: SourceMap } | undefined;
     const composed = (): { doc: Document.Parsed; map: SourceMap } => (nodes ??= composeDocument(text, file, lines, start, k));
-    const src: ParsedDocument = {
+    return {
       file,
       pos: fileMap.at(start),
       mayInterpolate: false,
@@ -176,6 +174,13 @@ export function fastDocuments(text: string, file: string): Array<{ src: ParsedDo
         return composed().map;
       },
     };
-    return { value, src };
   });
+}
+
+/** The documents of a manifest text by the fast read, as deferred documents (`deferredDocuments`); undefined when it declines the text. */
+export function fastDocuments(text: string, file: string): Array<{ src: ParsedDocument; value: unknown; start: number }> | undefined {
+  const plain = readPlainDocuments(text);
+  if (plain === undefined) return undefined;
+  const srcs = deferredDocuments(text, file, plain.map((d) => d.start));
+  return plain.map(({ value, start }, k) => ({ value, start, src: srcs[k] as ParsedDocument }));
 }

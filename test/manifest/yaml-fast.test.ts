@@ -11,7 +11,10 @@ import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { loadDesired } from "../../src/manifest/load.js";
+import { fastChecks } from "../../src/manifest/check-text.js";
+import { FastCheckWorker as SourceFastCheckWorker } from "../../src/manifest/fast-check-worker.js";
 import { readPlainDocuments } from "../../src/manifest/yaml-fast.js";
+import { runSteps } from "../../src/model/steps.js";
 import { parseManifestText, toPlain } from "../../src/manifest/yaml-source.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -200,6 +203,58 @@ describe("the fast read of YAML", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("checks texts in a worker thread as on the main thread, and loads a large fleet the same through it", async () => {
+    // The worker runs built code (dist/, built before the tests), as it does in the CLI.
+    const built = path.join(root, "dist/src/manifest");
+    const { FastCheckWorker } = (await import(path.join(built, "fast-check-worker.js"))) as typeof import("../../src/manifest/fast-check-worker.js");
+    const builtLoad = (await import(path.join(built, "load.js"))) as typeof import("../../src/manifest/load.js");
+    const files = yamlFiles(path.join(root, "test/manifest/corpus")).slice(0, 40);
+    const worker = new FastCheckWorker();
+    try {
+      files.forEach((f, i) => worker.send(i, readFileSync(f, "utf8"), f));
+      for (const [i, f] of files.entries()) {
+        expect(await worker.checks(i), f).toEqual(runSteps(fastChecks(readFileSync(f, "utf8"), f)));
+      }
+    } finally {
+      await worker.close();
+    }
+
+    const dir = mkdtempSync(path.join(tmpdir(), "edgeplan-worker-"));
+    try {
+      const id = (n: number): string => `bkdhr_3MZlOuvvtIfXBdcJi6SCP${String(n).padStart(6, "0")}`;
+      for (let f = 0; f < 14; f++) {
+        const docs = Array.from({ length: 100 }, (_, k) => {
+          const n = f * 100 + k;
+          return `kind: WeightedBackend\nname: svc-${n}\ndescription: "Service ${n}"\nmetadata:\n  team: team-${n % 7}\n  tier: "${n % 3}"\nbackends:\n  ${id(n)}: 9000\n  ${id(n + 1)}: 1000\n${n % 50 === 1 ? "  svc-0: 5\n" : ""}`;
+        });
+        writeFileSync(path.join(dir, `b-${f}.yaml`), docs.join("---\n"));
+      }
+      // One name twice, to hold a diagnostic from the rules across documents to its place.
+      writeFileSync(path.join(dir, "z.yaml"), "kind: WeightedBackend\nname: svc-5\nbackends:\n  svc-0: 1\n");
+      const total = readdirSync(dir).reduce((n, f) => n + readFileSync(path.join(dir, f), "utf8").length, 0);
+      expect(total).toBeGreaterThan(builtLoad.WORKER_MIN_BYTES);
+      const viaWorker = await builtLoad.loadDesired(["."], { cwd: dir, env: {}, worker: new FastCheckWorker() });
+      const full = await builtLoad.loadDesired(["."], { cwd: dir, env: {}, fastRead: false });
+      expect(viaWorker.objects).toBe(1401);
+      expect(viaWorker.diagnostics.map((d) => `${d.pos.file}:${d.pos.line}:${d.pos.col}`)).toEqual(["z.yaml:2:7"]);
+      expect(JSON.parse(JSON.stringify(viaWorker))).toEqual(JSON.parse(JSON.stringify(full)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("checks every text on the main thread when the worker cannot run", async () => {
+    // From the sources there is no fast-worker.js beside the module: the worker fails to start.
+    const worker = new SourceFastCheckWorker();
+    worker.send(0, "kind: WeightedBackend\n", "a.yaml");
+    expect(await worker.checks(0)).toBeUndefined();
+    const dir = path.join(root, "examples/canary");
+    const withFailed = await loadDesired(["."], { cwd: dir, env: {}, worker: new SourceFastCheckWorker() });
+    const without = await loadDesired(["."], { cwd: dir, env: {} });
+    expect(JSON.parse(JSON.stringify(withFailed))).toEqual(JSON.parse(JSON.stringify(without)));
+    await worker.close();
   });
 
   it("gives loadDesired the same result, every position included, on every manifest folder of the tests and examples", async () => {
