@@ -94,19 +94,21 @@ export async function measureApplyWrite(size: ApplyWriteSize, log: (line: string
     const before = spec.same + spec.changed + spec.orphans;
     const after = spec.same + spec.changed + spec.created;
     const touched = spec.created + spec.changed + spec.orphans;
-    // Convergence reads: a listing of the account after the run, or every touched object by id: the fewer.
-    const convergenceReads = Math.min(listPages(after), touched);
+    // The lease object is live while the plan lists the account and while the run's convergence is read: one more
+    // object in each listing. Convergence reads: a listing of the account after the run, or every touched object by
+    // id: the fewer.
+    const convergenceReads = Math.min(listPages(after + 1), touched);
     const levels = dependencyLevels(run.plan).map((l) => l.length);
     const lease = leaseRequests(before);
     const boundAt = (readMs: number, writeMs: number): number =>
       lease.writes * writeMs +
       lease.pages * readMs +
-      overlappedBoundMs(listPages(before), 0, concurrency, readMs) +
+      overlappedBoundMs(listPages(before + 1), 0, concurrency, readMs) +
       levelsBoundMs(levels, concurrency, writeMs) +
       (convergenceReads === touched ? Math.ceil(touched / concurrency) * writeMs : convergenceReads * readMs);
     const figures = {
       requests: Math.max(...requests),
-      minimal_requests: lease.writes + lease.pages + listPages(before) + touched + convergenceReads,
+      minimal_requests: lease.writes + lease.pages + listPages(before + 1) + touched + convergenceReads,
       wall_ms: round1(run.traffic.spanMs),
       bound_ms: round1(boundAt(pageMs, objectMs)),
       status_429: runs.reduce((n, r) => n + r.traffic.status429, 0),

@@ -51,6 +51,14 @@ describe("bench scenarios at a tiny size", () => {
     expectTimes(r, ["wall_ms", "bound_ms", "latency_bound_ms", "command_ms", "reference_wall_ms", "targeted_wall_ms"]);
   }, 60_000);
 
+  it("apply-write: the lease object counts in the listings it is live for, at a page's boundary", async () => {
+    // 100 objects before the run: with the lease, the plan's listing holds 101, two pages.
+    const r = await measureApplyWrite({ fleet: { ...none, same: 99, changed: 1 }, latencyMs: 2, runs: 1, reference: false });
+    // The lease (create, two pages, delete), the plan's two pages, one update, its read back by id.
+    expect(r.minimal_requests).toBe(2 + 2 + 2 + 1 + 1);
+    expect(r.requests).toBe(r.minimal_requests);
+  }, 60_000);
+
   it("apply-write: the lease, one request per change, the reads before, and one list page to tell convergence", async () => {
     const r = await measureApplyWrite({
       fleet: { ...none, changed: 5, created: 12, orphans: 3 },
