@@ -60,11 +60,8 @@ export interface ClientStats {
 export interface ApiClient {
   /** The base URL, normalised (no trailing slash). */
   readonly baseUrl: string;
-  /**
-   * Every weighted backend of the account, newest first, read page by page (limit 100) following next_page_uri.
-   * `onPage` is given each page's objects (those not seen on an earlier page) while the next page travels.
-   */
-  listWeightedBackends(onPage?: (objects: WeightedBackend[]) => void): Promise<WeightedBackend[]>;
+  /** Every weighted backend of the account, newest first, read page by page (limit 100) following next_page_uri. */
+  listWeightedBackends(): Promise<WeightedBackend[]>;
   /** One weighted backend, or null when the API answers 404 for it. */
   getWeightedBackend(id: string): Promise<WeightedBackend | null>;
   /** POST; an OutcomeUnknownError when the create may have happened but no answer says so (never resent). */
@@ -176,11 +173,11 @@ class HttpApiClient implements ApiClient {
 
   // ---- weighted backends ------------------------------------------------------------------------------------------
 
-  listWeightedBackends(onPage?: (objects: WeightedBackend[]) => void): Promise<WeightedBackend[]> {
-    return this.inChainLease(() => this.listWeightedBackendPages(onPage));
+  listWeightedBackends(): Promise<WeightedBackend[]> {
+    return this.inChainLease(() => this.listWeightedBackendPages());
   }
 
-  private async listWeightedBackendPages(onPage?: (objects: WeightedBackend[]) => void): Promise<WeightedBackend[]> {
+  private async listWeightedBackendPages(): Promise<WeightedBackend[]> {
     const out: WeightedBackend[] = [];
     const ids = new Set<string>();
     let path = `${WEIGHTED_BACKENDS_PATH}?limit=100`;
@@ -207,10 +204,12 @@ class HttpApiClient implements ApiClient {
         pending.catch(() => undefined);
       }
       const list = this.parse(WeightedBackendListSchema, answer, json);
-      const fresh = list.backends.filter((wb) => !ids.has(wb.id));
-      for (const wb of fresh) ids.add(wb.id);
-      out.push(...fresh);
-      onPage?.(fresh);
+      for (const wb of list.backends) {
+        if (!ids.has(wb.id)) {
+          ids.add(wb.id);
+          out.push(wb);
+        }
+      }
       if (list.next_page_uri === null) return out;
     }
   }

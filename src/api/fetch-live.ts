@@ -59,7 +59,6 @@ export async function fetchLive(
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
   const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? listLive(client));
-  // Each side is made live as soon as it is read, while the other may still be reading.
   const read = readRoutes(client, reads).then(async (routes) => {
     await options.onRoutes?.(routes);
     return routes;
@@ -68,14 +67,9 @@ export async function fetchLive(
   return sortLiveState(weightedBackends, routes);
 }
 
-/** The account's weighted backends made live (with fingerprints), each page while the next one travels. */
+/** The account's weighted backends, as live objects. */
 function listLive(client: ApiClient): Promise<LiveWeightedBackend[]> {
-  const live: LiveWeightedBackend[] = [];
-  return client
-    .listWeightedBackends((objects) => {
-      for (const wb of objects) live.push(liveWeightedBackend(wb));
-    })
-    .then((all) => (live.length === all.length ? live : all.map(liveWeightedBackend)));
+  return client.listWeightedBackends().then((all) => all.map(liveWeightedBackend));
 }
 
 /**
@@ -129,8 +123,7 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 /**
  * Reads the modules of the given routes. With edge reads: the first edge is read alone (it tells whether the server
  * offers the read, unless this client already knows), then the other edges in parallel; without: the managed
- * modules one GET each, in parallel. The client's semaphore bounds what is in flight. Each route is made live
- * (fingerprinted) as its read answers.
+ * modules one GET each, in parallel. The client's semaphore bounds what is in flight.
  */
 export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];

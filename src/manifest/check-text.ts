@@ -53,13 +53,18 @@ export interface FastCheck {
  * `$` goes the full way: its variables are replaced in the nodes. Yields after each document.
  */
 export function* fastChecks(text: string, display: string): Generator<void, FastCheck[] | null> {
+  return (yield* fastCheckDocuments(text, display))?.checks ?? null;
+}
+
+/** `fastChecks` with the deferred documents the checks were made on, for the thread that made them. */
+function* fastCheckDocuments(text: string, display: string): Generator<void, { checks: FastCheck[]; srcs: ParsedDocument[] } | undefined> {
   const docs = text.includes("$") ? undefined : fastDocuments(text, display);
-  if (docs === undefined) return null;
+  if (docs === undefined) return undefined;
   const checks: FastCheck[] = [];
   for (const { src, value, start } of docs) {
     yield;
     const result = checkDocument(src, value);
-    if (result.diagnostics.length > 0) return null;
+    if (result.diagnostics.length > 0) return undefined;
     const { kind, value: checkedValue, partial } = result.checked ?? {};
     checks.push({
       start,
@@ -68,12 +73,20 @@ export function* fastChecks(text: string, display: string): Generator<void, Fast
       ...(kind !== undefined ? { checked: { kind, value: checkedValue, partial } as FastCheck["checked"] } : {}),
     });
   }
-  return checks;
+  return { checks, srcs: docs.map((d) => d.src) };
 }
 
-/** Adds the documents of a text that `fastChecks` took to `into`, each with its deferred positions; returns them. */
-function addFastChecks(text: string, display: string, checks: readonly FastCheck[], into: CheckedTexts): CheckedDocument[] {
-  const srcs = deferredDocuments(text, display, checks.map((c) => c.start));
+/**
+ * Adds the documents of a text that `fastChecks` took to `into`, each with its deferred positions (`srcs`, when the
+ * checks were made in this thread; else made here); returns them.
+ */
+function addFastChecks(
+  text: string,
+  display: string,
+  checks: readonly FastCheck[],
+  into: CheckedTexts,
+  srcs: readonly ParsedDocument[] = deferredDocuments(text, display, checks.map((c) => c.start)),
+): CheckedDocument[] {
   into.objects += checks.length;
   return checks.flatMap((c, k) => {
     const src = srcs[k] as ParsedDocument;
@@ -97,8 +110,12 @@ export function* checkManifestTextSteps(
   into: CheckedTexts,
   checks?: FastCheck[] | null,
 ): Generator<void, CheckedDocument[]> {
-  const fast = checks === undefined ? yield* fastChecks(text, display) : checks;
-  if (fast !== null) return addFastChecks(text, display, fast, into);
+  if (checks === undefined) {
+    const here = yield* fastCheckDocuments(text, display);
+    if (here !== undefined) return addFastChecks(text, display, here.checks, into, here.srcs);
+  } else if (checks !== null) {
+    return addFastChecks(text, display, checks, into);
+  }
   const parsed = parseManifestText(text, display);
   into.diagnostics.push(...parsed.diagnostics);
   const passed: CheckedDocument[] = [];

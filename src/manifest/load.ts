@@ -36,7 +36,7 @@ export interface LoadOptions {
   fastRead?: boolean;
   /**
    * A worker thread for the fast checks, started by the caller (`plan`, so that its reads meanwhile are followed up
-   * promptly): used when the manifests hold at least `WORKER_MIN_BYTES` of text, and closed by `loadDesired`.
+   * promptly): used when the manifests hold at least `WORKER_MIN_CHARS` characters of text, and closed by `loadDesired`.
    */
   worker?: FastCheckWorker;
 }
@@ -163,14 +163,14 @@ async function readTexts(found: ManifestFile[]): Promise<Array<FileText | undefi
   });
 }
 
-/** Manifest text, in all, from which the fast checks run in a worker thread (when the caller allows one). */
-export const WORKER_MIN_BYTES = 256 * 1024;
+/** Characters of manifest text, in all, from which the fast checks run in a worker thread (when the caller gives one). */
+export const WORKER_MIN_CHARS = 256 * 1024;
 
 /** Sends `texts` to the worker when they are many enough to be worth it, and returns it; else undefined. */
 function useWorker(worker: FastCheckWorker | undefined, texts: Array<FileText | undefined>, found: ManifestFile[]): FastCheckWorker | undefined {
-  let bytes = 0;
-  for (const t of texts) if (t !== undefined && t !== "skip" && "text" in t) bytes += t.text.length;
-  if (worker === undefined || bytes < WORKER_MIN_BYTES) return undefined;
+  let chars = 0;
+  for (const t of texts) if (t !== undefined && t !== "skip" && "text" in t) chars += t.text.length;
+  if (worker === undefined || chars < WORKER_MIN_CHARS) return undefined;
   texts.forEach((t, i) => {
     if (t !== undefined && t !== "skip" && "text" in t) worker.send(i, t.text, (found[i] as ManifestFile).display);
   });

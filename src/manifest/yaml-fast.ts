@@ -134,10 +134,17 @@ const DOCUMENT_MARKER = /^---(?=[ \r\n]|$)/gm;
 /**
  * The nodes of the document of `text` that starts at offset `start`, with the map of their offsets: the document is
  * composed alone, from the `---` before it to the next one, and when that does not give exactly that document (it
- * always should), the whole text is composed and its `index`-th document taken.
+ * always should), the whole text is composed and its `index`-th document taken. `markers`: where the text's `---`
+ * lines start.
  */
-function composeDocument(text: string, file: string, lines: LineCounter, start: number, index: number): { doc: Document.Parsed; map: SourceMap } {
-  const markers = Array.from(text.matchAll(DOCUMENT_MARKER), (m) => m.index);
+function composeDocument(
+  text: string,
+  file: string,
+  at: { lines: LineCounter; markers: readonly number[] },
+  start: number,
+  index: number,
+): { doc: Document.Parsed; map: SourceMap } {
+  const { lines, markers } = at;
   const from = markers.filter((m) => m <= start).pop() ?? 0;
   const to = markers.find((m) => m > start) ?? text.length;
   const [alone, more] = parseManifestText(text.slice(from, to), file).docs;
@@ -159,9 +166,11 @@ export function deferredDocuments(text: string, file: string, starts: readonly n
   lines.addNewLine(0);
   for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) lines.addNewLine(i + 1);
   const fileMap = new SourceMap(file, lines);
+  let markers: number[] | undefined;
+  const at = (): { lines: LineCounter; markers: readonly number[] } => ({ lines, markers: (markers ??= Array.from(text.matchAll(DOCUMENT_MARKER), (m) => m.index)) });
   return starts.map((start, k) => {
     let nodes: { doc: Document.Parsed; map: SourceMap } | undefined;
-    const composed = (): { doc: Document.Parsed; map: SourceMap } => (nodes ??= composeDocument(text, file, lines, start, k));
+    const composed = (): { doc: Document.Parsed; map: SourceMap } => (nodes ??= composeDocument(text, file, at(), start, k));
     return {
       file,
       pos: fileMap.at(start),

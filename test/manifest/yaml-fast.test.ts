@@ -233,7 +233,7 @@ describe("the fast read of YAML", () => {
       // One name twice, to hold a diagnostic from the rules across documents to its place.
       writeFileSync(path.join(dir, "z.yaml"), "kind: WeightedBackend\nname: svc-5\nbackends:\n  svc-0: 1\n");
       const total = readdirSync(dir).reduce((n, f) => n + readFileSync(path.join(dir, f), "utf8").length, 0);
-      expect(total).toBeGreaterThan(builtLoad.WORKER_MIN_BYTES);
+      expect(total).toBeGreaterThan(builtLoad.WORKER_MIN_CHARS);
       const viaWorker = await builtLoad.loadDesired(["."], { cwd: dir, env: {}, worker: new FastCheckWorker() });
       const full = await builtLoad.loadDesired(["."], { cwd: dir, env: {}, fastRead: false });
       expect(viaWorker.objects).toBe(1401);
