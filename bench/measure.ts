@@ -2,6 +2,7 @@
  * What benchmark scenarios share: their shape and a few measuring helpers. Kept apart from run.ts so that a
  * scenario module can be imported on its own (run.ts imports every scenario).
  */
+import { readFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -59,9 +60,10 @@ export function repoRoot(): string {
   return basename(here) === "bench" && basename(dirname(here)) === "dist" ? resolve(here, "..", "..") : resolve(here, "..");
 }
 
-/** The built CLI the cold-start and server scenarios spawn. */
+/** The built CLI every scenario spawns: the file the package's `bin` names, what a user runs. */
 export function builtCli(): string {
-  return join(repoRoot(), "dist", "src", "cli.js");
+  const pkg = JSON.parse(readFileSync(join(repoRoot(), "package.json"), "utf8")) as { bin: { edgeplan: string } };
+  return join(repoRoot(), pkg.bin.edgeplan);
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Running edgeplan and the reference strategy against a bench server, each measured the same way: the requests the
  * server received, and the span from the first request's arrival to the last answer. edgeplan runs as the real
- * CLI in its own process (`node dist/src/cli.js plan|apply ...`), cold, as a person or a CI job runs it; its start
+ * CLI in its own process (`node dist/cli/edgeplan.js plan|apply ...`), cold, as a person or a CI job runs it; its start
  * and manifest loading come before any request and are reported apart, as `command_ms` (the whole process).
  */
 import { spawn } from "node:child_process";

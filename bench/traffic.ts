@@ -130,7 +130,7 @@ export interface BenchServer {
 
 const READY_TIMEOUT_MS = 20_000;
 
-/** Starts `node dist/src/cli.js serve` on a free loopback port and resolves once it is listening. */
+/** Starts `node dist/cli/edgeplan.js serve` on a free loopback port and resolves once it is listening. */
 export function startBenchServer(cli: string, settings: ServeSettings): Promise<BenchServer> {
   const args = [cli, "serve", "--port", "0", "--api-key", BENCH_KEY];
   if (settings.dataFile !== undefined) args.push("--data", settings.dataFile);

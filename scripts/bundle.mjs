@@ -1,10 +1,18 @@
 #!/usr/bin/env node
 /**
- * Bundles the GitHub Action into one file, `bundle/index.mjs` (action.yml `runs.main`), with esbuild:
- * `npm run bundle`, or `node scripts/bundle.mjs [OUTFILE]`. The same sources give the same bytes: fixed options,
- * no timestamps, no source map, paths relative to the repository. `serve` and `--local` (the embedded server,
- * better-sqlite3) are not in it: their one dynamic import becomes a module that says so.
+ * esbuild bundles of the sources, made twice over:
+ * - The GitHub Action in one file, `bundle/index.mjs` (action.yml `runs.main`): `npm run bundle`, or
+ *   `node scripts/bundle.mjs [OUTFILE]`. The same sources give the same bytes: fixed options, no timestamps, no
+ *   source map, paths relative to the repository. `serve` and `--local` (the embedded server, better-sqlite3) are
+ *   not in it: their one dynamic import becomes a module that says so.
+ * - The CLI the package's `bin` runs, `dist/cli/edgeplan.js` (`npm run build` makes it, after the compiler): one
+ *   entry and one chunk per lazily imported command, with the worker thread's entry beside it. A process then
+ *   reads a few dozen files instead of several hundred (`plan` loads 323 ES modules, 190 of them zod's, besides
+ *   undici's CommonJS files), which was most of a command's start. The server's native and order-sensitive
+ *   packages stay packages of their own (below).
  */
+import { rmSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -14,6 +22,12 @@ export const BUNDLE = "bundle/index.mjs";
 /** What `--local` and `serve` would load; in the bundle, importing it fails with this sentence. */
 const LOCAL_ONLY = /(^|\/)server\/index\.js$|^better-sqlite3$/;
 const LOCAL_ONLY_MESSAGE = "--local and serve are not part of the GitHub Action; run them with the edgeplan CLI (npm install edgeplan)";
+
+/** Bundled CommonJS modules call require() for Node's own modules: give them one in an ES module. */
+const REQUIRE_BANNER = [
+  'import { createRequire as __edgeplanCreateRequire } from "node:module";',
+  "const require = __edgeplanCreateRequire(import.meta.url);",
+].join("\n");
 
 const localOnly = {
   name: "edgeplan-local-only",
@@ -43,16 +57,42 @@ export async function bundleAction(outfile = BUNDLE) {
     logLevel: "warning",
     plugins: [localOnly],
     banner: {
-      js: [
-        "// The edgeplan GitHub Action, bundled from src/action/main.ts by `npm run bundle`. Do not edit: rebuild.",
-        // Bundled CommonJS modules call require() for Node's own modules: give them one in this ES module.
-        'import { createRequire as __edgeplanCreateRequire } from "node:module";',
-        "const require = __edgeplanCreateRequire(import.meta.url);",
-      ].join("\n"),
+      js: ["// The edgeplan GitHub Action, bundled from src/action/main.ts by `npm run bundle`. Do not edit: rebuild.", REQUIRE_BANNER].join("\n"),
     },
   });
 }
 
+/** Where the CLI's bundle goes, and its entries: `edgeplan.js` (the `bin`) and the worker thread's `fast-worker.js`. */
+export const CLI_DIR = "dist/cli";
+
+/** Writes the CLI's bundle to `outdir` (relative to the repository root, or absolute). */
+export async function bundleCli(outdir = CLI_DIR) {
+  // Chunks are named by their content: the ones of an earlier build would stay behind.
+  rmSync(isAbsolute(outdir) ? outdir : join(ROOT, outdir), { recursive: true, force: true });
+  await build({
+    absWorkingDir: ROOT,
+    // The worker thread is started from `new URL("./fast-worker.js", import.meta.url)`: both land in one folder.
+    entryPoints: { edgeplan: "src/cli.ts", "fast-worker": "src/manifest/fast-worker.ts" },
+    outdir,
+    bundle: true,
+    splitting: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    charset: "utf8",
+    legalComments: "eof",
+    sourcemap: false,
+    minify: false,
+    logLevel: "warning",
+    // Left as packages: better-sqlite3 (native) and pg (its optional native part), and the SAML certificate's
+    // @peculiar/x509 with reflect-metadata, which must load first (src/server/saml-certificate.ts imports them in
+    // that order; bundled into chunks, the order is not kept and the first SAML PUT fails).
+    external: ["better-sqlite3", "pg", "@peculiar/x509", "reflect-metadata"],
+    banner: { js: REQUIRE_BANNER },
+  });
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  await bundleAction(process.argv[2]);
+  if (process.argv[2] === "--cli") await bundleCli(process.argv[3]);
+  else await bundleAction(process.argv[2]);
 }

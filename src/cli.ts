@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { errorOutcome, EXIT } from "./model/errors.js";
 
+// Two folders up from both dist/src/cli.js and the bundle's dist/cli/edgeplan.js.
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
 /** How a command reports its exit code to `main`. */

@@ -2,23 +2,30 @@
  * `edgeplan demo`: the quick start. Plans the bundled examples against an embedded local server that starts empty,
  * applies them, and plans again to show that nothing is left to do. Needs no account and no setup.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EXIT } from "../model/errors.js";
 import { runApply } from "./apply.js";
 import type { CommandIO } from "./io.js";
 import { runPlan } from "./plan.js";
 
-/** The examples folder shipped beside dist/ (dist/src/commands/demo.js -> examples/). */
-const EXAMPLES = fileURLToPath(new URL("../../../examples", import.meta.url));
+/**
+ * The examples folder beside the package's package.json: the first folder above this module that holds one (the
+ * compiled sources, dist/src/commands/, and the CLI's bundle, dist/cli/, sit at different depths).
+ */
+function examplesFolder(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir);
+  return join(dir, "examples");
+}
 
 /** Runs the three steps; returns 0 when the second plan has nothing to do. */
 export async function runDemo(io: CommandIO): Promise<number> {
   const state = mkdtempSync(join(tmpdir(), "edgeplan-demo-"));
   const demoIO: CommandIO = { ...io, env: { ...io.env, EDGEPLAN_LOCAL_DIR: state } };
-  const examples = relative(io.cwd, EXAMPLES) || ".";
+  const examples = relative(io.cwd, examplesFolder()) || ".";
   // The demo's own settings: a project file of the folder it is started in is not read.
   const common = { paths: [examples], local: true, stack: "demo", config: false as const };
   const step = (n: number, text: string): void => io.stderr(`\n== ${n}/3 ${text}\n\n`);

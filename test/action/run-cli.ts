@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { inputEnvName } from "../../src/action/inputs.js";
 
-export const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
+import { CLI } from "../helpers/cli-path.js";
+
+export { CLI };
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 export interface CliRun {

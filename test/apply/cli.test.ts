@@ -1,5 +1,5 @@
 /**
- * `edgeplan apply` end to end: the BUILT CLI (node dist/src/cli.js) against the real server, manifests written into
+ * `edgeplan apply` end to end: the BUILT CLI (node dist/cli/edgeplan.js) against the real server, manifests written into
  * temporary folders. What is asserted is what a user checks: exit codes, the report, and what the server holds
  * afterwards (and, from its request log, the order of the writes).
  */

@@ -4,12 +4,11 @@
  * bundled action's tests also run it with Node 24, installed here once (test/helpers/node24.ts).
  */
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { POSTGRES_SKIPPED, postgresTestsRun } from "../../bench/postgres-cluster.js";
+import { CLI } from "./cli-path.js";
 import { ensureNode24 } from "./node24.js";
 
-const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
 
 declare module "vitest" {
   export interface ProvidedContext {

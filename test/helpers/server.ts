@@ -1,6 +1,6 @@
 /**
  * Test helpers to run the API server and speak raw HTTP to it, on loopback only.
- * - `spawnServer` runs the BUILT CLI (`node dist/src/cli.js serve --port 0 ...`) as a child process.
+ * - `spawnServer` runs the BUILT CLI (`node dist/cli/edgeplan.js serve --port 0 ...`) as a child process.
  * - `startTestServer` runs `startServer` in this process, on the store of the test project: SQLite in memory, or
  *   (project `postgres`, EDGEPLAN_TEST_STORE=postgres) a fresh database of the run's PostgreSQL cluster.
  * - `http` sends one request with full control over headers and body; `apiClient` adds the key and version.
@@ -8,14 +8,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { inject } from "vitest";
 import { createDatabase } from "../../bench/postgres-cluster.js";
 import { startServer, type RunningServer, type ServerOptions, type StoreTx } from "../../src/server/index.js";
 
-export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const CLI = join(REPO_ROOT, "dist", "src", "cli.js");
+import { CLI, REPO_ROOT } from "./cli-path.js";
+
+export { CLI, REPO_ROOT };
 
 /** A random API key for a test. */
 export function randomKey(): string {
@@ -66,7 +65,7 @@ export interface SpawnOptions {
 }
 
 /**
- * Runs `node dist/src/cli.js serve --port 0 --api-key <key> ...args`, waits for `listening on http://HOST:PORT`
+ * Runs `node dist/cli/edgeplan.js serve --port 0 --api-key <key> ...args`, waits for `listening on http://HOST:PORT`
  * on stdout, and returns the handle. Rejects with the server's stderr when it exits first or is not ready in
  * time. Needs `npm run build` (npm test runs it first).
  */

@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { CLI as cli } from "../helpers/cli-path.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const cli = path.join(repo, "dist/src/cli.js");
 const tmp = mkdtempSync(path.join(tmpdir(), "edgeplan-cli-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -9,15 +9,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { CLI as cli } from "../helpers/cli-path.js";
 import { writeSchemas } from "../../src/commands/schema.js";
 import { SCHEMAS } from "../../src/model/schemas.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const cli = path.join(repo, "dist/src/cli.js");
 const tmp = mkdtempSync(path.join(tmpdir(), "edgeplan-schemas-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const REGENERATE = "run `npm run build && node dist/src/cli.js schema` (npm run schema) and commit schemas/";
+const REGENERATE = "run `npm run build && node dist/cli/edgeplan.js schema` (npm run schema) and commit schemas/";
 
 describe("schemas/", () => {
   it("holds exactly the files the code generates, byte for byte", async () => {

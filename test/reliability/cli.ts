@@ -34,7 +34,7 @@ export interface RunningCli {
   done: Promise<CliResult>;
 }
 
-/** Starts `node --max-old-space-size=<heapMb> dist/src/cli.js ...args`. */
+/** Starts `node --max-old-space-size=<heapMb> dist/cli/edgeplan.js ...args`. */
 export function startCli(args: string[], options: CliOptions): RunningCli {
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", NO_COLOR: "1", ...options.env };
   const proc = spawn(process.execPath, [`--max-old-space-size=${options.heapMb ?? 256}`, CLI, ...args], {
