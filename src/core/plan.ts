@@ -145,8 +145,10 @@ function buildWeightedBackendChanges(
     const kept = ignoreWeightedBackendFields(d, m.live, parsedLive, children.resolvedByName.get(d.name) as Resolved, children.nameToId);
     const { backends, pending } = kept.resolved;
     const change = buildWeightedBackendChange({ ...m, desired: kept.desired, parsedLive, stack: index.stack, backends, pending, names });
-    ignored.add(...weightedBackendOrigin(d), kept.ignored);
-    ignored.noteOn(change, kept.ignored);
+    if (kept.ignored.length > 0) {
+      ignored.add(...weightedBackendOrigin(d), kept.ignored);
+      ignored.noteOn(change, kept.ignored);
+    }
     if (!change) continue;
     const retry = options.retryRollouts?.includes(d.name) === true;
     changes.push(buildRolloutChange(change, { desired: kept.desired, state: parsedLive?.marker?.rollout, stack: index.stack, now: options.now ?? 0, retry }));
