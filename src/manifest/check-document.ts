@@ -17,7 +17,6 @@ import {
   type ManifestKind,
   type WeightedBackendManifest,
 } from "../model/manifest-schema.js";
-import { lazyProperty } from "../model/lazy.js";
 import { closest, didYouMean } from "./suggest.js";
 import { locate, startOf, type ParsedDocument } from "./yaml-source.js";
 
@@ -216,16 +215,49 @@ export class Pinner {
 /**
  * A position in `file` found when its line or column is first read. Most positions a loader keeps (a field's
  * place, for a diagnostic that may never come) are never read; in a document of the fast read, finding one means
- * parsing its file the full way.
+ * parsing its file the full way. A loading keeps one per name and reference, so it is a small object: `line` and
+ * `col` are its own enumerable properties (it reads, spreads and serialises as a plain position), whose getters all
+ * positions share.
  */
+class DeferredPos {
+  readonly file: string;
+  declare readonly line: number;
+  declare readonly col: number;
+  #find: (() => SourcePos) | undefined;
+  #found: SourcePos | undefined;
+
+  constructor(file: string, find: () => SourcePos) {
+    this.file = file;
+    this.#find = find;
+    Object.defineProperties(this, DEFERRED_POS_GETTERS);
+  }
+
+  found(): SourcePos {
+    if (this.#found === undefined) {
+      this.#found = (this.#find as () => SourcePos)();
+      this.#find = undefined;
+    }
+    return this.#found;
+  }
+}
+
+const DEFERRED_POS_GETTERS: PropertyDescriptorMap = {
+  line: {
+    get(this: DeferredPos): number {
+      return this.found().line;
+    },
+    enumerable: true,
+  },
+  col: {
+    get(this: DeferredPos): number {
+      return this.found().col;
+    },
+    enumerable: true,
+  },
+};
+
 function deferredPos(file: string, find: () => SourcePos): SourcePos {
-  let found: SourcePos | undefined;
-  const get = (): SourcePos => (found ??= find());
-  return lazyProperty(
-    lazyProperty({ file }, "line", () => get().line),
-    "col",
-    () => get().col,
-  );
+  return new DeferredPos(file, find);
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {

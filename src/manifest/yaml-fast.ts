@@ -11,6 +11,7 @@
 import { EVENT_ID, SCALAR_STYLE, getScalarValue, parseEvents, type Event } from "js-yaml";
 import { LineCounter, Schema, isScalar, type Document, type ScalarTag } from "yaml";
 import { InternalError } from "../model/errors.js";
+import type { SourcePos } from "../model/state.js";
 import { MAX_NESTING, SourceMap, parseManifestText, startOf, type ParsedDocument } from "./yaml-source.js";
 
 /** One document of the fast read: its plain value and the offset where its content starts. */
@@ -166,24 +167,54 @@ export function deferredDocuments(text: string, file: string, starts: readonly n
   lines.addNewLine(0);
   for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) lines.addNewLine(i + 1);
   const fileMap = new SourceMap(file, lines);
-  let markers: number[] | undefined;
-  const at = (): { lines: LineCounter; markers: readonly number[] } => ({ lines, markers: (markers ??= Array.from(text.matchAll(DOCUMENT_MARKER), (m) => m.index)) });
-  return starts.map((start, k) => {
-    let nodes: { doc: Document.Parsed; map: SourceMap } | undefined;
-    const composed = (): { doc: Document.Parsed; map: SourceMap } => (nodes ??= composeDocument(text, file, at(), start, k));
-    return {
-      file,
-      pos: fileMap.at(start),
-      mayInterpolate: false,
-      deferred: true,
-      get doc() {
-        return composed().doc;
-      },
-      get map() {
-        return composed().map;
-      },
-    };
-  });
+  const source: DeferredText = { text, file, lines, markers: undefined };
+  return starts.map((start, k) => new DeferredDocument(source, fileMap.at(start), start, k));
+}
+
+/** What the deferred documents of one text share. */
+interface DeferredText {
+  text: string;
+  file: string;
+  lines: LineCounter;
+  /** Where the text's `---` lines start: found when a first document is composed. */
+  markers: number[] | undefined;
+}
+
+/**
+ * A document of the fast read whose nodes are composed on first use. A loading keeps one per document, so it is a
+ * small object: `doc` and `map` are getters of the class.
+ */
+class DeferredDocument implements ParsedDocument {
+  readonly file: string;
+  readonly mayInterpolate = false;
+  readonly deferred = true;
+  #nodes: { doc: Document.Parsed; map: SourceMap } | undefined;
+
+  constructor(
+    private readonly source: DeferredText,
+    readonly pos: SourcePos,
+    private readonly start: number,
+    private readonly index: number,
+  ) {
+    this.file = source.file;
+  }
+
+  get doc(): Document.Parsed {
+    return this.composed().doc;
+  }
+
+  get map(): SourceMap {
+    return this.composed().map;
+  }
+
+  private composed(): { doc: Document.Parsed; map: SourceMap } {
+    if (this.#nodes === undefined) {
+      const s = this.source;
+      s.markers ??= Array.from(s.text.matchAll(DOCUMENT_MARKER), (m) => m.index);
+      this.#nodes = composeDocument(s.text, s.file, { lines: s.lines, markers: s.markers }, this.start, this.index);
+    }
+    return this.#nodes;
+  }
 }
 
 /** The documents of a manifest text by the fast read, as deferred documents (`deferredDocuments`); undefined when it declines the text. */
