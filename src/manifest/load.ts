@@ -196,7 +196,7 @@ async function readAndCheckFiles(
     for (const [i, file] of found.entries()) {
       const t = texts[i];
       if (t === undefined) continue;
-      await turns.take();
+      if (turns.due()) await turns.take();
       if (t === "skip") {
         // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
         if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
@@ -271,7 +271,7 @@ async function checkSamlSources(
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
   const cache: IdpFileCache = new Map();
   for (const doc of documents) {
-    await turns.take();
+    if (turns.due()) await turns.take();
     if (doc.kind !== "EdgeRoute") continue;
     const saml = doc.value.saml;
     if (saml === undefined || saml === "absent") continue;
