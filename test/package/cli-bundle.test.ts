@@ -8,6 +8,7 @@ import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { fastChecks } from "../../src/manifest/check-text.js";
 import type { Answer, Ask } from "../../src/manifest/fast-check-worker.js";
+import { WORKER_NICE } from "../../src/manifest/fast-worker.js";
 import { runSteps } from "../../src/model/steps.js";
 import { CLI } from "../helpers/cli-path.js";
 
@@ -34,6 +35,13 @@ describe("the CLI's bundle", () => {
       });
       expect(answer.index).toBe(7);
       expect(answer.checks).toEqual(runSteps(fastChecks(manifest, "a.yaml")));
+      if (process.platform === "linux") {
+        // The worker thread gave way (its nice value), this thread did not.
+        const nice = (stat: string): number => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+        const threads = readdirSync("/proc/self/task").map((t) => nice(readFileSync(`/proc/self/task/${t}/stat`, "utf8")));
+        expect(threads).toContain(WORKER_NICE);
+        expect(nice(readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8"))).toBe(0);
+      }
     } finally {
       await worker.terminate();
     }
