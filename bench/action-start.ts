@@ -93,7 +93,7 @@ function timeInstallAndBuild(root: string): { ci_ms: number; build_ms: number } 
   const dir = mkdtempSync(join(tmpdir(), "edgeplan-bench-composite-"));
   try {
     for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json"]) copyFileSync(join(root, f), join(dir, f));
-    for (const d of ["src", "bench"]) cpSync(join(root, d), join(dir, d), { recursive: true });
+    for (const d of ["src", "bench", "scripts"]) cpSync(join(root, d), join(dir, d), { recursive: true });
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
     const step = (args: string[]): number => {
       const started = performance.now();
