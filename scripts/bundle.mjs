@@ -23,6 +23,20 @@ export const BUNDLE = "bundle/index.mjs";
 const LOCAL_ONLY = /(^|\/)server\/index\.js$|^better-sqlite3$/;
 const LOCAL_ONLY_MESSAGE = "--local and serve are not part of the GitHub Action; run them with the edgeplan CLI (npm install edgeplan)";
 
+/** What both bundles are: ES modules for node 20 that keep their names and comments, nothing that varies. */
+const SHARED = {
+  absWorkingDir: ROOT,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  charset: "utf8",
+  legalComments: "eof",
+  sourcemap: false,
+  minify: false,
+  logLevel: "warning",
+};
+
 /** Bundled CommonJS modules call require() for Node's own modules: give them one in an ES module. */
 const REQUIRE_BANNER = [
   'import { createRequire as __edgeplanCreateRequire } from "node:module";',
@@ -43,18 +57,9 @@ const localOnly = {
 /** Writes the bundle to `outfile` (relative to the repository root, or absolute). */
 export async function bundleAction(outfile = BUNDLE) {
   await build({
-    absWorkingDir: ROOT,
+    ...SHARED,
     entryPoints: ["src/action/main.ts"],
     outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    charset: "utf8",
-    legalComments: "eof",
-    sourcemap: false,
-    minify: false,
-    logLevel: "warning",
     plugins: [localOnly],
     banner: {
       js: ["// The edgeplan GitHub Action, bundled from src/action/main.ts by `npm run bundle`. Do not edit: rebuild.", REQUIRE_BANNER].join("\n"),
@@ -70,20 +75,11 @@ export async function bundleCli(outdir = CLI_DIR) {
   // Chunks are named by their content: the ones of an earlier build would stay behind.
   rmSync(isAbsolute(outdir) ? outdir : join(ROOT, outdir), { recursive: true, force: true });
   await build({
-    absWorkingDir: ROOT,
+    ...SHARED,
     // The worker thread is started from `new URL("./fast-worker.js", import.meta.url)`: both land in one folder.
     entryPoints: { edgeplan: "src/cli.ts", "fast-worker": "src/manifest/fast-worker.ts" },
     outdir,
-    bundle: true,
     splitting: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    charset: "utf8",
-    legalComments: "eof",
-    sourcemap: false,
-    minify: false,
-    logLevel: "warning",
     // Left as packages: better-sqlite3 (native) and pg (its optional native part), and the SAML certificate's
     // @peculiar/x509 with reflect-metadata, which must load first (src/server/saml-certificate.ts imports them in
     // that order; bundled into chunks, the order is not kept and the first SAML PUT fails).
