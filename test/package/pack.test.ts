@@ -1,7 +1,7 @@
 /**
  * The published CLI: `npm pack` of this repository into an empty folder, installed there with
- * `npm install ./edgeplan-X.tgz`, runs `edgeplan --version`, `validate` and `plan --local` (which builds better-sqlite3 on install when no
- * prebuilt binary fits: this test takes about a minute).
+ * `npm install ./edgeplan-X.tgz`, runs `edgeplan --version`, `validate`, `plan --local` and `demo` (which builds better-sqlite3 on
+ * install when no prebuilt binary fits: this test takes about a minute).
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -26,7 +26,7 @@ const STABLE = "bkdtg_2rFMNyLVAcCk79odY7RXLmHO5iR";
 const CANARY = "bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq";
 
 describe("the npm package", () => {
-  it("installs into an empty folder and runs --version, validate and plan --local", async () => {
+  it("installs into an empty folder and runs --version, validate, plan --local and demo", async () => {
     const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
     const env = cleanEnv();
     // The folder holds the package and nothing else, and no node_modules above it could lend a module.
@@ -62,5 +62,12 @@ describe("the npm package", () => {
     expect(planned.stdout).toContain("+ weighted_backend.checkout");
     expect(planned.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
     expect(planned.stderr).toContain("local: embedded server with its state in .edgeplan/local.db");
+
+    // The demo plans and applies the examples shipped in the package, then plans again.
+    const demo = await run(edgeplan, ["demo"], { cwd: app, env });
+    expect(demo.stderr).toContain("== 1/3 plan: what applying node_modules/edgeplan/examples to an empty local server would do");
+    expect(demo.stderr.trimEnd().split("\n").pop()).toBe(
+      "Demo done: the second plan has nothing to do. Try `edgeplan plan --local examples` in your own folder next.",
+    );
   }, 300_000);
 });
