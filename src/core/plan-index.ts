@@ -23,14 +23,13 @@ export interface PlanIndex {
 export function indexPlanInput(desired: DesiredState, live: LiveState, stack: string): PlanIndex {
   const desiredWbs = [...desired.weightedBackends].sort((a, b) => compareText(a.name, b.name) || comparePos(a.source, b.source));
   const liveWbs = [...live.weightedBackends].sort((a, b) => compareText(a.id, b.id));
-  return {
-    stack,
-    desired: desiredWbs,
-    desiredNames: new Set(desiredWbs.map((d) => d.name)),
-    live: liveWbs,
-    liveById: new Map(liveWbs.map((l) => [l.id, l])),
-    parsed: new Map(liveWbs.map((l) => [l.id, parseLiveMetadata(l.metadata)])),
-  };
+  const liveById = new Map<string, LiveWeightedBackend>();
+  const parsed = new Map<string, ParsedMetadata>();
+  for (const l of liveWbs) {
+    liveById.set(l.id, l);
+    parsed.set(l.id, parseLiveMetadata(l.metadata));
+  }
+  return { stack, desired: desiredWbs, desiredNames: new Set(desiredWbs.map((d) => d.name)), live: liveWbs, liveById, parsed };
 }
 
 /** The owner marker of a live object, or null when it carries none (or is not live). */

@@ -144,7 +144,9 @@ function buildWeightedBackendChanges(
     const parsedLive = m.live === null ? undefined : index.parsed.get(m.live.id);
     const kept = ignoreWeightedBackendFields(d, m.live, parsedLive, children.resolvedByName.get(d.name) as Resolved, children.nameToId);
     const { backends, pending } = kept.resolved;
-    const change = buildWeightedBackendChange({ ...m, desired: kept.desired, parsedLive, stack: index.stack, backends, pending, names });
+    // Named one by one rather than spread from the match: this runs once per manifest, and a spread costs more.
+    const { live, action, previous, notes } = m;
+    const change = buildWeightedBackendChange({ desired: kept.desired, live, parsedLive, action, previous, notes, stack: index.stack, backends, pending, names });
     if (kept.ignored.length > 0) {
       ignored.add(...weightedBackendOrigin(d), kept.ignored);
       ignored.noteOn(change, kept.ignored);

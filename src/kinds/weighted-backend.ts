@@ -37,8 +37,9 @@ export function parseLiveMetadata(text: string): ParsedMetadata {
   if (!isObject(parsed)) return { value: text, marker: null, user: null };
   // Metadata edgeplan wrote is canonical JSON already: its parse is used as it is, without a sorted copy.
   const value = (isSortedPlain(parsed) ? parsed : sortedJson(parsed)) as Record<string, JsonValue>;
-  const { [MARKER_KEY]: raw, ...user } = value;
-  return { value, marker: parseMarker(raw), user };
+  const user: Record<string, JsonValue> = {};
+  for (const key of Object.keys(value)) if (key !== MARKER_KEY) user[key] = value[key] as JsonValue;
+  return { value, marker: parseMarker(value[MARKER_KEY]), user };
 }
 
 function parseMarker(raw: unknown): OwnerMarker | null {
@@ -201,13 +202,10 @@ export function buildWeightedBackendChange(input: WeightedBackendChangeInput): W
   // Most objects of a large stack are unchanged: they are compared field by field and dropped before anything is
   // built for them. Key order does not matter to the comparison, so the manifest's metadata is compared as it is;
   // when that says "different", the normalised values below decide (sorting never makes equal values differ).
-  const unchanged = (metadata: unknown): boolean =>
-    live !== null &&
-    input.action === "update" &&
-    live.description === d.description &&
-    sameWeights(live.backends, input.backends) &&
-    equal(parsedLive?.value, metadata);
-  if (unchanged({ ...d.metadata, [MARKER_KEY]: marker })) return null;
+  const same = live !== null && input.action === "update" && live.description === d.description && sameWeights(live.backends, input.backends);
+  // The live metadata is the manifest's plus the marker: its keys but the marker's, then the marker as written.
+  if (same && parsedLive?.user && equal(parsedLive.user, d.metadata) && equal((parsedLive.value as Record<string, JsonValue>)[MARKER_KEY], marker)) return null;
+  const unchanged = (metadata: unknown): boolean => same && equal(parsedLive?.value, metadata);
   const after: WeightedBackendValue = { description: d.description, metadata: buildMetadata(d.metadata, marker), backends: { ...input.backends } };
   if (unchanged(after.metadata)) return null;
   const before = live === null ? null : buildLiveValue(live, parsedLive);

@@ -7,6 +7,20 @@ const names = new Map<string, string>();
 const base = { previous: null, notes: [], stack: "default", pending: new Set<string>(), names };
 
 describe("buildWeightedBackendChange", () => {
+  it("compares the live metadata as written: same keys in another order match, a marker written otherwise is rewritten", () => {
+    const d = desiredWb("web", { metadata: { team: "a", tier: "1" } });
+    const input = { ...base, parsedLive: undefined, action: "update" as const, desired: d, backends: d.backends };
+    const reordered = liveWb(1, { metadata: '{"tier":"1","edgeplan":{"stack":"default","name":"web"},"team":"a"}' });
+    expect(buildWeightedBackendChange({ ...input, live: reordered, parsedLive: parseLiveMetadata(reordered.metadata) })).toBeNull();
+    // Parsed, this marker is the same one; written, it is not what edgeplan writes: the update writes it anew.
+    const otherwise = liveWb(1, { metadata: '{"edgeplan":{"name":"web","protect":false,"stack":"default"},"team":"a","tier":"1"}' });
+    const change = buildWeightedBackendChange({ ...input, live: otherwise, parsedLive: parseLiveMetadata(otherwise.metadata) });
+    expect(change?.request.body?.metadata).toBe('{"edgeplan":{"name":"web","stack":"default"},"team":"a","tier":"1"}');
+    // A user key more or less on the live side is a change too.
+    const more = liveWb(1, { metadata: '{"edgeplan":{"name":"web","stack":"default"},"extra":"x","team":"a","tier":"1"}' });
+    expect(buildWeightedBackendChange({ ...input, live: more, parsedLive: parseLiveMetadata(more.metadata) })?.action).toBe("update");
+  });
+
   it("creates with a POST of the whole body, metadata carrying the marker", () => {
     const d = desiredWb("web", { description: "front", metadata: { team: "a" }, backends: { [hrId(1)]: 100 } });
     const change = buildWeightedBackendChange({ ...base, desired: d, live: null, parsedLive: undefined, action: "create", backends: d.backends });
