@@ -204,10 +204,10 @@ export function buildWeightedBackendChange(input: WeightedBackendChangeInput): W
   // when that says "different", the normalised values below decide (sorting never makes equal values differ).
   const same = live !== null && input.action === "update" && live.description === d.description && sameWeights(live.backends, input.backends);
   // The live metadata is the manifest's plus the marker: its keys but the marker's, then the marker as written.
-  if (same && parsedLive?.user && equal(parsedLive.user, d.metadata) && equal((parsedLive.value as Record<string, JsonValue>)[MARKER_KEY], marker)) return null;
-  const unchanged = (metadata: unknown): boolean => same && equal(parsedLive?.value, metadata);
+  const user = parsedLive?.user;
+  if (same && user && equal(user, d.metadata) && equal((parsedLive.value as Record<string, JsonValue>)[MARKER_KEY], marker)) return null;
   const after: WeightedBackendValue = { description: d.description, metadata: buildMetadata(d.metadata, marker), backends: { ...input.backends } };
-  if (unchanged(after.metadata)) return null;
+  if (same && equal(parsedLive?.value, after.metadata)) return null;
   const before = live === null ? null : buildLiveValue(live, parsedLive);
   const refs: Record<string, string> = {};
   for (const p of [...input.pending].sort()) refs[p] = weightedBackendAddress(p);
