@@ -1,9 +1,7 @@
 /** Where the tests find the repository and the built CLI. Imports nothing of vitest: the global setup reads it too. */
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { builtCli, repoRoot } from "../../bench/measure.js";
 
-export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const REPO_ROOT = repoRoot();
 
 /** The built CLI the package's `bin` names (the bundle `npm run build` makes): what a user runs. */
-export const CLI = join(REPO_ROOT, (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { bin: { edgeplan: string } }).bin.edgeplan);
+export const CLI = builtCli();
