@@ -6,7 +6,7 @@
  * progressive rollout when its manifest asks for one, `rollout.ts`), order them (`graph.ts`), and name the risks and
  * outputs. Same input, same Plan.
  */
-import { isLeaseObject } from "../kinds/lease.js";
+import { isLeaseObject } from "../model/lease.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanSummary } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
