@@ -178,6 +178,8 @@ class HttpApiClient implements ApiClient {
     }
   }
 
+  // ---- lists ------------------------------------------------------------------------------------------------------
+
   /**
    * Every item of one list, newest first, read page by page (limit 100) following next_page_uri, with the chain
    * holding one place of the semaphore. A next_page_uri must stay on our origin and on the list's path, must not

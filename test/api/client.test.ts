@@ -367,6 +367,13 @@ describe("edges and modules", () => {
     expect(err.message).toBe(`GET /edges/https/${EDGE}: 404 ERR_NGROK_404: edge ${EDGE} does not exist (operation op_stub)`);
   });
 
+  it("says an edge does not exist for a 404 without an error code too", async () => {
+    const { client } = await setup((_req, res) => json(res, 404, { status_code: 404, msg: "Not Found", details: { path: `/edges/https/${EDGE}` } }));
+    const err = await errorOf(client.getEdge(EDGE));
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.message).toBe(`GET /edges/https/${EDGE}: 404: edge ${EDGE} does not exist`);
+  });
+
   it("reads an unset module as null, and a missing route as RouteNotFoundError", async () => {
     const { stub, client } = await setup((_req, res) =>
       json(res, 200, {

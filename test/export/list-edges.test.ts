@@ -57,9 +57,16 @@ describe("listEdges", () => {
     ]);
   });
 
-  it("refuses a next page elsewhere", async () => {
+  it("refuses a next page elsewhere, and one that repeats a page", async () => {
     const leaving = await startStub((_req, res) => json(res, 200, { https_edges: [], uri: "x", next_page_uri: "http://127.0.0.1:1/edges/https?before_id=x" }));
     stubs.push(leaving);
     await expect(client(leaving.url, "k").listEdges()).rejects.toThrow(/next_page_uri leaves the list/);
+
+    let url = "";
+    const repeating = await startStub((_req, res) => json(res, 200, { https_edges: [], uri: `${url}/edges/https`, next_page_uri: `${url}/edges/https?limit=100` }));
+    url = repeating.url;
+    stubs.push(repeating);
+    await expect(client(repeating.url, "k").listEdges()).rejects.toThrow("next_page_uri repeats an earlier page (/edges/https?limit=100)");
+    expect(repeating.requests).toHaveLength(1);
   });
 });
