@@ -71,18 +71,15 @@ export interface ApiClient {
   /** DELETE; a 404 on a retry after a lost answer counts as done, a 404 on the first attempt is an ApiError. */
   deleteWeightedBackend(id: string): Promise<void>;
   /**
-   * The edge with its routes and their modules inline, or "unsupported" when the server does not offer the read
-   * (404 without an error code, or 405). An unknown edge is an ApiError (404 ERR_NGROK_404) saying so.
+   * The edge with its routes and their modules inline (a module not set is null): the one read of modules. An edge
+   * that does not exist (404) is an ApiError saying so.
    */
-  getEdge(edgeId: string): Promise<HttpsEdge | "unsupported">;
+  getEdge(edgeId: string): Promise<HttpsEdge>;
   /**
    * Every HTTPS edge of the account with its routes and their modules inline, newest first, read page by page
-   * (limit 100) following next_page_uri; "unsupported" when the server does not offer the list (404 without an
-   * error code, or 405, on the first page).
+   * (limit 100) following next_page_uri.
    */
-  listEdges(): Promise<HttpsEdge[] | "unsupported">;
-  /** The module, or null when it is not set (404 ERR_NGROK_7400). An unknown route or edge: RouteNotFoundError. */
-  getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null>;
+  listEdges(): Promise<HttpsEdge[]>;
   /** PUT: replaces the whole module (fields left out take their defaults). */
   putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]>;
   /** DELETE; a 7400 on a retry after a lost answer counts as done, on the first attempt it is an ApiError. */
@@ -107,6 +104,16 @@ interface Answer {
 }
 
 const MAX_PAGES = 1000;
+
+/** One list of the API: its path, the wire schema of a page, and the key of the page's items. */
+interface ListOf<K extends string, T extends { id: string }> {
+  path: string;
+  schema: z.ZodType<Record<K, T[]> & { next_page_uri: string | null }>;
+  key: K;
+}
+
+const WEIGHTED_BACKEND_LIST: ListOf<"backends", WeightedBackend> = { path: WEIGHTED_BACKENDS_PATH, schema: WeightedBackendListSchema, key: "backends" };
+const EDGE_LIST: ListOf<"https_edges", HttpsEdge> = { path: EDGES_PATH, schema: HttpsEdgeListSchema, key: "https_edges" };
 
 /**
  * Makes a client. Throws an EdgeplanError when the base URL is refused (plain http to a host that is not loopback
@@ -171,16 +178,22 @@ class HttpApiClient implements ApiClient {
     }
   }
 
-  // ---- weighted backends ------------------------------------------------------------------------------------------
+  // ---- lists ------------------------------------------------------------------------------------------------------
 
-  listWeightedBackends(): Promise<WeightedBackend[]> {
-    return this.inChainLease(() => this.listWeightedBackendPages());
+  /**
+   * Every item of one list, newest first, read page by page (limit 100) following next_page_uri, with the chain
+   * holding one place of the semaphore. A next_page_uri must stay on our origin and on the list's path, must not
+   * repeat an earlier page, and the chain ends within MAX_PAGES; an item a later page repeats (a write between two
+   * pages shifts them) is kept once.
+   */
+  private listAll<K extends string, T extends { id: string }>(list: ListOf<K, T>): Promise<T[]> {
+    return this.inChainLease(() => this.listPages(list));
   }
 
-  private async listWeightedBackendPages(): Promise<WeightedBackend[]> {
-    const out: WeightedBackend[] = [];
+  private async listPages<K extends string, T extends { id: string }>(list: ListOf<K, T>): Promise<T[]> {
+    const out: T[] = [];
     const ids = new Set<string>();
-    let path = `${WEIGHTED_BACKENDS_PATH}?limit=100`;
+    let path = `${list.path}?limit=100`;
     const visited = new Set<string>([path]);
     let pending = this.exchange("GET", path, undefined, true);
     for (let page = 0; ; page++) {
@@ -191,7 +204,7 @@ class HttpApiClient implements ApiClient {
       // soon as this one names it, and this one is checked while the next travels.
       const named = (json as { next_page_uri?: unknown } | undefined)?.next_page_uri;
       if (typeof named === "string") {
-        const next = this.pagePath(named, answer);
+        const next = this.pagePath(named, answer, list.path);
         if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
         if (page + 1 >= MAX_PAGES) {
           throw this.contractError("GET", next, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
@@ -203,15 +216,21 @@ class HttpApiClient implements ApiClient {
         // from being reported as unhandled.
         pending.catch(() => undefined);
       }
-      const list = this.parse(WeightedBackendListSchema, answer, json);
-      for (const wb of list.backends) {
-        if (!ids.has(wb.id)) {
-          ids.add(wb.id);
-          out.push(wb);
+      const parsed = this.parse(list.schema, answer, json);
+      for (const item of parsed[list.key]) {
+        if (!ids.has(item.id)) {
+          ids.add(item.id);
+          out.push(item);
         }
       }
-      if (list.next_page_uri === null) return out;
+      if (parsed.next_page_uri === null) return out;
     }
+  }
+
+  // ---- weighted backends ------------------------------------------------------------------------------------------
+
+  listWeightedBackends(): Promise<WeightedBackend[]> {
+    return this.listAll(WEIGHTED_BACKEND_LIST);
   }
 
   async getWeightedBackend(id: string): Promise<WeightedBackend | null> {
@@ -243,54 +262,15 @@ class HttpApiClient implements ApiClient {
 
   // ---- edges and modules ------------------------------------------------------------------------------------------
 
-  async getEdge(edgeId: string): Promise<HttpsEdge | "unsupported"> {
+  async getEdge(edgeId: string): Promise<HttpsEdge> {
     const answer = await this.exchange("GET", edgePath(edgeId));
     if (answer.status === 200) return this.parse(HttpsEdgeSchema, answer);
-    const body = this.errorBody(answer);
-    if ((answer.status === 404 && body?.error_code === undefined) || answer.status === 405) return "unsupported";
     if (answer.status === 404) throw this.apiError(answer, `edge ${edgeId} does not exist`);
     throw this.apiError(answer);
   }
 
-  listEdges(): Promise<HttpsEdge[] | "unsupported"> {
-    return this.inChainLease(() => this.listEdgePages());
-  }
-
-  private async listEdgePages(): Promise<HttpsEdge[] | "unsupported"> {
-    const out: HttpsEdge[] = [];
-    const ids = new Set<string>();
-    const visited = new Set<string>();
-    let path = `${EDGES_PATH}?limit=100`;
-    for (let page = 0; ; page++) {
-      if (page >= MAX_PAGES) {
-        throw this.contractError("GET", path, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
-      }
-      visited.add(path);
-      const answer = await this.exchange("GET", path, undefined, true);
-      if (page === 0 && ((answer.status === 404 && this.errorBody(answer)?.error_code === undefined) || answer.status === 405)) {
-        return "unsupported";
-      }
-      if (answer.status !== 200) throw this.apiError(answer);
-      const list = this.parse(HttpsEdgeListSchema, answer);
-      for (const edge of list.https_edges) {
-        if (!ids.has(edge.id)) {
-          ids.add(edge.id);
-          out.push(edge);
-        }
-      }
-      if (list.next_page_uri === null) return out;
-      const next = this.pagePath(list.next_page_uri, answer, EDGES_PATH);
-      if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
-      path = next;
-    }
-  }
-
-  async getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null> {
-    const answer = await this.exchange("GET", modulePath(edge, route, kind));
-    if (answer.status === 200) return this.parse(moduleSchema(kind), answer) as ModuleOf[K];
-    const code = this.errorBody(answer)?.error_code;
-    if (answer.status === 404 && code === "ERR_NGROK_7400") return null;
-    throw this.moduleError(answer, edge, route);
+  listEdges(): Promise<HttpsEdge[]> {
+    return this.listAll(EDGE_LIST);
   }
 
   async putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]> {
@@ -474,7 +454,7 @@ class HttpApiClient implements ApiClient {
   }
 
   /** The request path of a `next_page_uri`, which must stay on our origin and on the list's path. */
-  private pagePath(next: string, answer: Answer, listPath: string = WEIGHTED_BACKENDS_PATH): string {
+  private pagePath(next: string, answer: Answer, listPath: string): string {
     let url: URL;
     try {
       url = new URL(next);

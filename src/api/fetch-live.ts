@@ -1,11 +1,11 @@
 /**
  * Reads the live side of a plan with the fewest requests: the weighted backend list (page by page) in parallel with
- * the reads of the routes the manifests manage. A route's modules come from one `GET /edges/https/<edge>` per edge
- * when the server offers that read, else from the per-module GETs of only the managed modules.
+ * the reads of the routes the manifests manage, whose modules come from one `GET /edges/https/<edge>` per edge.
  */
 import { ApiError } from "../model/errors.js";
 import type { DesiredState, LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
-import type { HttpsEdge, WeightedBackend } from "../model/wire.js";
+import type { HttpsEdge, HttpsRoute, WeightedBackend } from "../model/wire.js";
+import { edgePath } from "../model/paths.js";
 import type { ApiClient, ModuleKind } from "./client.js";
 import { RouteNotFoundError, type MissingRoute } from "./errors.js";
 import { liveRouteOf, liveWeightedBackend, sortLiveState, type ReadRoute } from "./live-state.js";
@@ -25,23 +25,11 @@ export interface TouchedObjects {
   modules: Array<{ edge: string; route: string; module: ModuleKind }>;
 }
 
-/** Whether a client's server answered the edge read; learnt once per client, so later reads skip the probe. */
-const edgeReadSupport = new WeakMap<ApiClient, boolean>();
-
-/**
- * Whether the modules of a route are read with one read of its edge (true) or one GET per module (false), as this
- * client learnt from its server; undefined before any module was read.
- */
-export function edgeReadsOffered(client: ApiClient): boolean | undefined {
-  return edgeReadSupport.get(client);
-}
-
 /**
  * Reads the live state the plan of `desired` needs: every weighted backend of the account (the plan looks for owner
  * markers and orphans among them), and the managed modules of the routes the manifests name. A module the manifests
- * leave unmanaged is reported as null whatever the server holds (it is not read in per-module mode, and it must not
- * depend on which read the server offers); a route with no managed module is not read at all and is absent from
- * `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
+ * leave unmanaged is reported as null whatever the server holds (the plan must not depend on it); a route with no
+ * managed module is not read at all and is absent from `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
  * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listing`, when
  * given, is their listing already under way (`startListing`). `onRoutes` is given the routes as soon as they are
  * read, while the listing may still run.
@@ -96,7 +84,7 @@ export interface FetchTouchedOptions {
  * Reads again only the given objects (a saved plan's staleness check, the convergence check after apply): the
  * weighted backends by id, or by listing them all when `options.accountWeightedBackends` says that takes fewer
  * requests (one that no longer exists is absent from the result either way), and the modules by route, with one
- * edge read per edge when the server offers it. Modules not asked for are reported as null.
+ * edge read per edge. Modules not asked for are reported as null.
  */
 export async function fetchTouched(client: ApiClient, touched: TouchedObjects, options: FetchTouchedOptions = {}): Promise<LiveState> {
   const byRoute = new Map<string, RouteRead>();
@@ -121,106 +109,51 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 }
 
 /**
- * Reads the modules of the given routes. With edge reads: the first edge is read alone (it tells whether the server
- * offers the read, unless this client already knows), then the other edges in parallel; without: the managed
- * modules one GET each, in parallel. The client's semaphore bounds what is in flight.
+ * Reads the modules of the given routes: one `GET /edges/https/<edge>` per edge, all in parallel (the client's
+ * semaphore bounds what is in flight). Routes or edges that do not exist: one RouteNotFoundError naming them all.
  */
 export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
-  const edges = [...byEdge.keys()].sort();
-
   const results: LiveRoute[] = [];
-  const missing: Array<{ m: MissingRoute; err: RouteNotFoundError | undefined }> = [];
-  let pending = edges;
-
-  if (edgeReadSupport.get(client) !== false) {
-    const readEdge = async (edgeId: string): Promise<boolean> => {
-      let edge: HttpsEdge | "unsupported";
+  const missing: MissingRoute[] = [];
+  await Promise.all(
+    [...byEdge].map(async ([edgeId, wanted]) => {
+      let edge: HttpsEdge;
       try {
         edge = await client.getEdge(edgeId);
       } catch (err) {
-        if (isNotFound(err)) {
-          for (const r of byEdge.get(edgeId) ?? []) missing.push({ m: { edge: r.edge, route: r.route, edgeExists: false }, err: undefined });
-          return true;
-        }
-        throw err;
+        if (!isNotFound(err)) throw err;
+        for (const r of wanted) missing.push({ edge: r.edge, route: r.route, edgeExists: false });
+        return;
       }
-      if (edge === "unsupported") return false;
-      for (const r of byEdge.get(edgeId) ?? []) {
+      for (const r of wanted) {
         const route = edge.routes.find((x) => x.id === r.route);
-        if (!route) {
-          missing.push({ m: { edge: r.edge, route: r.route, edgeExists: true }, err: undefined });
-          continue;
-        }
-        results.push(
-          liveRouteOf({
-            edge: r.edge,
-            route: r.route,
-            saml: r.modules.includes("saml") ? route.saml : null,
-            circuit_breaker: r.modules.includes("circuit_breaker") ? route.circuit_breaker : null,
-          }),
-        );
+        if (route) results.push(liveRouteOf(managedModules(r, route)));
+        else missing.push({ edge: r.edge, route: r.route, edgeExists: true });
       }
-      return true;
-    };
-    const [first, ...rest] = edges;
-    if (edgeReadSupport.get(client) === undefined && first !== undefined) {
-      const supported = await readEdge(first);
-      edgeReadSupport.set(client, supported);
-      pending = supported ? rest : edges;
-    }
-    if (edgeReadSupport.get(client) === true) {
-      const unanswered: string[] = [];
-      await Promise.all(
-        pending.map(async (e) => {
-          if (!(await readEdge(e))) unanswered.push(e);
-        }),
-      );
-      // A server that stops answering edge reads halfway still gets its modules read, one GET each.
-      pending = unanswered.sort();
-    }
-  }
-
-  // Per-module reads for the edges left (the server does not offer edge reads).
-  await Promise.all(
-    pending.flatMap((edgeId) =>
-      (byEdge.get(edgeId) ?? []).map(async (r) => {
-        const got: ReadRoute = { edge: r.edge, route: r.route, saml: null, circuit_breaker: null };
-        try {
-          await Promise.all(
-            r.modules.map(async (kind) => {
-              if (kind === "saml") got.saml = await client.getModule(r.edge, r.route, "saml");
-              else got.circuit_breaker = await client.getModule(r.edge, r.route, "circuit_breaker");
-            }),
-          );
-        } catch (err) {
-          if (err instanceof RouteNotFoundError) {
-            for (const m of err.missing) missing.push({ m, err });
-            return;
-          }
-          throw err;
-        }
-        results.push(liveRouteOf(got));
-      }),
-    ),
+    }),
   );
-
   if (missing.length > 0) {
-    // One entry per route even when both of its module reads said so; sorted so that the message is stable.
-    const seen = new Map<string, { m: MissingRoute; err: RouteNotFoundError | undefined }>();
-    for (const x of missing) seen.set(`${x.m.edge}/${x.m.route}`, x);
-    const all = [...seen.values()].sort((a, b) => compareText(`${a.m.edge}/${a.m.route}`, `${b.m.edge}/${b.m.route}`));
-    const first = all[0] as (typeof all)[number];
-    const path = first.err?.path ?? `/edges/https/${encodeURIComponent(first.m.edge)}`;
-    throw new RouteNotFoundError("GET", path, all.map((x) => x.m), first.err?.operationId);
+    // Sorted so that the message is stable whichever read answered first.
+    missing.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
+    throw new RouteNotFoundError("GET", edgePath((missing[0] as MissingRoute).edge), missing, undefined);
   }
   return results.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
 }
 
-/** getEdge's "edge does not exist": a 404 that carries an error code (an unknown path is "unsupported" instead). */
-function isNotFound(err: unknown): boolean {
-  return err instanceof ApiError && err.status === 404 && err.errorCode !== undefined;
+/** The route's modules as read, with those not asked for reported as null (the plan does not manage them). */
+function managedModules(r: RouteRead, route: HttpsRoute): ReadRoute {
+  return {
+    edge: r.edge,
+    route: r.route,
+    saml: r.modules.includes("saml") ? route.saml : null,
+    circuit_breaker: r.modules.includes("circuit_breaker") ? route.circuit_breaker : null,
+  };
 }
 
+/** getEdge's "edge does not exist". */
+function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 404;
+}

@@ -1,6 +1,6 @@
 /**
  * Taking, keeping and giving back the lease of a stack, so that two applies of one stack never run at once
- * (docs/reliability.md, "One apply at a time"). The lease is an object of the API (src/kinds/lease.ts): every
+ * (docs/reliability.md, "One apply at a time"). The lease is an object of the API (src/apply/lease-record.ts): every
  * taker creates a candidate, lists the weighted backends, and holds the lease when no older candidate of the stack
  * is alive; otherwise it deletes its candidate, watches the older one with one GET per poll until it is gone or has
  * expired (its renewal count unchanged for its TTL, measured on the taker's own clock, so no two clocks are
@@ -11,7 +11,8 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ApiClient } from "../api/client.js";
 import { OutcomeUnknownError } from "../api/errors.js";
-import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf, parseLease, type Lease, type LeaseHolder } from "../kinds/lease.js";
+import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "./lease-record.js";
+import { parseLease, type Lease, type LeaseHolder } from "../model/lease.js";
 import { ApiError, EdgeplanError } from "../model/errors.js";
 
 export interface LeaseOptions {

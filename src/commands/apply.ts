@@ -35,7 +35,7 @@ import type { Change, Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import type { CommandIO } from "./io.js";
 import { showPlan, showPlanPage, showReport } from "./apply-show.js";
-import { estimateOptionsOf, fetchForPlan, PLAN_FORMATS, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
+import { fetchForPlan, PLAN_FORMATS, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
 import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
@@ -251,7 +251,7 @@ interface ToApply {
 /** Reads the live side the options' scope reaches and plans. */
 async function planFromManifests(desired: DesiredState, planOptions: PlanOptions, session: Session): Promise<ToApply> {
   const { desired: scoped, live: before, routes } = await fetchForPlan(session.client, desired, planOptions);
-  const plan = buildPlan(scoped, before, { ...planOptions, ...estimateOptionsOf(session) }, routes);
+  const plan = buildPlan(scoped, before, { ...planOptions, budget: session.budget }, routes);
   return { plan, fromManifests: { desired: scoped, before, planOptions } };
 }
 
@@ -266,7 +266,7 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
   if (!planHasChanges(saved)) return { plan: saved };
   const stale = await fetchStale(session.client, saved);
   // The check after a saved plan reads by id, and the outputs' modules too: the estimate follows that.
-  if (stale.length === 0) return { plan: { ...saved, estimate: buildEstimate(saved, { ...estimateOptionsOf(session), outputRoutes: true }) } };
+  if (stale.length === 0) return { plan: { ...saved, estimate: buildEstimate(saved, { budget: session.budget, outputRoutes: true }) } };
   if (!options.refresh) throw buildStalePlanError(options.plan as string, stale);
   io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
   const loaded = await loadManifests(options.paths, io);

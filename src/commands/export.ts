@@ -126,11 +126,6 @@ async function fetchExportRoutes(client: ApiClient, named: RouteRef[] | undefine
     }
   }
   const edges = await client.listEdges();
-  if (edges === "unsupported") {
-    throw new EdgeplanError(
-      "the API does not list edges (GET /edges/https); name the routes to export with --route EDGE_ID/ROUTE_ID, or give manifests that name them",
-    );
-  }
   return edges.flatMap((e) => e.routes.map((r) => ({ edge: e.id, route: r.id, saml: r.saml, circuit_breaker: r.circuit_breaker })));
 }
 

@@ -5,7 +5,7 @@
  */
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { edgeReadsOffered, fetchLive, startListing } from "../api/fetch-live.js";
+import { fetchLive, startListing } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
@@ -113,14 +113,6 @@ export async function fetchForPlan(
   return { desired: scoped, live, routes: routes ?? planRoutes(scoped.edgeRoutes, live.routes) };
 }
 
-/**
- * What the plan's estimate follows: the session's rate limit and concurrency, and whether its server reads modules
- * by edge (known once the live side was read).
- */
-export function estimateOptionsOf(session: Session): Required<Pick<PlanOptions, "budget" | "edgeReads">> {
-  return { budget: session.budget, edgeReads: edgeReadsOffered(session.client) !== false };
-}
-
 /** Whether text output may carry ANSI colours: a terminal, no NO_COLOR, no --no-color. */
 export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
   return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
@@ -157,7 +149,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     // The time decides which rollout steps are due; the plan itself sends no check.
     const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now() };
     const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
-    const plan = buildPlan(desired, live, { ...planOptions, ...estimateOptionsOf(session) }, routes);
+    const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     if (options.out) {
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson(plan));

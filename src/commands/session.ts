@@ -13,7 +13,7 @@ import type { LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
-import type { StoreTx } from "../server/store.js";
+import type { ProvisionNeeds } from "../server/index.js";
 import type { CommandIO } from "./io.js";
 
 /** The account key of the embedded `--local` server. It guards nothing: the server listens on loopback only. */
@@ -70,7 +70,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), close: () => client.close() };
   }
 
-  const { startServer, loadFixturesFile, accountForKey } = await import("../server/index.js");
+  const { startServer, loadFixturesFile, provisionServer } = await import("../server/index.js");
   // EDGEPLAN_LOCAL_DIR moves the state (the demo uses a fresh folder so that it always starts from nothing).
   const dir = resolve(io.cwd, io.env.EDGEPLAN_LOCAL_DIR || LOCAL_STATE_DIR);
   mkdirSync(dir, { recursive: true });
@@ -83,7 +83,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   });
   try {
     if (!options.fixtures && desired) {
-      const made = await server.store.transaction((tx) => provisionFor(desired, tx, accountForKey(LOCAL_API_KEY)));
+      const made = await provisionServer(server, needsOf(desired));
       if (made.length > 0) io.stderr(`local: provisioned ${made.join(", ")} (named by the manifests; pass --fixtures FILE to choose them)\n`);
     }
     const shown = relative(resolve(io.cwd), join(dir, LOCAL_DB));
@@ -116,23 +116,13 @@ function budgetOf(options: ClientOptions): ApplyBudget {
   return { rateLimit: options.rateLimit, concurrency: options.concurrency };
 }
 
-/** Creates the edges, routes and fixture backends `desired` names that the local store lacks; returns what it made. */
-async function provisionFor(desired: DesiredState, tx: StoreTx, account: string): Promise<string[]> {
-  const made: string[] = [];
-  for (const r of desired.edgeRoutes) {
-    if (!(await tx.getEdge(account, r.edge))) made.push(`edge ${r.edge}`);
-    if (!(await tx.getRoute(account, r.edge, r.route))) made.push(`route ${r.route}`);
-    await tx.ensureRoute(account, r.edge, r.route);
-  }
-  const children = new Set<string>();
+/** What the manifests need to exist on the embedded server: the routes they name and the child backends they use. */
+function needsOf(desired: DesiredState): ProvisionNeeds {
+  const backends: string[] = [];
   for (const wb of desired.weightedBackends) {
     for (const key of Object.keys(wb.backends)) {
-      if (isBackendId(key) && !key.startsWith(`${ID_PREFIX.weightedBackend}_`)) children.add(key);
+      if (isBackendId(key) && !key.startsWith(`${ID_PREFIX.weightedBackend}_`)) backends.push(key);
     }
   }
-  for (const id of [...children].sort()) {
-    if (!(await tx.getFixtureBackend(account, id))) made.push(`backend ${id}`);
-    await tx.ensureBackend(account, id);
-  }
-  return made;
+  return { routes: desired.edgeRoutes.map((r) => ({ edge: r.edge, route: r.route })), backends };
 }

@@ -5,7 +5,7 @@
  */
 import type { CommonCliOptions } from "../api/options.js";
 import { removeLeases } from "../apply/lease.js";
-import { describeHolder } from "../kinds/lease.js";
+import { describeHolder } from "../apply/lease-record.js";
 import { EXIT } from "../model/errors.js";
 import type { CommandIO } from "./io.js";
 import { openSession } from "./session.js";

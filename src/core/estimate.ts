@@ -31,8 +31,6 @@ export interface EstimateInput {
    * requests than reading the touched ones by id. Undefined: it reads them by id (a saved plan's check).
    */
   accountWeightedBackends?: number;
-  /** True when the server answers one read per edge for the modules of its routes, false for one GET per module. */
-  edgeReads: boolean;
   /** True for a saved plan's check, which also reads the SAML module of every output (its values are shown). */
   outputRoutes: boolean;
 }
@@ -66,17 +64,12 @@ function weightedBackendReads(changes: readonly Change[], accountBefore: number 
   return readsByListing(touched, accountBefore === undefined ? undefined : after) ? listPages(after) : touched;
 }
 
-/** The touched modules (and, for a saved plan, the outputs' SAML modules): one read per edge, or one per module. */
+/** The touched modules (and, for a saved plan, the outputs' SAML modules) are read again: one read per edge. */
 function moduleReads(plan: Pick<Plan, "changes" | "outputs">, input: EstimateInput): number {
-  const modules = new Set<string>();
   const edges = new Set<string>();
-  const add = (edge: string, route: string, kind: string): void => {
-    modules.add(`${edge}/${route}/${kind}`);
-    edges.add(edge);
-  };
-  for (const c of plan.changes) if (c.kind !== "weighted_backend") add(c.edge, c.route, c.kind);
-  if (input.outputRoutes) for (const o of plan.outputs) add(o.edge, o.route, "saml");
-  return input.edgeReads ? edges.size : modules.size;
+  for (const c of plan.changes) if (c.kind !== "weighted_backend") edges.add(c.edge);
+  if (input.outputRoutes) for (const o of plan.outputs) edges.add(o.edge);
+  return edges.size;
 }
 
 /**

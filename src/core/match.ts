@@ -26,6 +26,38 @@ export interface Matching {
   creates: DesiredWeightedBackend[];
 }
 
+/**
+ * How a manifest that pins a live object by `id:` stands to it, from the object's owner marker alone: `adopt` (no
+ * marker), `takeover` (another stack's, with --takeover), `refused` (another stack's, without), or `this-stack`
+ * (this stack's: an update under the marker's name, a rename under another). `export` decides with it too, so that
+ * what it pins by id is matched by the next plan as it says.
+ */
+export type PinnedRelation = { kind: "adopt" } | { kind: "takeover" | "refused" | "this-stack"; marker: OwnerMarker };
+
+/** See `PinnedRelation`. */
+export function pinnedRelation(marker: OwnerMarker | null, stack: string, takeover: boolean): PinnedRelation {
+  if (marker === null) return { kind: "adopt" };
+  if (marker.stack !== stack) return { kind: takeover ? "takeover" : "refused", marker };
+  return { kind: "this-stack", marker };
+}
+
+/**
+ * The objects of `live` (in id order) that carry the marker of `stack`, by the marker's name, oldest first: a
+ * manifest of that name without `id:` manages the first one not pinned by another manifest; the others are orphans.
+ * `export` decides with it too, so that the object it writes under a marker's name is the one the plan matches.
+ */
+export function ownedByName<L extends { id: string }>(live: readonly L[], markerOf: (l: L) => OwnerMarker | null, stack: string): Map<string, L[]> {
+  const owned = new Map<string, L[]>();
+  for (const l of live) {
+    const marker = markerOf(l);
+    if (marker?.stack !== stack) continue;
+    const list = owned.get(marker.name);
+    if (list) list.push(l);
+    else owned.set(marker.name, [l]);
+  }
+  return owned;
+}
+
 /** Matches every manifest it can; reports duplicate names and unusable `id:`s to `problems`. */
 export function matchWeightedBackends(index: PlanIndex, takeover: boolean, problems: PlanProblems): Matching {
   reportDuplicateNames(index, problems);
@@ -61,18 +93,19 @@ function matchById(index: PlanIndex, d: DesiredWeightedBackend, matching: Matchi
     problems.error(posOf(d, "id"), `weighted backend "${d.name}": id ${d.id} is already adopted by "${other}"; an object can be adopted by one manifest only`);
     return null;
   }
-  const marker = markerOf(index, l.id);
-  if (marker === null) {
+  const relation = pinnedRelation(markerOf(index, l.id), index.stack, takeover);
+  if (relation.kind === "adopt") {
     return { desired: d, live: l, action: "adopt", previous: null, notes: [`adopted by id: ${l.id} carries no owner marker, so the plan adds one`] };
   }
-  if (marker.stack !== index.stack) {
-    if (!takeover) {
-      problems.error(
-        posOf(d, "id"),
-        `weighted backend "${d.name}": ${l.id} belongs to stack "${marker.stack}" (as "${marker.name}"); edgeplan never changes another stack's objects: pass --takeover to take it over, or remove \`id:\``,
-      );
-      return null;
-    }
+  const { marker } = relation;
+  if (relation.kind === "refused") {
+    problems.error(
+      posOf(d, "id"),
+      `weighted backend "${d.name}": ${l.id} belongs to stack "${marker.stack}" (as "${marker.name}"); edgeplan never changes another stack's objects: pass --takeover to take it over, or remove \`id:\``,
+    );
+    return null;
+  }
+  if (relation.kind === "takeover") {
     const notes = [`taken over from stack "${marker.stack}" (where it is "${marker.name}") because --takeover is given`];
     return { desired: d, live: l, action: "takeover", previous: marker, notes };
   }
@@ -85,17 +118,10 @@ function matchById(index: PlanIndex, d: DesiredWeightedBackend, matching: Matchi
 
 /** Manifests without `id:` take the oldest unclaimed object carrying their name's marker; the others are creates. */
 function matchByMarker(index: PlanIndex, matching: Matching, problems: PlanProblems): void {
-  const ownedByName = new Map<string, LiveWeightedBackend[]>();
-  for (const l of index.live) {
-    const marker = markerOf(index, l.id);
-    if (marker?.stack !== index.stack) continue;
-    const list = ownedByName.get(marker.name);
-    if (list) list.push(l);
-    else ownedByName.set(marker.name, [l]);
-  }
+  const owned = ownedByName(index.live, (l) => markerOf(index, l.id), index.stack);
   for (const d of index.desired) {
     if (d.id !== undefined || matching.matches.has(d.name)) continue;
-    const candidates = (ownedByName.get(d.name) ?? []).filter((l) => !matching.claimedBy.has(l.id));
+    const candidates = (owned.get(d.name) ?? []).filter((l) => !matching.claimedBy.has(l.id));
     const first = candidates[0];
     if (!first) {
       matching.creates.push(d);

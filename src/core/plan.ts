@@ -6,7 +6,7 @@
  * progressive rollout when its manifest asks for one, `rollout.ts`), order them (`graph.ts`), and name the risks and
  * outputs. Same input, same Plan.
  */
-import { isLeaseObject } from "../kinds/lease.js";
+import { isLeaseObject } from "../model/lease.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanSummary } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
@@ -43,8 +43,6 @@ export interface PlanOptions {
   excludes?: string[];
   /** The client's rate limit and concurrency, which the estimate's time follows (default: DEFAULT_BUDGET). */
   budget?: ApplyBudget;
-  /** Whether the server reads a route's modules with one read of its edge (default true; see `fetchLive`). */
-  edgeReads?: boolean;
   /** The time the plan is made (ms since the epoch): when rollout steps are due. Default 0 (plans without a clock, in tests). */
   now?: number;
   /** Names of weighted backends whose halted rollout starts again (`apply --retry-rollout NAME`). */
@@ -98,7 +96,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const outputs = buildOutputs(routePairs);
   const estimate = buildEstimate(
     { changes, outputs },
-    { budget: options.budget ?? DEFAULT_BUDGET, accountWeightedBackends: live.weightedBackends.length, edgeReads: options.edgeReads ?? true, outputRoutes: false },
+    { budget: options.budget ?? DEFAULT_BUDGET, accountWeightedBackends: live.weightedBackends.length, outputRoutes: false },
   );
   return {
     format_version: PLAN_FORMAT_VERSION,

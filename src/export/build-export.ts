@@ -7,7 +7,7 @@
  *
  * The steps live beside it: `weighted-backends.ts` (classify, name, check, write) and `routes.ts`.
  */
-import { isLeaseObject } from "../kinds/lease.js";
+import { isLeaseObject } from "../model/lease.js";
 import { compareText } from "../model/canonical.js";
 import { renderSchemaFiles } from "../model/schemas.js";
 import { routeFiles } from "./routes.js";
@@ -31,7 +31,7 @@ function schemaFiles(): ExportFile[] {
 export function buildExport(input: ExportInput): ExportResult {
   const log: ExportLog = { skipped: [], notes: [] };
   // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document. Lease objects
-  // (src/kinds/lease.ts) are edgeplan's own bookkeeping while an apply runs: never exported.
+  // (src/model/lease.ts) are edgeplan's own bookkeeping while an apply runs: never exported.
   const kept = exportableWeightedBackends(input.weightedBackends.filter((wb) => !isLeaseObject(wb)), input, log);
   const wbs = weightedBackendFiles(kept);
   const routes = routeFiles(input.routes, log, input);

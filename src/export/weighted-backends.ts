@@ -3,6 +3,7 @@
  * match it (owned, adopt, takeover, rename), give it a manifest name, check that a manifest can hold it, and write
  * one file per object with exported children by name. Each step reports what it leaves out to an `ExportLog`. Pure.
  */
+import { ownedByName, pinnedRelation } from "../core/match.js";
 import { buildMarker, parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { ESTIMATE_STACK } from "../manifest/build-desired.js";
 import { canonicalJson, compareText, isJsonObject, sortedJson } from "../model/canonical.js";
@@ -83,54 +84,81 @@ export function readExportMetadata(wb: ExportWeightedBackendInput): ExportMetada
   return { user: parsed.user, marker: parsed.marker, rawMarker };
 }
 
-/** What `classifyWeightedBackend` needs besides the object: the stack, the takeover flag, the names taken so far. */
+/** What `classifyWeightedBackend` needs besides the object (made by `classifyContext`). */
 export interface ClassifyContext {
   stack: string;
   takeover: boolean;
+  /** The names taken so far. */
   names: NameAllocator;
+  /** This stack's objects by marker name, oldest first, as the plan finds them (`ownedByName`). */
+  owners: ReadonlyMap<string, ReadonlyArray<{ id: string }>>;
 }
 
-/** An object marked by this stack: exported under its marker's name, or renamed when that name is not valid. */
+/** The context for classifying `live`, every weighted backend the export reads (lease objects left out). */
+export function classifyContext(live: readonly ExportWeightedBackendInput[], options: { stack: string; takeover: boolean }): ClassifyContext {
+  const byId = [...live].sort((a, b) => compareText(a.id, b.id));
+  const owners = ownedByName(byId, (wb) => parseLiveMetadata(wb.metadata).marker, options.stack);
+  return { stack: options.stack, takeover: options.takeover, names: new NameAllocator(), owners };
+}
+
+/**
+ * An object marked by this stack under a valid name: exported under that name when the plan matches it by that name
+ * (the oldest object of the marker), else left out as the orphan the plan sees.
+ */
 function classifyOwned(wb: ExportWeightedBackendInput, meta: ExportMetadata & { marker: OwnerMarker }, ctx: ClassifyContext, log: ExportLog): Candidate | null {
   const { marker } = meta;
-  const base = { live: wb, user: meta.user, marker, protect: marker.protect === true };
-  if (!isValidName(marker.name)) {
-    const comment = `Pinned by id: its owner marker names it ${JSON.stringify(marker.name)}, which is not a valid name; the next apply renames it.`;
-    return { ...base, match: "rename", name: "", comment: [comment] };
-  }
-  if (!ctx.names.claim(marker.name)) {
+  const owner = ctx.owners.get(marker.name)?.[0];
+  if (owner !== undefined && owner.id !== wb.id) {
+    // The owner was classified first (id order): it holds the name unless it could not be exported.
+    const older = ctx.names.has(marker.name)
+      ? "an older object, which is exported under that name"
+      : `an older object, ${owner.id}, which the plan matches by that name (it is not exported either)`;
     log.skipped.push({
       what: describe(wb),
       reason:
-        `it carries the same owner marker ("${marker.name}" of stack "${ctx.stack}") as an older object, which is exported under that name; ` +
+        `it carries the same owner marker ("${marker.name}" of stack "${ctx.stack}") as ${older}; ` +
         `the plan lists this one as an orphan (delete it with --prune once you have checked it)`,
     });
     return null;
   }
-  if (canonicalJson(meta.rawMarker) !== canonicalJson(buildMarker(ctx.stack, marker.name, base.protect))) {
+  if (!ctx.names.claim(marker.name)) throw new InternalError(`export of ${wb.id}: the name "${marker.name}" was taken before its owner was classified`);
+  const protect = marker.protect === true;
+  if (canonicalJson(meta.rawMarker) !== canonicalJson(buildMarker(ctx.stack, marker.name, protect))) {
     log.notes.push(`${describe(wb)} ("${marker.name}"): its owner marker holds more than stack, name and protect: true, so the plan shows an update that rewrites it`);
   }
-  return { ...base, match: "owned", name: marker.name, comment: [] };
+  return { live: wb, match: "owned", user: meta.user, marker, protect, name: marker.name, comment: [] };
 }
 
 /**
  * How the next plan will match one live object (owned, rename, takeover, adopt), or null when it is left out (the
- * reason in `log`). Call in id order: the oldest of two objects with the same marker claims its name, as in a plan.
+ * reason in `log`). What is not exported under its marker's name is pinned by `id:` under a name of the export's
+ * (`assignNames`), and the plan's `pinnedRelation` says how it is matched: never the marker's name, which is either
+ * not valid or another stack's, so a pinned object of this stack is always a rename. Call in id order.
  */
 export function classifyWeightedBackend(wb: ExportWeightedBackendInput, meta: ExportMetadata, ctx: ClassifyContext, log: ExportLog): Candidate | null {
   const { marker } = meta;
-  if (marker !== null && marker.stack === ctx.stack) return classifyOwned(wb, { ...meta, marker }, ctx, log);
-  if (marker !== null) {
-    if (!ctx.takeover) {
-      log.skipped.push({
-        what: describe(wb),
-        reason: `it belongs to stack "${marker.stack}" (as "${marker.name}"), and edgeplan never changes another stack's objects; pass --takeover to export it pinned by id`,
-      });
-      return null;
-    }
-    const comment = `Taken over by id from stack "${marker.stack}" (where it is "${marker.name}"): plan and apply need --takeover.`;
-    return { live: wb, match: "takeover", user: meta.user, marker, protect: marker.protect === true, name: "", comment: [comment] };
+  if (marker !== null && marker.stack === ctx.stack && isValidName(marker.name)) return classifyOwned(wb, { ...meta, marker }, ctx, log);
+  const relation = pinnedRelation(marker, ctx.stack, ctx.takeover);
+  if (relation.kind === "adopt") return adopted(wb, meta, log);
+  const held = relation.marker;
+  if (relation.kind === "refused") {
+    log.skipped.push({
+      what: describe(wb),
+      reason: `it belongs to stack "${held.stack}" (as "${held.name}"), and edgeplan never changes another stack's objects; pass --takeover to export it pinned by id`,
+    });
+    return null;
   }
+  const base = { live: wb, user: meta.user, marker: held, protect: held.protect === true, name: "" };
+  if (relation.kind === "this-stack") {
+    const comment = `Pinned by id: its owner marker names it ${JSON.stringify(held.name)}, which is not a valid name; the next apply renames it.`;
+    return { ...base, match: "rename", comment: [comment] };
+  }
+  const comment = `Taken over by id from stack "${held.stack}" (where it is "${held.name}"): plan and apply need --takeover.`;
+  return { ...base, match: "takeover", comment: [comment] };
+}
+
+/** An object without an owner marker, pinned by id: the plan adopts it. */
+function adopted(wb: ExportWeightedBackendInput, meta: ExportMetadata, log: ExportLog): Candidate {
   if (meta.rawMarker !== undefined) {
     log.notes.push(
       `${describe(wb)}: the "${MARKER_KEY}" key of its metadata is not an owner marker; the manifest leaves it out (the key is reserved) and adopting replaces it with this stack's marker`,
@@ -226,7 +254,7 @@ export function exportableWeightedBackends(
   options: { stack: string; takeover: boolean } & Pick<ExportInput, "inScope" | "ignoreChanges">,
   log: ExportLog,
 ): Candidate[] {
-  const ctx: ClassifyContext = { ...options, names: new NameAllocator() };
+  const ctx = classifyContext(live, options);
   const candidates: Candidate[] = [];
   for (const wb of [...live].sort((a, b) => compareText(a.id, b.id))) {
     const meta = readExportMetadata(wb);

@@ -230,3 +230,33 @@ async function loadBackend(tx: StoreTx, account: string, b: Fixtures["backends"]
   }
   summary.backends++;
 }
+
+/** What a preview against the embedded server needs to exist: the routes it names and the child backends it uses. */
+export interface ProvisionNeeds {
+  routes: ReadonlyArray<{ edge: string; route: string }>;
+  /** Ids of fixture backends (`bkdhr_`, `bkdtg_`, `bkdfo_`, `bkdsc_`). */
+  backends: readonly string[];
+}
+
+/**
+ * Creates, in the server's account and in one transaction, the edges, routes and fixture backends of `needs` that
+ * the store lacks (`edgeplan plan --local` without `--fixtures`). Returns what it made, in order, as `edge ID`,
+ * `route ID` and `backend ID`; nothing when everything existed. Throws an EdgeplanError for an id that is not one of
+ * its kind, or a route that belongs to another edge.
+ */
+export function provisionServer(server: { store: Store; account: string }, needs: ProvisionNeeds): Promise<string[]> {
+  const { store, account } = server;
+  return store.transaction(async (tx) => {
+    const made: string[] = [];
+    for (const r of needs.routes) {
+      if (!(await tx.getEdge(account, r.edge))) made.push(`edge ${r.edge}`);
+      if (!(await tx.getRoute(account, r.edge, r.route))) made.push(`route ${r.route}`);
+      await tx.ensureRoute(account, r.edge, r.route);
+    }
+    for (const id of [...new Set(needs.backends)].sort()) {
+      if (!(await tx.getFixtureBackend(account, id))) made.push(`backend ${id}`);
+      await tx.ensureBackend(account, id);
+    }
+    return made;
+  });
+}

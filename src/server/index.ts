@@ -17,7 +17,16 @@ import { openSqliteStore } from "./sqlite-store.js";
 import type { Store } from "./store.js";
 
 export { accountForKey } from "./auth.js";
-export { loadFixturesFile, applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
+export {
+  loadFixturesFile,
+  applyFixtures,
+  provisionServer,
+  validateFixtures,
+  type Fixtures,
+  type FixturesInput,
+  type FixturesSummary,
+  type ProvisionNeeds,
+} from "./fixtures.js";
 export { faultDraws } from "./faults.js";
 export type { Store, StoreTx, WeightedBackendRecord, EdgeRecord, RouteRecord, FixtureBackendRecord, StoredSaml } from "./store.js";
 

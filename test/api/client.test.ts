@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
 import { OutcomeUnknownError, RouteNotFoundError } from "../../src/api/errors.js";
+import { readRoutes } from "../../src/api/fetch-live.js";
 import type { ClientOptions } from "../../src/api/options.js";
 import type { Clock } from "../../src/api/rate-limit.js";
 import { ApiError } from "../../src/model/errors.js";
@@ -360,28 +361,37 @@ describe("paging", () => {
 });
 
 describe("edges and modules", () => {
-  it("says 'unsupported' when the server does not know the edge read (404 without a code, or 405)", async () => {
-    const { client } = await setup((_req, res, n) =>
-      n === 1 ? json(res, 404, { status_code: 404, msg: "Not Found", details: { path: "/edges/https/x" } }) : apiError(res, 405, undefined, "Method Not Allowed"),
-    );
-    expect(await client.getEdge(EDGE)).toBe("unsupported");
-    expect(await client.getEdge(EDGE)).toBe("unsupported");
-  });
-
   it("says an unknown edge does not exist", async () => {
     const { client } = await setup((_req, res) => apiError(res, 404, "ERR_NGROK_404", "not found"));
     const err = await errorOf(client.getEdge(EDGE));
     expect(err.message).toBe(`GET /edges/https/${EDGE}: 404 ERR_NGROK_404: edge ${EDGE} does not exist (operation op_stub)`);
   });
 
+  it("says an edge does not exist for a 404 without an error code too", async () => {
+    const { client } = await setup((_req, res) => json(res, 404, { status_code: 404, msg: "Not Found", details: { path: `/edges/https/${EDGE}` } }));
+    const err = await errorOf(client.getEdge(EDGE));
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.message).toBe(`GET /edges/https/${EDGE}: 404: edge ${EDGE} does not exist`);
+  });
+
   it("reads an unset module as null, and a missing route as RouteNotFoundError", async () => {
-    const { client } = await setup((_req, res, n) =>
-      n === 1 ? apiError(res, 404, "ERR_NGROK_7400", "module not set") : apiError(res, 404, "ERR_NGROK_404", "route not found", {}),
+    const { stub, client } = await setup((_req, res) =>
+      json(res, 200, {
+        id: EDGE,
+        uri: `${stub.url}/edges/https/${EDGE}`,
+        created_at: "2025-09-04T10:11:37Z",
+        description: "",
+        metadata: "",
+        hostports: [],
+        routes: [{ id: ROUTE, edge_id: EDGE, uri: `${stub.url}/edges/https/${EDGE}/routes/${ROUTE}`, created_at: "2025-09-04T10:11:37Z", match: "/", match_type: "path_prefix", saml: null, circuit_breaker: null }],
+      }),
     );
-    expect(await client.getModule(EDGE, ROUTE, "circuit_breaker")).toBeNull();
-    const err = await errorOf(client.getModule(EDGE, ROUTE, "saml"));
+    const [route] = await readRoutes(client, [{ edge: EDGE, route: ROUTE, modules: ["saml", "circuit_breaker"] }]);
+    expect([route?.saml, route?.circuit_breaker]).toEqual([null, null]);
+    const missing = idOf("edghtsrt", 2);
+    const err = await errorOf(readRoutes(client, [{ edge: EDGE, route: missing, modules: ["saml"] }]));
     expect(err).toBeInstanceOf(RouteNotFoundError);
-    expect(err.message).toBe(`route ${ROUTE} does not exist on edge ${EDGE}; routes and edges are not created by edgeplan: check the ids in the manifests`);
+    expect(err.message).toBe(`route ${missing} does not exist on edge ${EDGE}; routes and edges are not created by edgeplan: check the ids in the manifests`);
   });
 
   it("sends the full module settings on PUT and validates the answer", async () => {

@@ -1,6 +1,6 @@
 /**
- * fetchLive and fetchTouched against a scripted server that either offers the edge read or not, counting the
- * requests: a run issues exactly the reads it needs.
+ * fetchLive and fetchTouched against a scripted server, counting the requests: a run issues exactly the reads it
+ * needs.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
@@ -41,7 +41,7 @@ function world(): Record<string, Record<string, Modules>> {
   };
 }
 
-function serve(base: () => string, edgeReads: boolean, data = world()) {
+function serve(base: () => string, data = world()) {
   return (req: Recorded, res: ServerResponse): void => {
     const path = req.url.split("?")[0] ?? "";
     if (path === "/backends/weighted") {
@@ -54,37 +54,28 @@ function serve(base: () => string, edgeReads: boolean, data = world()) {
       else apiError(res, 404, "ERR_NGROK_404", `weighted backend ${id} was not found`);
       return;
     }
-    const m = /^\/edges\/https\/([^/]+)(?:\/routes\/([^/]+)\/(saml|circuit_breaker))?$/.exec(path);
+    const m = /^\/edges\/https\/([^/]+)$/.exec(path);
     if (!m) return json(res, 404, { status_code: 404, msg: "Not Found", details: { path } });
-    const [, edge = "", route, kind] = m;
+    const [, edge = ""] = m;
     const routes = data[edge];
-    if (route === undefined) {
-      if (!edgeReads) return json(res, 404, { status_code: 404, msg: "Not Found", details: { path } });
-      if (!routes) return apiError(res, 404, "ERR_NGROK_404", `HTTPS edge ${edge} was not found`);
-      return json(res, 200, {
-        id: edge,
-        uri: `${base()}/edges/https/${edge}`,
-        created_at: "2025-09-04T10:11:37Z",
-        description: "",
-        metadata: "",
-        hostports: ["app.example.com:443"],
-        routes: Object.entries(routes).map(([id, mods]) => ({
-          id,
-          edge_id: edge,
-          uri: `${base()}/edges/https/${edge}/routes/${id}`,
-          created_at: "2025-09-04T10:11:37Z",
-          match: "/",
-          match_type: "path_prefix",
-          ...mods,
-        })),
-      });
-    }
     if (!routes) return apiError(res, 404, "ERR_NGROK_404", `HTTPS edge ${edge} was not found`);
-    const mods = routes[route];
-    if (!mods) return json(res, 404, { error_code: "ERR_NGROK_404", status_code: 404, msg: `route ${route} of HTTPS edge ${edge} was not found`, details: { resource: route } });
-    const mod = mods[kind as keyof Modules];
-    if (mod === null) return apiError(res, 404, "ERR_NGROK_7400", "module not set");
-    json(res, 200, mod);
+    return json(res, 200, {
+      id: edge,
+      uri: `${base()}/edges/https/${edge}`,
+      created_at: "2025-09-04T10:11:37Z",
+      description: "",
+      metadata: "",
+      hostports: ["app.example.com:443"],
+      routes: Object.entries(routes).map(([id, mods]) => ({
+        id,
+        edge_id: edge,
+        uri: `${base()}/edges/https/${edge}/routes/${id}`,
+        created_at: "2025-09-04T10:11:37Z",
+        match: "/",
+        match_type: "path_prefix",
+        ...mods,
+      })),
+    });
   };
 }
 
@@ -97,9 +88,9 @@ afterEach(async () => {
   stubs = [];
 });
 
-async function setup(edgeReads: boolean): Promise<{ stub: Stub; client: ApiClient }> {
+async function setup(): Promise<{ stub: Stub; client: ApiClient }> {
   let url = "";
-  const stub = await startStub(serve(() => url, edgeReads));
+  const stub = await startStub(serve(() => url));
   url = stub.url;
   stubs.push(stub);
   const client = createClient({
@@ -126,8 +117,8 @@ const manifests = desired([
 const sorted = (rs: Recorded[]): string[] => rs.map((r) => `${r.method} ${r.url}`).sort();
 
 describe("fetchLive", () => {
-  it("reads one edge per edge with a managed module, plus the list, when the server offers edge reads", async () => {
-    const { stub, client } = await setup(true);
+  it("reads one edge per edge with a managed module, plus the list", async () => {
+    const { stub, client } = await setup();
     const live = await fetchLive(client, manifests);
     expect(sorted(stub.requests)).toEqual([`GET /backends/weighted?limit=100`, `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort());
     expect(live.weightedBackends.map((w) => w.id)).toEqual([idOf("bkdwd", 1)]);
@@ -141,66 +132,34 @@ describe("fetchLive", () => {
     expect(client.stats().requests).toBe(3);
   });
 
-  it("falls back to the per-module reads of only the managed modules, probing the edge read once per client", async () => {
-    const { stub, client } = await setup(false);
-    const live = await fetchLive(client, manifests);
-    expect(sorted(stub.requests)).toEqual(
-      [
-        `GET /backends/weighted?limit=100`,
-        `GET /edges/https/${E1}`,
-        `GET /edges/https/${E1}/routes/${R1}/saml`,
-        `GET /edges/https/${E1}/routes/${R1}/circuit_breaker`,
-        `GET /edges/https/${E1}/routes/${R2}/circuit_breaker`,
-        `GET /edges/https/${E2}/routes/${R3}/saml`,
-      ].sort(),
-    );
-    expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([
-      [R1, true, true],
-      [R2, false, false],
-      [R3, false, false],
-    ]);
-    stub.requests.length = 0;
-    await fetchLive(client, manifests);
-    expect(stub.requests).toHaveLength(5);
-    expect(stub.requests.some((r) => r.url === `/edges/https/${E1}`)).toBe(false);
-  });
-
-  it("gives the same live state whichever read the server offers", async () => {
-    const a = await setup(true);
-    const b = await setup(false);
-    expect(await fetchLive(a.client, manifests)).toEqual(await fetchLive(b.client, manifests));
-  });
-
   it("issues only the list when no route module is managed", async () => {
-    const { stub, client } = await setup(true);
+    const { stub, client } = await setup();
     await fetchLive(client, desired([edgeRoute(E1, R1, "unmanaged", "unmanaged")]));
     expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100"]);
   });
 
-  for (const edgeReads of [true, false]) {
-    it(`names every missing route and edge in one error (edge reads ${edgeReads ? "offered" : "not offered"})`, async () => {
-      const { client } = await setup(edgeReads);
-      let err: unknown;
-      try {
-        await fetchLive(client, desired([edgeRoute(E1, R1, "present", "unmanaged"), edgeRoute(E1, R9, "present", "present"), edgeRoute(E3, R1, "absent", "unmanaged")]));
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(RouteNotFoundError);
-      expect((err as RouteNotFoundError).missing).toEqual([
-        { edge: E1, route: R9, edgeExists: true },
-        { edge: E3, route: R1, edgeExists: false },
-      ]);
-      expect((err as Error).message).toBe(
-        `route ${R9} does not exist on edge ${E1}; edge ${E3} does not exist (named with route ${R1}); routes and edges are not created by edgeplan: check the ids in the manifests`,
-      );
-    });
-  }
+  it("names every missing route and edge in one error", async () => {
+    const { client } = await setup();
+    let err: unknown;
+    try {
+      await fetchLive(client, desired([edgeRoute(E1, R1, "present", "unmanaged"), edgeRoute(E1, R9, "present", "present"), edgeRoute(E3, R1, "absent", "unmanaged")]));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(RouteNotFoundError);
+    expect((err as RouteNotFoundError).missing).toEqual([
+      { edge: E1, route: R9, edgeExists: true },
+      { edge: E3, route: R1, edgeExists: false },
+    ]);
+    expect((err as Error).message).toBe(
+      `route ${R9} does not exist on edge ${E1}; edge ${E3} does not exist (named with route ${R1}); routes and edges are not created by edgeplan: check the ids in the manifests`,
+    );
+  });
 });
 
 describe("fetchTouched", () => {
   it("re-reads weighted backends by id and modules with one edge read per edge", async () => {
-    const { stub, client } = await setup(true);
+    const { stub, client } = await setup();
     const live = await fetchTouched(client, {
       weightedBackendIds: [idOf("bkdwd", 1), idOf("bkdwd", 2), idOf("bkdwd", 1)],
       modules: [
@@ -217,11 +176,5 @@ describe("fetchTouched", () => {
       [R1, true, false],
       [R2, false, false],
     ]);
-  });
-
-  it("uses per-module reads when the server has no edge read", async () => {
-    const { stub, client } = await setup(false);
-    await fetchTouched(client, { weightedBackendIds: [], modules: [{ edge: E2, route: R3, module: "circuit_breaker" }] });
-    expect(sorted(stub.requests)).toEqual([`GET /edges/https/${E2}`, `GET /edges/https/${E2}/routes/${R3}/circuit_breaker`]);
   });
 });

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, type ApiClient, type WeightedBackendBody } from "../../src/api/client.js";
 import { OutcomeUnknownError, RouteNotFoundError } from "../../src/api/errors.js";
-import { fetchLive, fetchTouched } from "../../src/api/fetch-live.js";
+import { fetchLive, fetchTouched, readRoutes } from "../../src/api/fetch-live.js";
 import type { ClientOptions } from "../../src/api/options.js";
 import { systemClock, type Clock } from "../../src/api/rate-limit.js";
 import { ApiError } from "../../src/model/errors.js";
@@ -258,17 +258,19 @@ describe("edges, modules and live state", () => {
   it("puts, reads and deletes modules; reports unset modules and missing routes", async () => {
     const s = await server();
     const c = client(s);
-    expect(await c.getModule(E1, R1, "saml")).toBeNull();
+    // Modules are read inline with their edge's routes.
+    const moduleOf = async (kind: "saml" | "circuit_breaker"): Promise<unknown> => (await c.getEdge(E1)).routes.find((r) => r.id === R1)?.[kind];
+    expect(await moduleOf("saml")).toBeNull();
     const saml = await c.putModule(E1, R1, "saml", SAML);
     expect(saml).toMatchObject({ ...SAML, entity_id: expect.stringContaining(R1) as string });
-    expect(await c.getModule(E1, R1, "saml")).toEqual(saml);
+    expect(await moduleOf("saml")).toEqual(saml);
     expect(await c.putModule(E1, R1, "circuit_breaker", CB)).toEqual(CB);
     await c.deleteModule(E1, R1, "circuit_breaker");
-    expect(await c.getModule(E1, R1, "circuit_breaker")).toBeNull();
+    expect(await moduleOf("circuit_breaker")).toBeNull();
     const notSet = await errorOf(c.deleteModule(E1, R1, "circuit_breaker"));
     expect((notSet as ApiError).errorCode).toBe("ERR_NGROK_7400");
 
-    const noRoute = await errorOf(c.getModule(E1, R3, "saml"));
+    const noRoute = await errorOf(readRoutes(c, [{ edge: E1, route: R3, modules: ["saml"] }]));
     expect(noRoute).toBeInstanceOf(RouteNotFoundError);
     expect((noRoute as RouteNotFoundError).missing).toEqual([{ edge: E1, route: R3, edgeExists: true }]);
     const noEdge = await errorOf(c.putModule(idOf("edghts", 999), R1, "circuit_breaker", CB));

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseLease } from "../../src/kinds/lease.js";
+import { parseLease } from "../../src/model/lease.js";
 import type { WeightedBackend } from "../../src/model/wire.js";
 import { closeWorlds, HR1, startWorld, wbYaml, type RunningCli, type World } from "./e2e.js";
 

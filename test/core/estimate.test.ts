@@ -31,7 +31,7 @@ describe("buildEstimate", () => {
     expect(p.estimate).toEqual({ requests: 8, writes: 4, reads: 4, seconds: 1, rate_limit: "120/60s", concurrency: 4 });
   });
 
-  it("lists the account instead when that takes fewer requests, and reads each module without edge reads", () => {
+  it("lists the account instead when that takes fewer requests", () => {
     const route2 = id("edghtsrt", 2);
     const desired = {
       wbs: Array.from({ length: 5 }, (_, i) => desiredWb(`n${i}`)),
@@ -40,9 +40,9 @@ describe("buildEstimate", () => {
     const live = { wbs: others(150), routes: [liveRouteOf(null, null), liveRouteOf(null, null, { route: route2 })] };
     // 5 creates and 2 modules on one edge; 155 objects after the run take 2 list pages, fewer than 5 GETs.
     expect(plan(desired, live).estimate).toMatchObject({ requests: 10, writes: 7, reads: 3 });
-    // Without edge reads, each module is one GET; with no rate limit, the time follows the concurrency.
-    const p = plan(desired, live, { edgeReads: false, budget: { rateLimit: null, concurrency: 2 } });
-    expect(p.estimate).toEqual({ requests: 11, writes: 7, reads: 4, seconds: 2, rate_limit: null, concurrency: 2 });
+    // With no rate limit, the time follows the concurrency: 10 requests one at a time.
+    const p = plan(desired, live, { budget: { rateLimit: null, concurrency: 1 } });
+    expect(p.estimate).toEqual({ requests: 10, writes: 7, reads: 3, seconds: 2, rate_limit: null, concurrency: 1 });
   });
 
   it("is nothing at all for a plan without changes", () => {
@@ -53,7 +53,7 @@ describe("buildEstimate", () => {
     const p = plan({ wbs: [desiredWb("a")] }, { wbs: others(1000) });
     const saved = buildEstimate(
       { changes: p.changes, outputs: [{ address: "x", edge: EDGE, route: ROUTE, known_after_apply: false, entity_id: null, assertion_consumer_service_url: null, single_logout_url: null, metadata_url: null, certificate_sha256: null }] },
-      { budget: { rateLimit: null, concurrency: 4 }, edgeReads: true, outputRoutes: true },
+      { budget: { rateLimit: null, concurrency: 4 }, outputRoutes: true },
     );
     expect(saved).toMatchObject({ requests: 3, writes: 1, reads: 2 });
   });

@@ -212,6 +212,25 @@ describe("buildExport: weighted backends", () => {
     ]);
   });
 
+  it("does not export a newer object under a marker's name when the plan matches an older one it cannot export", () => {
+    // The plan matches a manifest of "api" to the oldest object of that marker: exporting wb 2 under that name
+    // would have the next plan update wb 1 instead.
+    const result = run({
+      weightedBackends: [wb(1, { metadata: '{"a":{"__proto__":1},"edgeplan":{"name":"api","stack":"blue"}}' }), wb(2, { metadata: marked(STACK, "api") })],
+    });
+    expect(result.weightedBackends).toEqual([]);
+    expect(result.skipped).toEqual([
+      {
+        what: `weighted backend ${wbId(1)}`,
+        reason: 'its metadata has a "__proto__" key, which edgeplan cannot carry through a plan without losing it; rename that key in the API, then export again',
+      },
+      {
+        what: `weighted backend ${wbId(2)}`,
+        reason: `it carries the same owner marker ("api" of stack "blue") as an older object, ${wbId(1)}, which the plan matches by that name (it is not exported either); the plan lists this one as an orphan (delete it with --prune once you have checked it)`,
+      },
+    ]);
+  });
+
   it("writes metadata too deep for the loader's nesting guard as JSON text of an object", () => {
     let deep: unknown = 1;
     for (let i = 0; i < 80; i++) deep = [deep];

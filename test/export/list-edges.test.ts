@@ -1,6 +1,6 @@
 /**
- * `ApiClient.listEdges`, the read behind an export of every route: every page of the real server, and "unsupported"
- * from a server that does not offer the list.
+ * `ApiClient.listEdges`, the read behind an export of every route: every page of the real server, and a next page
+ * elsewhere refused.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
@@ -49,7 +49,6 @@ describe("listEdges", () => {
     expect(put.status).toBe(200);
 
     const got = await c.listEdges();
-    if (got === "unsupported") throw new Error("the real server lists edges");
     expect(got.map((e) => e.id).sort()).toEqual(edges.map((e) => e.id).sort());
     expect(c.stats().byStatus).toEqual({ "200": 3 });
     const first = got.find((e) => e.id === fakeId("edghts", 1));
@@ -58,13 +57,16 @@ describe("listEdges", () => {
     ]);
   });
 
-  it('answers "unsupported" when the server has no such list, and refuses a next page elsewhere', async () => {
-    const stub = await startStub((_req, res) => json(res, 404, { status_code: 404, msg: "Not Found", details: { path: "/edges/https" } }));
-    stubs.push(stub);
-    expect(await client(stub.url, "k").listEdges()).toBe("unsupported");
-
+  it("refuses a next page elsewhere, and one that repeats a page", async () => {
     const leaving = await startStub((_req, res) => json(res, 200, { https_edges: [], uri: "x", next_page_uri: "http://127.0.0.1:1/edges/https?before_id=x" }));
     stubs.push(leaving);
     await expect(client(leaving.url, "k").listEdges()).rejects.toThrow(/next_page_uri leaves the list/);
+
+    let url = "";
+    const repeating = await startStub((_req, res) => json(res, 200, { https_edges: [], uri: `${url}/edges/https`, next_page_uri: `${url}/edges/https?limit=100` }));
+    url = repeating.url;
+    stubs.push(repeating);
+    await expect(client(repeating.url, "k").listEdges()).rejects.toThrow("next_page_uri repeats an earlier page (/edges/https?limit=100)");
+    expect(repeating.requests).toHaveLength(1);
   });
 });

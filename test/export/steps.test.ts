@@ -9,6 +9,7 @@ import type { ExportLog } from "../../src/export/types.js";
 import {
   assignNames,
   checkWritable,
+  classifyContext,
   classifyWeightedBackend,
   readExportMetadata,
   weightedBackendFiles,
@@ -20,7 +21,8 @@ import { cb, edgeId, hrId, marked, route, routeId, saml, wb, wbId } from "./buil
 
 const STACK = "blue";
 const newLog = (): ExportLog => ({ skipped: [], notes: [] });
-const ctx = (takeover = false): ClassifyContext => ({ stack: STACK, takeover, names: new NameAllocator() });
+/** The context of classifying `live` (the objects an export reads), as `exportableWeightedBackends` makes it. */
+const ctx = (takeover = false, live: Parameters<typeof classifyContext>[0] = []): ClassifyContext => classifyContext(live, { stack: STACK, takeover });
 
 function metadataOf(metadata: string): ExportMetadata {
   const meta = readExportMetadata(wb(1, { metadata }));
@@ -51,7 +53,7 @@ describe("readExportMetadata", () => {
 
 describe("classifyWeightedBackend", () => {
   it("owned: claims the marker's name; a second object with the same marker is skipped", () => {
-    const c = ctx();
+    const c = ctx(false, [wb(1, { metadata: marked(STACK, "api") }), wb(2, { metadata: marked(STACK, "api") })]);
     const log = newLog();
     expect(classify(marked(STACK, "api"), c, log, 1)).toMatchObject({ match: "owned", name: "api", comment: [] });
     expect(classify(marked(STACK, "api"), c, log, 2)).toBeNull();

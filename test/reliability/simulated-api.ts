@@ -129,7 +129,7 @@ export class SimulatedApi implements ApiClient {
     this.write("DELETE", path, () => this.backends.delete(id));
   }
 
-  async getEdge(edgeId: string): Promise<HttpsEdge | "unsupported"> {
+  async getEdge(edgeId: string): Promise<HttpsEdge> {
     this.requests++;
     const routes = this.routes.filter((r) => r.edge === edgeId);
     if (routes.length === 0) throw new ApiError("GET", `/edges/https/${edgeId}`, 404, "ERR_NGROK_404", `edge ${edgeId} was not found`, undefined);
@@ -156,7 +156,7 @@ export class SimulatedApi implements ApiClient {
   async listEdges(): Promise<HttpsEdge[]> {
     const edges = [...new Set(this.routes.map((r) => r.edge))].sort().reverse();
     const out: HttpsEdge[] = [];
-    for (const e of edges) out.push((await this.getEdge(e)) as HttpsEdge);
+    for (const e of edges) out.push(await this.getEdge(e));
     return out;
   }
 
@@ -164,11 +164,6 @@ export class SimulatedApi implements ApiClient {
     const r = this.routes.find((x) => x.edge === edge && x.route === route);
     if (!r) throw new ApiError(method, `/edges/https/${edge}/routes/${route}`, 404, "ERR_NGROK_404", "route not found", undefined);
     return r;
-  }
-
-  async getModule<K extends ModuleKind>(edge: string, route: string, kind: K): Promise<ModuleOf[K] | null> {
-    this.requests++;
-    return structuredClone(this.route(edge, route, "GET")[kind]) as ModuleOf[K] | null;
   }
 
   async putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]> {

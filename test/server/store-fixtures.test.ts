@@ -8,7 +8,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManifestError } from "../../src/model/errors.js";
-import { accountForKey, applyFixtures, loadFixturesFile } from "../../src/server/index.js";
+import { accountForKey, applyFixtures, loadFixturesFile, provisionServer } from "../../src/server/index.js";
 import { decodeBase62, encodeBase62, ksuidSeconds, MonotonicKsuid, randomKsuid, rfc3339Seconds } from "../../src/server/ksuid.js";
 import { openStore } from "../../src/server/index.js";
 import { openSqliteStore } from "../../src/server/sqlite-store.js";
@@ -192,6 +192,35 @@ describe("fixtures", () => {
       const more = structuredClone(f);
       more.edges[1]?.routes.push({ match: "/new", match_type: "exact_path" });
       expect((await applyFixtures(store, account, more)).created).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("provisions what a preview needs, says what it made, and makes nothing the second time", async () => {
+    const store = await openTestStore("provision.db");
+    const server = { store, account: accountForKey("local") };
+    const needs = {
+      routes: [
+        { edge: fakeId("edghts", 21), route: fakeId("edghtsrt", 21) },
+        { edge: fakeId("edghts", 21), route: fakeId("edghtsrt", 22) },
+      ],
+      backends: [fakeId("bkdtg", 21), fakeId("bkdhr", 21), fakeId("bkdtg", 21)],
+    };
+    try {
+      expect(await provisionServer(server, needs)).toEqual([
+        `edge ${fakeId("edghts", 21)}`,
+        `route ${fakeId("edghtsrt", 21)}`,
+        `route ${fakeId("edghtsrt", 22)}`,
+        `backend ${fakeId("bkdhr", 21)}`,
+        `backend ${fakeId("bkdtg", 21)}`,
+      ]);
+      expect(await provisionServer(server, needs)).toEqual([]);
+      const routes = await store.transaction(async (tx) => tx.routesOfEdge(server.account, fakeId("edghts", 21)));
+      expect(routes.map((r) => r.id).sort()).toEqual([fakeId("edghtsrt", 21), fakeId("edghtsrt", 22)]);
+      await expect(provisionServer(server, { routes: [{ edge: fakeId("edghts", 22), route: fakeId("edghtsrt", 21) }], backends: [] })).rejects.toThrow(
+        `route ${fakeId("edghtsrt", 21)} already belongs to edge ${fakeId("edghts", 21)}, not ${fakeId("edghts", 22)}; a route has one edge`,
+      );
     } finally {
       await store.close();
     }

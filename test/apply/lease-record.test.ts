@@ -1,8 +1,9 @@
 /**
- * The lease object (src/kinds/lease.ts): its body, reading it back, who goes first, and how the holder is named.
+ * The lease object (src/apply/lease-record.ts, read back by src/model/lease.ts): its body, reading it back, who goes first, and how the holder is named.
  */
 import { describe, expect, it } from "vitest";
-import { buildLeaseBody, ciRunUrl, describeHolder, isLeaseObject, leaseBlocker, leasesOf, parseLease, type LeaseHolder } from "../../src/kinds/lease.js";
+import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "../../src/apply/lease-record.js";
+import { isLeaseObject, parseLease, type LeaseHolder } from "../../src/model/lease.js";
 import { lockOptionsFrom } from "../../src/commands/apply.js";
 
 const HOLDER: LeaseHolder = { host: "ci-7", pid: 4242, started_at: "2026-01-02T03:04:05Z", token: "t1" };
