@@ -67,13 +67,15 @@ export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan>
 }
 
 /**
- * The file's text, refused when it has more than MAX_SAVED_PLAN_BYTES: read in chunks up to one byte past the
- * limit, so that neither a large file nor an endless one (a device, a pipe) is read whole.
+ * The file's text, refused when it has more than MAX_SAVED_PLAN_BYTES: a file by its size, before it is read; and
+ * since a file may grow, and a device or a pipe has no size, read in chunks up to one byte past the limit.
  */
 async function readBounded(path: string, shownAs: string): Promise<string> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(path, "r");
+    const stat = await handle.stat();
+    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs);
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -82,11 +84,7 @@ async function readBounded(path: string, shownAs: string): Promise<string> {
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
       total += bytesRead;
-      if (total > MAX_SAVED_PLAN_BYTES) {
-        throw new EdgeplanError(
-          `--plan ${shownAs}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`,
-        );
-      }
+      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs);
     }
     return Buffer.concat(chunks, total).toString("utf8");
   } catch (err) {
@@ -97,6 +95,12 @@ async function readBounded(path: string, shownAs: string): Promise<string> {
   } finally {
     await handle?.close();
   }
+}
+
+function tooLarge(shownAs: string): EdgeplanError {
+  return new EdgeplanError(
+    `--plan ${shownAs}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`,
+  );
 }
 
 /** The parsed JSON of the text, refused before parsing when it nests deeper than MAX_SAVED_PLAN_DEPTH. */

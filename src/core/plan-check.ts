@@ -13,7 +13,7 @@ import { canonicalJson, isJsonObject } from "../model/canonical.js";
 import { EdgeplanError } from "../model/errors.js";
 import { jsonEqual } from "../model/json-equal.js";
 import { modulePath, weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
-import type { JsonValue, ModuleChange, Plan, PlannedRequest, WeightedBackendChange } from "../model/plan.js";
+import type { JsonValue, ModuleChange, Plan, PlannedRequest, WeightChange, WeightedBackendChange } from "../model/plan.js";
 import { moduleAddress, weightedBackendAddress } from "../model/plan.js";
 import { MARKER_KEY } from "../model/state.js";
 import { findCycles } from "./graph.js";
@@ -128,7 +128,7 @@ function checkRequest(change: WeightedBackendChange, say: Say): void {
 function markerProblem(change: WeightedBackendChange, stack: string): string | null {
   const metadata = change.after?.metadata;
   const raw = isJsonObject(metadata) ? metadata[MARKER_KEY] : undefined;
-  if (!isJsonObject(raw)) return `after.metadata holds no owner marker ("${MARKER_KEY}"), which every object edgeplan writes carries`;
+  if (!isJsonObject(raw)) return `after.metadata holds no owner marker, but stack "${stack}" marks "${change.name}" ${quoteValue(buildMarker(stack, change.name, false))}`;
   const expected = buildMarker(stack, change.name, raw.protect === true, parseRolloutState(raw.rollout));
   if (!jsonEqual(raw, expected)) return `the owner marker in after.metadata is ${quoteValue(raw)}, but stack "${stack}" marks "${change.name}" ${quoteValue(expected)}`;
   if (expected.rollout !== undefined && change.action !== "rollout") return "the owner marker holds a rollout state, which only a rollout step writes";
@@ -149,12 +149,19 @@ function checkRefs(change: WeightedBackendChange, creates: ReadonlySet<string>, 
   }
 }
 
-/** The first child whose shown weights differ from the rebuilt ones, as words. */
-function firstDifference(shown: ReadonlyArray<{ child: string }>, rebuilt: ReadonlyArray<{ child: string }>): string {
-  for (let i = 0; i < Math.max(shown.length, rebuilt.length); i++) {
-    if (!jsonEqual(shown[i], rebuilt[i])) return `${quoteValue(shown[i])} where before and after give ${quoteValue(rebuilt[i])}`;
+/** How the shown weights differ from the rebuilt ones, as words: a child left out or added, else the first child shown otherwise. */
+function firstDifference(shown: readonly WeightChange[], rebuilt: readonly WeightChange[]): string {
+  const shownChildren = new Set(shown.map((w) => w.child));
+  const rebuiltChildren = new Set(rebuilt.map((w) => w.child));
+  const missing = rebuilt.filter((w) => !shownChildren.has(w.child)).map((w) => w.child);
+  if (missing.length > 0) return `they leave out ${missing.join(", ")}`;
+  const extra = shown.filter((w) => !rebuiltChildren.has(w.child)).map((w) => w.child);
+  if (extra.length > 0) return `they show ${extra.join(", ")}, which neither side holds`;
+  for (let i = 0; i < shown.length; i++) {
+    const [a, b] = [shown[i] as WeightChange, rebuilt[i] as WeightChange];
+    if (!jsonEqual(a, b)) return `${a.child} is shown as ${quoteValue(a)}, but before and after give ${quoteValue(b)}`;
   }
-  return "they differ";
+  return "they are in another order";
 }
 
 /** Tolerance of share comparisons: shares are ratios of integers, compared in floating point. */
