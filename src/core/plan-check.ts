@@ -224,12 +224,17 @@ function checkModuleChange(change: ModuleChange, say: Say): void {
   if (!jsonEqual(change.diffs, diffModule(spec, change.before, change.after))) say("the diffs shown are not what before and after give");
 }
 
-/** Addresses are unique; every dependency is a change of the plan; the dependencies form no cycle. */
+/** Addresses and ids are unique; every dependency is a change of the plan; the dependencies form no cycle. */
 function checkGraph(plan: Plan, out: Disagreement[]): void {
   const addresses = new Set<string>();
+  const ids = new Map<string, string>();
   for (const c of plan.changes) {
     if (addresses.has(c.address)) out.push({ address: c.address, what: "the plan holds two changes of this address" });
     addresses.add(c.address);
+    if (c.kind !== "weighted_backend" || c.id === null) continue;
+    const first = ids.get(c.id);
+    if (first !== undefined) out.push({ address: c.address, what: `${c.id} is changed by ${first} too; a plan changes an object once` });
+    ids.set(c.id, c.address);
   }
   const edges = new Map<string, string[]>();
   for (const c of plan.changes) {

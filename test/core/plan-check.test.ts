@@ -80,6 +80,14 @@ describe("checkPlan names each edit of a saved plan", () => {
     ]);
   });
 
+  it("two changes of one object", () => {
+    const found = edited("028-protect-toggle", (p) => {
+      const search = wb(p, 1);
+      Object.assign(search, { id: CHECKOUT_ID, request: { ...search.request, path: `/backends/weighted/${CHECKOUT_ID}` } });
+    }).own;
+    expect(found).toEqual([`weighted_backend.search: ${CHECKOUT_ID} is changed by ${CHECKOUT} too; a plan changes an object once`]);
+  });
+
   it("deletes without --prune, or that the orphans do not list as deleted", () => {
     expect(edited("012-orphans-pruned", (p) => (p.options.prune = false)).own).toEqual([
       "weighted_backend.old-blue: a delete needs --prune, and the plan was made without it",
