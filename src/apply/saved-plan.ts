@@ -36,7 +36,7 @@ export const MAX_SAVED_PLAN_DEPTH = 256;
  * Reads a saved plan. Throws an EdgeplanError that names the file and says how to make a plan when the file cannot
  * be read, is larger than MAX_SAVED_PLAN_BYTES, nests deeper than MAX_SAVED_PLAN_DEPTH, is not JSON, or is not an
  * edgeplan plan (format_version 1). The plan is returned as its schema reads it, not yet checked against itself
- * (`checkSavedPlan`) or the live side.
+ * (`checkPlan`, src/core/plan-check.ts) or the live side.
  */
 export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan> {
   const json = parseBounded(await readBounded(path, shownAs), shownAs);
