@@ -62,6 +62,9 @@ export function checkPlan(plan: Plan): Disagreement[] {
 
 type Say = (what: string) => void;
 
+/** `an update`, `a create`. */
+const anAction = (action: string): string => `${/^[aeiou]/.test(action) ? "an" : "a"} ${action}`;
+
 /** The method and path a change of this action and id sends. */
 function expectedTarget(change: WeightedBackendChange): Pick<PlannedRequest<string, unknown>, "method" | "path"> {
   if (change.action === "create") return { method: "POST", path: WEIGHTED_BACKENDS_PATH };
@@ -77,8 +80,8 @@ function shapeOf(change: WeightedBackendChange): string | null {
     }
     return change.after === null ? "a create has an after" : null;
   }
-  if (change.id === null || change.before === null || change.fingerprint === null) return `a ${action} has an id, a fingerprint and a before`;
-  if ((action === "delete") !== (change.after === null)) return action === "delete" ? "a delete has no after" : `a ${action} has an after`;
+  if (change.id === null || change.before === null || change.fingerprint === null) return `${anAction(action)} has an id, a fingerprint and a before`;
+  if ((action === "delete") !== (change.after === null)) return action === "delete" ? "a delete has no after" : `${anAction(action)} has an after`;
   if ((action === "rollout") !== (change.rollout !== undefined)) return "only a rollout change, and every one, has a rollout step";
   if (action === "adopt" && change.previous_owner !== null) return "an adopted object has no previous owner";
   return null;
@@ -111,12 +114,12 @@ function checkWeightedBackendChange(change: WeightedBackendChange, plan: Plan, c
 /** The request must be exactly what the change shows: its method and path from the action and id, its body `after`'s. */
 function checkRequest(change: WeightedBackendChange, say: Say): void {
   const { method, path } = expectedTarget(change);
-  if (change.request.method !== method) say(`request.method is ${change.request.method}, but a ${change.action} sends ${method}`);
+  if (change.request.method !== method) say(`request.method is ${change.request.method}, but ${anAction(change.action)} sends ${method}`);
   if (change.request.path !== path) say(`request.path is ${change.request.path}, but the change's id gives ${path}`);
   const body = change.after === null ? null : buildWeightedBackendBody(change.after);
   const sent = change.request.body;
   if (body === null || sent === null) {
-    if (body !== sent) say(body === null ? `request.body is ${quoteValue(sent)}, but a ${change.action} sends none` : "request.body is missing");
+    if (body !== sent) say(body === null ? `request.body is ${quoteValue(sent)}, but ${anAction(change.action)} sends none` : "request.body is missing");
     return;
   }
   for (const field of ["description", "metadata", "backends"] as const) {
@@ -217,7 +220,7 @@ function checkModuleChange(change: ModuleChange, say: Say): void {
   }
   const method = replace ? "PUT" : "DELETE";
   const path = modulePath(change.edge, change.route, change.kind);
-  if (change.request.method !== method) say(`request.method is ${change.request.method}, but a ${change.action} sends ${method}`);
+  if (change.request.method !== method) say(`request.method is ${change.request.method}, but ${anAction(change.action)} sends ${method}`);
   if (change.request.path !== path) say(`request.path is ${change.request.path}, but the change's route gives ${path}`);
   const body: JsonValue = replace ? normaliseModuleSettings(spec, change.after ?? {}) : null;
   if (!jsonEqual(change.request.body, body)) say(`request.body is ${quoteValue(change.request.body)}, but the change shows ${quoteValue(body)}`);

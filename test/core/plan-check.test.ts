@@ -45,7 +45,7 @@ const CHECKOUT_ID = "bkdwd_32ELJ018aspm4G7VmSUfOoD6V1v";
 describe("checkPlan names each edit of a saved plan", () => {
   it("a request sent with another method or to another path", () => {
     expect(edited("006-update-weights", (p) => Object.assign(wb(p).request, { method: "POST" })).own).toEqual([
-      `${CHECKOUT}: request.method is POST, but a update sends PATCH`,
+      `${CHECKOUT}: request.method is POST, but an update sends PATCH`,
     ]);
     expect(edited("006-update-weights", (p) => Object.assign(wb(p).request, { path: "/backends/weighted/bkdwd_other" })).own).toEqual([
       `${CHECKOUT}: request.path is /backends/weighted/bkdwd_other, but the change's id gives /backends/weighted/${CHECKOUT_ID}`,
