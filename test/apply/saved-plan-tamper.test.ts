@@ -191,6 +191,22 @@ describe.concurrent("apply --plan: a tampered saved plan is refused, and the ser
     expect((await w.owned()).get("x")?.backends).toEqual({ [HR1]: 0, [HR2]: 10000 });
   });
 
+  it("a plan made with a looser --max-shift needs it given again on apply, since the rendering does not show it", async () => {
+    const w = await startWorld();
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 9000, [HR2]: 1000 }) });
+    expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 0, [HR2]: 10000 }) });
+    expect((await w.cli(["plan", "m", "--max-shift", "95", "--out", "loose.json"])).code).toBe(0);
+    const mark = w.log().length;
+    const refused = await w.cli(["apply", "--plan", "loose.json", "--auto-approve"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^edgeplan: the plan has 1 risk that must be acknowledged before it is applied:\n {2}traffic-shift \(--ack traffic-shift\): weighted_backend\.x: traffic moves by more than 50 percentage points/);
+    expect(w.changeWrites(mark)).toEqual([]);
+    const applied = await w.cli(["apply", "--plan", "loose.json", "--auto-approve", "--max-shift", "95"]);
+    expect(applied.code).toBe(0);
+    expect((await w.owned()).get("x")?.backends).toEqual({ [HR1]: 0, [HR2]: 10000 });
+  });
+
   it("an update rewritten as the delete of a protected object (orphans, prune and summary made to agree)", async () => {
     const w = await startWorld();
     const plan = await savedPlan(
