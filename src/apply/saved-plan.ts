@@ -1,36 +1,45 @@
 /**
- * A saved plan (`plan --out FILE`, applied with `apply --plan FILE`): reading it back, checked against the plan's
- * schema, and reading again only what it touches to tell whether it is stale.
+ * A saved plan (`plan --out FILE`, applied with `apply --plan FILE`): reading it back, bounded in size and nesting
+ * and checked against the plan's schema, and reading again only what it touches to tell whether it is stale and
+ * whether it agrees with the live side.
  */
-import { readFile } from "node:fs/promises";
+import { open, type FileHandle } from "node:fs/promises";
 import type { ApiClient } from "../api/client.js";
 import { fetchTouched } from "../api/fetch-live.js";
 import { liveWeightedBackend } from "../api/live-state.js";
 import { EdgeplanError } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
+import { nestsDeeperThan } from "../model/json-text.js";
 import { PlanFileSchema } from "../model/plan-schema.js";
 import type { LiveState } from "../model/state.js";
-import { buildTouchedByPlan, diffStale, planCreates, type StaleObject } from "./stale.js";
+import { buildTouchedByPlan, planCreates } from "./stale.js";
+import { defaultMaxDeletes } from "../core/risks.js";
+import { isLeaseObject } from "../model/lease.js";
+import { parseLiveMetadata } from "../kinds/weighted-backend.js";
+
+/**
+ * Largest saved plan read: far above any plan an account's limits allow in practice (a change of a weighted backend
+ * is a few kilobytes), and small enough to read and parse in memory. Checked before the file is read.
+ */
+export const MAX_SAVED_PLAN_BYTES = 256 * 1024 * 1024;
+const READ_CHUNK = 1024 * 1024;
+
+/**
+ * Deepest nesting of objects and arrays in a saved plan. A plan needs five levels above a metadata value, and
+ * manifests nest at most 64 levels, so what edgeplan writes stays far below; an object whose metadata someone else
+ * nested deeper makes its saved plan refused rather than a crash. Checked on the text before it is parsed: the
+ * schema's parse recurses several frames per level and overflows the stack at about 1,400 levels.
+ */
+export const MAX_SAVED_PLAN_DEPTH = 256;
 
 /**
  * Reads a saved plan. Throws an EdgeplanError that names the file and says how to make a plan when the file cannot
- * be read, is not JSON, or is not an edgeplan plan (format_version 1).
+ * be read, is larger than MAX_SAVED_PLAN_BYTES, nests deeper than MAX_SAVED_PLAN_DEPTH, is not JSON, or is not an
+ * edgeplan plan (format_version 1). The plan is returned as its schema reads it, not yet checked against itself
+ * (`checkPlan`, src/core/plan-check.ts) or the live side.
  */
 export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : code === "EACCES" ? "permission denied" : (code ?? "unreadable");
-    throw new EdgeplanError(`--plan ${shownAs}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new EdgeplanError(`--plan ${shownAs}: the file is not JSON, so it is not a saved plan; make one with: edgeplan plan --out ${shownAs}`);
-  }
+  const json = parseBounded(await readBounded(path, shownAs), shownAs);
   const version = json !== null && typeof json === "object" ? (json as { format_version?: unknown }).format_version : undefined;
   if (version === undefined) {
     throw new EdgeplanError(
@@ -58,22 +67,80 @@ export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan>
 }
 
 /**
- * Reads again what the plan touches and returns its stale objects (none: the plan can be applied as it is). Only
- * the touched objects are read (each weighted backend by id, the modules by route), except when the plan creates
- * objects: then the weighted backends are listed once instead, because a create is stale when an object with its
- * owner marker exists by now, and only a listing can tell.
+ * The file's text, refused when it has more than MAX_SAVED_PLAN_BYTES: a file by its size, before it is read; and
+ * since a file may grow, and a device or a pipe has no size, read in chunks up to one byte past the limit.
  */
-export async function fetchStale(client: ApiClient, plan: Plan): Promise<StaleObject[]> {
-  const touched = buildTouchedByPlan(plan);
-  let live: LiveState;
-  if (planCreates(plan)) {
-    const [listed, modules] = await Promise.all([
-      client.listWeightedBackends(),
-      fetchTouched(client, { weightedBackendIds: [], modules: touched.modules }),
-    ]);
-    live = { weightedBackends: listed.map(liveWeightedBackend), routes: modules.routes };
-  } else {
-    live = await fetchTouched(client, touched);
+async function readBounded(path: string, shownAs: string): Promise<string> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(path, "r");
+    const stat = await handle.stat();
+    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, MAX_SAVED_PLAN_BYTES + 1 - total));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs);
+    }
+    return Buffer.concat(chunks, total).toString("utf8");
+  } catch (err) {
+    if (err instanceof EdgeplanError) throw err;
+    const code = (err as { code?: string }).code;
+    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : code === "EACCES" ? "permission denied" : (code ?? "unreadable");
+    throw new EdgeplanError(`--plan ${shownAs}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
+  } finally {
+    await handle?.close();
   }
-  return diffStale(plan, live);
+}
+
+function tooLarge(shownAs: string): EdgeplanError {
+  return new EdgeplanError(
+    `--plan ${shownAs}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`,
+  );
+}
+
+/** The parsed JSON of the text, refused before parsing when it nests deeper than MAX_SAVED_PLAN_DEPTH. */
+function parseBounded(text: string, shownAs: string): unknown {
+  if (nestsDeeperThan(text, MAX_SAVED_PLAN_DEPTH)) {
+    throw new EdgeplanError(
+      `--plan ${shownAs}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: edgeplan plan --out ${shownAs}`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new EdgeplanError(`--plan ${shownAs}: the file is not JSON, so it is not a saved plan; make one with: edgeplan plan --out ${shownAs}`);
+  }
+}
+
+/** The live side a saved plan is checked against, and how many objects its stack has (when they were counted). */
+export interface SavedPlanLive {
+  live: LiveState;
+  /** The stack's objects (weighted backends with its marker, and the modules the plan changes); 0 when not listed. */
+  stackObjects: number;
+}
+
+/**
+ * Reads again what the plan touches, for the staleness check (`diffStale`) and the checks against the live side
+ * (`checkPlanAgainstLive`). Only the touched objects are read (each weighted backend by id, the modules by route),
+ * except when the plan creates objects, or deletes more than the smallest `--max-deletes` default: then the weighted
+ * backends are listed once instead, because a create is stale when an object with its owner marker exists by now,
+ * and the default that decides `mass-delete` follows the stack's size; only a listing can tell either.
+ */
+export async function fetchSavedPlanLive(client: ApiClient, plan: Plan): Promise<SavedPlanLive> {
+  const touched = buildTouchedByPlan(plan);
+  const deletes = plan.changes.filter((c) => c.action === "delete").length;
+  if (!planCreates(plan) && deletes <= defaultMaxDeletes(0)) return { live: await fetchTouched(client, touched), stackObjects: 0 };
+  const [listed, modules] = await Promise.all([
+    client.listWeightedBackends(),
+    fetchTouched(client, { weightedBackendIds: [], modules: touched.modules }),
+  ]);
+  const weightedBackends = listed.map(liveWeightedBackend);
+  const owned = weightedBackends.filter((wb) => !isLeaseObject(wb) && parseLiveMetadata(wb.metadata).marker?.stack === plan.stack).length;
+  const moduleChanges = plan.changes.filter((c) => c.kind !== "weighted_backend").length;
+  return { live: { weightedBackends, routes: modules.routes }, stackObjects: owned + moduleChanges };
 }

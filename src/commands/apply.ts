@@ -19,8 +19,11 @@ import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } fro
 import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, waitForRollouts, type Round } from "../apply/wait.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
-import { fetchStale, loadSavedPlan } from "../apply/saved-plan.js";
-import { buildStalePlanError } from "../apply/stale.js";
+import { checkPlanAgainstLive } from "../apply/live-check.js";
+import { fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
+import { buildStalePlanError, diffStale } from "../apply/stale.js";
+import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
+import { buildRisks } from "../core/risks.js";
 import {
   buildConvergenceFromPlan,
   buildConvergenceFromReplan,
@@ -41,7 +44,7 @@ import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
 import { acquireLease, currentHolder, type HeldLease } from "../apply/lease.js";
-import { parseTimeout } from "../model/syntax.js";
+import { parseTimeout, SETTING_PARSERS } from "../model/syntax.js";
 
 export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   /** Manifest files or folders (default `.`): what is planned, or re-planned with `--refresh`. */
@@ -129,6 +132,9 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   let saved: Plan | undefined;
   if (options.plan !== undefined) {
     saved = await loadSavedPlan(resolve(io.cwd, options.plan), options.plan);
+    // A file that disagrees with itself is refused before anything is sent, the lease included.
+    const disagreements = checkPlan(saved);
+    if (disagreements.length > 0) throw buildDisagreementError(options.plan, "itself", disagreements);
   } else {
     const loaded = await loadManifests(options.paths, io);
     desired = loaded.desired;
@@ -256,21 +262,41 @@ async function planFromManifests(desired: DesiredState, planOptions: PlanOptions
 }
 
 /**
- * A saved plan, checked for staleness: applied as it is when nothing it touches changed since; when something did,
- * refused (StalePlanError naming each object), or with `--refresh` planned again from the manifests.
+ * A saved plan, read again where it touches the live side: when something it touches changed since, refused
+ * (StalePlanError naming each object), or with `--refresh` planned again from the manifests; when its changes do not
+ * agree with the live side (an object it does not own, a `before` that is not the object, a protected delete),
+ * refused naming each change. Otherwise applied as it is, with its risks recomputed from its changes.
  */
 async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: CommandIO, session: Session): Promise<ToApply> {
   if (saved.stack !== session.stack) {
     io.stderr(`the saved plan is for stack "${saved.stack}"; it is applied to that stack (not "${session.stack}")\n`);
   }
   if (!planHasChanges(saved)) return { plan: saved };
-  const stale = await fetchStale(session.client, saved);
+  const file = options.plan as string;
+  const { live, stackObjects } = await fetchSavedPlanLive(session.client, saved);
+  const stale = diffStale(saved, live);
+  if (stale.length > 0) {
+    if (!options.refresh) throw buildStalePlanError(file, stale);
+    io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
+    const loaded = await loadManifests(options.paths, io);
+    return { ...(await planFromManifests(loaded.desired, refreshedPlanOptions(saved, options), session)), diagnostics: loaded.diagnostics };
+  }
+  const disagreements = checkPlanAgainstLive(saved, live);
+  if (disagreements.length > 0) throw buildDisagreementError(file, "the live side", disagreements);
+  // The guards are the plan's changes', never the file's: the risks are computed again, with thresholds no looser
+  // than the defaults unless given now.
+  const given = {
+    maxShift: options.maxShift === undefined ? undefined : SETTING_PARSERS.maxShift(options.maxShift),
+    maxDeletes: options.maxDeletes === undefined ? undefined : SETTING_PARSERS.maxDeletes(options.maxDeletes),
+  };
+  const limits = buildSavedPlanLimits(saved, given, stackObjects);
+  const plan: Plan = {
+    ...saved,
+    options: { ...saved.options, max_shift: limits.maxShift, max_deletes: limits.maxDeletes },
+    risks: buildRisks(saved.changes, limits),
+  };
   // The check after a saved plan reads by id, and the outputs' modules too: the estimate follows that.
-  if (stale.length === 0) return { plan: { ...saved, estimate: buildEstimate(saved, { budget: session.budget, outputRoutes: true }) } };
-  if (!options.refresh) throw buildStalePlanError(options.plan as string, stale);
-  io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
-  const loaded = await loadManifests(options.paths, io);
-  return { ...(await planFromManifests(loaded.desired, refreshedPlanOptions(saved, options), session)), diagnostics: loaded.diagnostics };
+  return { plan: { ...plan, estimate: buildEstimate(plan, { budget: session.budget, outputRoutes: true }) } };
 }
 
 /**

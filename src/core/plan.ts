@@ -103,7 +103,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     stack: options.stack,
     targeted,
     options: { prune: options.prune, takeover: options.takeover, max_shift: options.maxShift, max_deletes: maxDeletes, targets: [...scope.targets], excludes: [...scope.excludes] },
-    summary: summarise(changes, orphanList),
+    summary: buildSummary(changes, orphanList),
     risks: buildRisks(changes, { maxShift: options.maxShift, maxDeletes }),
     changes,
     orphans: orphanList,
@@ -168,7 +168,8 @@ function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: rea
   return addresses;
 }
 
-function summarise(changes: Change[], orphans: Orphan[]): PlanSummary {
+/** The summary of a plan: its changes counted by kind and action, and the orphans it keeps. */
+export function buildSummary(changes: readonly Change[], orphans: readonly Orphan[]): PlanSummary {
   const count = (kind: "wb" | "module", action: string): number =>
     changes.filter((c) => (kind === "wb") === (c.kind === "weighted_backend") && c.action === action).length;
   return {

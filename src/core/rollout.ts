@@ -242,7 +242,7 @@ function withWrite(
 }
 
 /** The diffs without the marker's when only its rollout state changes: the rollout itself says where it stands. */
-function withoutMarkerState(diffs: FieldDiff[]): FieldDiff[] {
+export function withoutMarkerState(diffs: FieldDiff[]): FieldDiff[] {
   return diffs.filter((f) => f.path !== `metadata.${MARKER_KEY}` || !sameOwner(f.before, f.after));
 }
 

@@ -4,7 +4,7 @@
  * normalises both sides (the manifest's settings and the live module) and builds the change of one module. Pure.
  */
 import { jsonEqual as equal } from "../model/json-equal.js";
-import type { JsonValue, ModuleChange, ModuleKind, ModuleSettings } from "../model/plan.js";
+import type { FieldDiff, JsonValue, ModuleChange, ModuleKind, ModuleSettings } from "../model/plan.js";
 import { moduleAddress } from "../model/plan.js";
 import { modulePath } from "../model/paths.js";
 import { formatPos, type ModuleIntent } from "../model/state.js";
@@ -48,6 +48,11 @@ function copyJson(value: unknown): JsonValue {
   return Array.isArray(value) ? (value.map(copyJson) as JsonValue) : (value as JsonValue);
 }
 
+/** The field diffs a module change shows: every field an `add` when `before` is null, a `remove` when `after` is. */
+export function diffModule(spec: ModuleKindSpec, before: ModuleSettings | null, after: ModuleSettings | null): FieldDiff[] {
+  return diffRecords(before ?? {}, after ?? {}, "", spec.fields);
+}
+
 /**
  * The change of one module of a route, or null when there is nothing to do: a module the manifests want present
  * is replaced (PUT of the whole module) when it is unset live or any client-settable field differs (IdP metadata
@@ -82,7 +87,7 @@ export function buildModuleChange(
       action: "delete",
       before,
       after: null,
-      diffs: diffRecords(before, {}, "", spec.fields),
+      diffs: diffModule(spec, before, null),
       request: { method: "DELETE", path, body: null },
       notes: [`the manifest says ${spec.kind}: absent`],
     };
@@ -94,7 +99,7 @@ export function buildModuleChange(
     action: "replace",
     before,
     after,
-    diffs: diffRecords(before ?? {}, after, "", spec.fields),
+    diffs: diffModule(spec, before, after),
     request: { method: "PUT", path, body: after },
     notes: [],
   };

@@ -140,6 +140,16 @@ export function diffWeightedBackend(before: WeightedBackendValue, after: Weighte
   return diffs;
 }
 
+/**
+ * The field diffs a change of a weighted backend shows: every field an `add` for a create (`before` null), a
+ * `remove` for a delete (`after` null), else `diffWeightedBackend`.
+ */
+export function diffWeightedBackendSides(before: WeightedBackendValue | null, after: WeightedBackendValue | null): FieldDiff[] {
+  if (before === null) return diffRecords({}, after === null ? {} : pickFields(after, RECORD_FIELDS), "", RECORD_FIELDS);
+  if (after === null) return diffRecords(pickFields(before, RECORD_FIELDS), {}, "", RECORD_FIELDS);
+  return diffWeightedBackend(before, after);
+}
+
 /** The full body of a create or update: a PATCH always carries every field (an absent `backends` empties the map). */
 export function buildWeightedBackendBody(value: WeightedBackendValue): WeightedBackendBody {
   return {
@@ -214,7 +224,7 @@ export function buildWeightedBackendChange(input: WeightedBackendChangeInput): W
   const common = { kind: "weighted_backend" as const, address: weightedBackendAddress(d.name), name: d.name, source: formatPos(d.source), after, refs, depends_on: [], notes: input.notes };
   const weights = buildWeights(before?.backends ?? null, after.backends, input.names, input.pending);
   if (live === null || before === null) {
-    const diffs = diffRecords({}, pickFields(after, RECORD_FIELDS), "", RECORD_FIELDS);
+    const diffs = diffWeightedBackendSides(null, after);
     const request = { method: "POST" as const, path: WEIGHTED_BACKENDS_PATH, body: buildWeightedBackendBody(after) };
     return { ...common, action: "create", id: null, previous_owner: null, fingerprint: null, before: null, diffs, weights, request };
   }
@@ -243,7 +253,7 @@ export function buildWeightedBackendDelete(
     source: null,
     before,
     after: null,
-    diffs: diffRecords(pickFields(before, RECORD_FIELDS), {}, "", RECORD_FIELDS),
+    diffs: diffWeightedBackendSides(before, null),
     weights: buildWeights(before.backends, null, names, new Set()),
     request: { method: "DELETE", path: weightedBackendPath(live.id), body: null },
     refs: {},

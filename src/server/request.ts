@@ -2,6 +2,7 @@
  * Reading and checking request bodies: size limit, content type, JSON, nesting depth (docs/api.md "bodies").
  */
 import type { IncomingMessage } from "node:http";
+import { nestsDeeperThan } from "../model/json-text.js";
 import { describeType, HttpError } from "./http-error.js";
 import { isPlainObject, type JsonObject } from "./validate.js";
 
@@ -49,25 +50,6 @@ export function readBody(req: IncomingMessage, limit: number): BodyResult | Prom
     req.on("error", () => settle({ kind: "aborted" }));
     req.on("close", () => settle({ kind: "aborted" }));
   });
-}
-
-/** True when `text` nests objects and arrays deeper than `max` (strings are skipped, escapes honoured). */
-export function nestsDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-      continue;
-    }
-    if (c === 34) inString = true;
-    else if (c === 123 || c === 91) {
-      if (++depth > max) return true;
-    } else if (c === 125 || c === 93) depth--;
-  }
-  return false;
 }
 
 /**
