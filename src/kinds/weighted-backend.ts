@@ -178,6 +178,19 @@ export function resolveWeightedBackendBody(
   return { description: body.description, metadata: body.metadata, backends: sortedBackends(backends) };
 }
 
+/**
+ * The request to send for a change: its planned request as it stands, or, when its `refs` name objects created in
+ * the same apply, the same request with those names in the body replaced by their ids (`resolveWeightedBackendBody`,
+ * the one substitution apply makes). Throws InternalError as that does.
+ */
+export function resolveWeightedBackendRequest(
+  change: WeightedBackendChange,
+  idsByAddress: ReadonlyMap<string, string> | Readonly<Record<string, string>>,
+): WeightedBackendChange["request"] {
+  if (Object.keys(change.refs).length === 0) return change.request;
+  return { ...change.request, body: resolveWeightedBackendBody(change, idsByAddress) };
+}
+
 /** What the change of one manifest's object is built from: the manifest, the live object it matched, its children. */
 export interface WeightedBackendChangeInput {
   desired: DesiredWeightedBackend;
