@@ -150,6 +150,30 @@ export function buildWeightedBackendBody(value: WeightedBackendValue): WeightedB
 }
 
 /**
+ * A write of a rollout on `change`'s object: `backends` and the owner marker's rollout state `rollout` (undefined:
+ * none, the rollout ends with this write), everything else as `change.after` holds it. Returns the value after the
+ * write and its request with the full body (`buildWeightedBackendBody`): a rollout chooses weights and state, the
+ * body comes from here. Throws InternalError when `change` has no managed value after it.
+ */
+export function buildRolloutWrite(
+  change: WeightedBackendChange,
+  backends: Readonly<Record<string, number>>,
+  rollout: RolloutState | undefined,
+): { after: WeightedBackendValue; request: WeightedBackendChange["request"] } {
+  const metadata = change.after?.metadata;
+  const marker = isObject(metadata) ? metadata[MARKER_KEY] : undefined;
+  if (!change.after || !isObject(metadata) || !isObject(marker)) throw new InternalError(`${change.address}: only a managed object takes a rollout write`);
+  const { rollout: _previous, ...owner } = marker;
+  const nextMarker = rollout ? { ...owner, rollout } : owner;
+  const after: WeightedBackendValue = {
+    description: change.after.description,
+    metadata: sortedJson({ ...metadata, [MARKER_KEY]: nextMarker }),
+    backends: sortedBackends(backends),
+  };
+  return { after, request: { ...change.request, body: buildWeightedBackendBody(after) } };
+}
+
+/**
  * The body to send for a change, with every reference by name replaced by the id that the create of that name
  * returned. `idsByAddress` maps the address of each create already applied to its new id. Throws InternalError when
  * a reference has no id yet (the applier ran a change before one it depends on).
