@@ -172,3 +172,27 @@ describe("a saved plan's requests are what apply sends", { timeout: 90_000 }, ()
     }
   });
 });
+
+describe("a saved rollout step applied late", { timeout: 90_000 }, () => {
+  it("is held back, nothing sent, when its planned time is more than its grace (5 s for a 1 s interval) past", async () => {
+    const w = await startWorld();
+    w.manifests({ "web.yaml": wbYaml("web", { [HR1]: 100, [HR2]: 0 }) });
+    expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
+    w.manifests({ "web.yaml": `${wbYaml("web", { [HR1]: 0, [HR2]: 100 })}rollout:\n  max_step: 25\n  interval: 1s\n` });
+    expect((await w.cli(["plan", "m", "--out", "late.json"])).code).toBe(0);
+    const planned = (JSON.parse(readFileSync(join(w.dir, "late.json"), "utf8")) as { changes: Array<{ request: { body: { metadata: string } } }> }).changes[0];
+    const at = (JSON.parse(planned?.request.body.metadata ?? "{}") as { edgeplan: { rollout: { at: string } } }).edgeplan.rollout.at;
+    const wait = Date.parse(at) + 5100 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+
+    const mark = w.log().length;
+    const late = await w.cli(["apply", "--plan", "late.json", "--auto-approve"]);
+    expect(late.stderr).toContain(
+      `weighted_backend.web: held back: step 1 of 4 was planned for ${at}, more than 5s ago; plan again: the next step counts its interval from the time this write records`,
+    );
+    expect(late.code, late.stderr).toBe(0);
+    // Only the apply's lease was written (docs/reliability.md, section 6).
+    expect(w.changeWrites(mark)).toEqual([]);
+    expect((await w.owned()).get("web")?.backends).toEqual({ [HR1]: 100, [HR2]: 0 });
+  });
+});
