@@ -24,7 +24,7 @@ export async function sendWb(client: ApiClient, request: WriteRequest): Promise<
 }
 
 /** Sends a module's PUT and resolves with the module answered. */
-export async function sendModule<K extends ModuleKind>(client: ApiClient, request: WriteRequest & { path: string }, kind: K): Promise<ModuleOf[K]> {
+export async function sendModule<K extends ModuleKind>(client: ApiClient, request: WriteRequest, kind: K): Promise<ModuleOf[K]> {
   const sent = await client.send(request);
   if (sent.kind !== kind || sent.object === null) throw new Error(`${request.method} ${request.path}: expected a ${kind} module in the answer`);
   return sent.object as ModuleOf[K];
