@@ -6,8 +6,8 @@
  */
 import { Pool } from "undici";
 import type { z } from "zod";
-import { ApiError } from "../model/errors.js";
-import type { ModuleKind, WeightedBackendBody } from "../model/plan.js";
+import { ApiError, EdgeplanError, InternalError } from "../model/errors.js";
+import type { ModuleKind, ModuleSettings, PlannedRequest, WeightedBackendBody } from "../model/plan.js";
 import {
   API_VERSION,
   CircuitBreakerModuleSchema,
@@ -29,7 +29,7 @@ import { OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
 import { checkBaseUrl, type ClientOptions } from "./options.js";
 import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
 import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
-import { EDGES_PATH, edgePath, modulePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath } from "../model/paths.js";
+import { EDGES_PATH, edgePath, modulePath, parseWritePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath, type WriteTarget } from "../model/paths.js";
 
 export type { ModuleKind };
 
@@ -46,6 +46,50 @@ export interface SettingsOf {
 
 /** The body of a create (POST) or of an update (PATCH, always the full body: an absent `backends` empties the map). */
 export type { WeightedBackendBody };
+
+/** A write as a change of a plan holds it (`change.request`): the path is relative to the base URL, `body` null for a DELETE. */
+export type WriteRequest = PlannedRequest<"POST" | "PATCH" | "PUT" | "DELETE", WeightedBackendBody | ModuleSettings>;
+
+/** What a write answered, by the kind of object its path names; `object` is null for a DELETE (204). */
+export type Sent =
+  | { kind: "weighted_backend"; object: WeightedBackend | null }
+  | { kind: "saml"; object: SamlModule | null }
+  | { kind: "circuit_breaker"; object: CircuitBreakerModule | null };
+
+/**
+ * The weighted backend a POST or PATCH answered. Throws InternalError for another answer (a module's, or a DELETE's):
+ * the caller sent a request of another kind than it meant to.
+ */
+export function answeredWeightedBackend(sent: Sent, request: WriteRequest): WeightedBackend {
+  if (sent.kind !== "weighted_backend" || sent.object === null) {
+    throw new InternalError(`${request.method} ${request.path}: expected a weighted backend in the answer`);
+  }
+  return sent.object;
+}
+
+/** The methods each kind of write path takes. */
+const WRITE_METHODS: Record<WriteTarget["kind"], readonly string[]> = {
+  weighted_backends: ["POST"],
+  weighted_backend: ["PATCH", "DELETE"],
+  saml: ["PUT", "DELETE"],
+  circuit_breaker: ["PUT", "DELETE"],
+};
+
+/**
+ * The target of a write, after checking that it is one edgeplan makes: a known path, a method it takes, a body
+ * exactly when the method carries one. A plan may come from a file, so this is checked before anything is sent.
+ */
+function checkWrite(request: WriteRequest): WriteTarget {
+  const target = parseWritePath(request.path);
+  const what = `${String(request.method)} ${String(request.path)}`;
+  if (target === null || !WRITE_METHODS[target.kind].includes(request.method)) {
+    throw new EdgeplanError(`${what}: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan`);
+  }
+  if ((request.method === "DELETE") !== (request.body === null || request.body === undefined)) {
+    throw new EdgeplanError(`${what}: ${request.method === "DELETE" ? "a DELETE carries no body" : "the request has no body"}; make the plan again with edgeplan plan`);
+  }
+  return target;
+}
 
 export interface ClientStats {
   /** Attempts sent, retries included. */
@@ -64,12 +108,15 @@ export interface ApiClient {
   listWeightedBackends(): Promise<WeightedBackend[]>;
   /** One weighted backend, or null when the API answers 404 for it. */
   getWeightedBackend(id: string): Promise<WeightedBackend | null>;
-  /** POST; an OutcomeUnknownError when the create may have happened but no answer says so (never resent). */
-  createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend>;
-  /** PATCH with the full body. */
-  updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend>;
-  /** DELETE; a 404 on a retry after a lost answer counts as done, a 404 on the first attempt is an ApiError. */
-  deleteWeightedBackend(id: string): Promise<void>;
+  /**
+   * Sends one planned write (`request: {method, path, body}` of a change, the path relative to the base URL) through
+   * the exchange: semaphore, limiter, retries. A POST whose outcome is unknown is never resent (OutcomeUnknownError);
+   * a DELETE whose retry answers 404 after a lost answer counts as done (for a module only "module not set",
+   * ERR_NGROK_7400). The answer is checked with the wire schema of the path's object; a module's unknown route or
+   * edge is a RouteNotFoundError. A request that is not a write edgeplan makes (a method the path does not take, a
+   * body on a DELETE or none on another write) is refused before anything is sent.
+   */
+  send(request: WriteRequest): Promise<Sent>;
   /**
    * The edge with its routes and their modules inline (a module not set is null): the one read of modules. An edge
    * that does not exist (404) is an ApiError saying so.
@@ -80,10 +127,6 @@ export interface ApiClient {
    * (limit 100) following next_page_uri.
    */
   listEdges(): Promise<HttpsEdge[]>;
-  /** PUT: replaces the whole module (fields left out take their defaults). */
-  putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]>;
-  /** DELETE; a 7400 on a retry after a lost answer counts as done, on the first attempt it is an ApiError. */
-  deleteModule(edge: string, route: string, kind: ModuleKind): Promise<void>;
   /** Counts since the client was made (a copy). */
   stats(): ClientStats;
   /** Closes the pool once the requests in flight have finished. */
@@ -240,26 +283,6 @@ class HttpApiClient implements ApiClient {
     return this.parse(WeightedBackendSchema, answer);
   }
 
-  async createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend> {
-    const answer = await this.exchange("POST", WEIGHTED_BACKENDS_PATH, body);
-    if (answer.status !== 201 && answer.status !== 200) throw this.apiError(answer);
-    return this.parse(WeightedBackendSchema, answer);
-  }
-
-  async updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend> {
-    const answer = await this.exchange("PATCH", weightedBackendPath(id), body);
-    if (answer.status !== 200) throw this.apiError(answer);
-    return this.parse(WeightedBackendSchema, answer);
-  }
-
-  async deleteWeightedBackend(id: string): Promise<void> {
-    const answer = await this.exchange("DELETE", weightedBackendPath(id));
-    if (answer.status === 204 || answer.status === 200) return;
-    // The first attempt may have deleted it before its answer was lost: "already gone" is then our own success.
-    if (answer.status === 404 && answer.afterUnknown && this.errorBody(answer)?.error_code !== undefined) return;
-    throw this.apiError(answer);
-  }
-
   // ---- edges and modules ------------------------------------------------------------------------------------------
 
   async getEdge(edgeId: string): Promise<HttpsEdge> {
@@ -273,18 +296,30 @@ class HttpApiClient implements ApiClient {
     return this.listAll(EDGE_LIST);
   }
 
-  async putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]> {
-    const answer = await this.exchange("PUT", modulePath(edge, route, kind), settings);
-    if (answer.status === 200) return this.parse(moduleSchema(kind), answer) as ModuleOf[K];
-    throw this.moduleError(answer, edge, route);
-  }
+  // ---- writes ------------------------------------------------------------------------------------------------------
 
-  async deleteModule(edge: string, route: string, kind: ModuleKind): Promise<void> {
-    const answer = await this.exchange("DELETE", modulePath(edge, route, kind));
-    if (answer.status === 204 || answer.status === 200) return;
-    const code = this.errorBody(answer)?.error_code;
-    if (answer.status === 404 && code === "ERR_NGROK_7400" && answer.afterUnknown) return;
-    throw this.moduleError(answer, edge, route);
+  async send(request: WriteRequest): Promise<Sent> {
+    const target = checkWrite(request);
+    const answer = await this.exchange(request.method, request.path, request.body ?? undefined);
+    if (target.kind === "weighted_backends" || target.kind === "weighted_backend") {
+      if (request.method === "DELETE") {
+        if (answer.status === 204 || answer.status === 200) return { kind: "weighted_backend", object: null };
+        // The first attempt may have deleted it before its answer was lost: "already gone" is then our own success.
+        if (answer.status === 404 && answer.afterUnknown && this.errorBody(answer)?.error_code !== undefined) return { kind: "weighted_backend", object: null };
+        throw this.apiError(answer);
+      }
+      const ok = request.method === "POST" ? answer.status === 201 || answer.status === 200 : answer.status === 200;
+      if (!ok) throw this.apiError(answer);
+      return { kind: "weighted_backend", object: this.parse(WeightedBackendSchema, answer) };
+    }
+    const { kind, edge, route } = target;
+    if (request.method === "DELETE") {
+      if (answer.status === 204 || answer.status === 200) return { kind, object: null } as Sent;
+      if (answer.status === 404 && answer.afterUnknown && this.errorBody(answer)?.error_code === "ERR_NGROK_7400") return { kind, object: null } as Sent;
+      throw this.moduleError(answer, edge, route);
+    }
+    if (answer.status !== 200) throw this.moduleError(answer, edge, route);
+    return { kind, object: this.parse(moduleSchema(kind), answer) } as Sent;
   }
 
   // ---- the exchange: semaphore, limiter, one attempt, retries -----------------------------------------------------

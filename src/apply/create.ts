@@ -2,14 +2,17 @@
  * A create that happens exactly once. The client never resends a POST whose outcome is unknown (the connection
  * dropped after the request left, or a 5xx): it throws OutcomeUnknownError. Then the weighted backends are listed
  * and searched for the owner marker `{stack, name}` the body carries:
- * - found: the create happened; its id is taken (and when its body differs from what was meant, one PATCH with the
- *   full body sets it right);
+ * - found: the create happened; its id is taken (and when its body differs from what was meant, one PATCH of it
+ *   with the planned body sets it right);
  * - not found: the create did not happen, so sending it once more cannot make a duplicate.
  */
 import { jsonEqual as equal } from "../model/json-equal.js";
-import type { ApiClient, WeightedBackendBody } from "../api/client.js";
+import { answeredWeightedBackend, type ApiClient, type WeightedBackendBody } from "../api/client.js";
 import { OutcomeUnknownError } from "../api/errors.js";
 import { parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";
+import { InternalError } from "../model/errors.js";
+import { weightedBackendPath } from "../model/paths.js";
+import type { WeightedBackendChange } from "../model/plan.js";
 import type { WeightedBackend } from "../model/wire.js";
 
 export interface CreateTarget {
@@ -47,16 +50,18 @@ export function holdsBody(wb: WeightedBackend, body: WeightedBackendBody): boole
 }
 
 /**
- * Creates the weighted backend of `body` once. Resolves with the object (created, or found by its marker after a
- * lost answer). Rejects with the ApiError of a refused create, or with an OutcomeUnknownError when the outcome is
- * still unknown after `attempts` POSTs or the listing that would tell failed.
+ * Sends the create `request` (a POST with its full body) once. Resolves with the object (created, or found by its
+ * marker after a lost answer). Rejects with the ApiError of a refused create, or with an OutcomeUnknownError when
+ * the outcome is still unknown after `attempts` POSTs or the listing that would tell failed.
  */
-export async function applyCreate(client: ApiClient, body: WeightedBackendBody, target: CreateTarget): Promise<WeightedBackend> {
+export async function applyCreate(client: ApiClient, request: WeightedBackendChange["request"], target: CreateTarget): Promise<WeightedBackend> {
+  const body = request.body;
+  if (request.method !== "POST" || body === null) throw new InternalError(`${target.address}: a create is a POST with a body`);
   const attempts = Math.max(1, target.attempts);
   let lost: OutcomeUnknownError | undefined;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
-      return await client.createWeightedBackend(body);
+      return answeredWeightedBackend(await client.send(request), request);
     } catch (err) {
       if (!(err instanceof OutcomeUnknownError)) throw err;
       lost = err;
@@ -76,7 +81,8 @@ export async function applyCreate(client: ApiClient, body: WeightedBackendBody, 
         return found;
       }
       target.progress(`${target.address}: found ${found.id} by its owner marker, with another body: updating it with the full body`);
-      return await client.updateWeightedBackend(found.id, body);
+      const update = { method: "PATCH" as const, path: weightedBackendPath(found.id), body };
+      return answeredWeightedBackend(await client.send(update), update);
     }
     if (attempt < attempts) target.progress(`${target.address}: no object carries its owner marker, so the create did not happen: sending it again`);
   }

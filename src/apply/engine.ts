@@ -1,14 +1,14 @@
 /**
  * The engine of `apply`: runs a plan's changes against the API, as many at once as `concurrency` allows, each one
- * as soon as the changes it depends on are done (./schedule.ts decides which). References by name are resolved to
- * the ids the creates answered; a failure stops only what depends on it; an aborted signal lets the requests in
+ * as soon as the changes it depends on are done (./schedule.ts decides which). Each change's planned request is
+ * sent as it stands (`client.send`), with references by name resolved to the ids the creates answered; a failure stops only what depends on it; an aborted signal lets the requests in
  * flight finish and starts nothing new. A create whose answer was lost is never sent twice blindly: the engine
  * lists the weighted backends for the owner marker first (./create.ts).
  */
-import type { ApiClient, ModuleKind, SettingsOf } from "../api/client.js";
-import { resolveWeightedBackendBody } from "../kinds/weighted-backend.js";
+import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
+import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
 import { ApiError, InternalError } from "../model/errors.js";
-import type { Change, ModuleChange, WeightedBackendChange } from "../model/plan.js";
+import type { Change, WeightedBackendChange } from "../model/plan.js";
 import { applyCreate } from "./create.js";
 import type { ApplyOutcome, ChangeResult } from "../model/apply-report.js";
 import { ApplySchedule } from "./schedule.js";
@@ -137,7 +137,11 @@ function base(change: Change): Pick<ChangeResult, "address" | "kind" | "action">
   return { address: change.address, kind: change.kind, action: change.action };
 }
 
-/** Sends one change; resolves with the object's id (null for a module). */
+/**
+ * Sends one change's planned request as it stands; the only thing filled in is the id of an object created earlier
+ * in this run where the change's `refs` name it. A create goes through `applyCreate`, which never sends a POST
+ * twice blindly. Resolves with the object's id (null for a module).
+ */
 async function applyChange(
   change: Change,
   client: ApiClient,
@@ -145,24 +149,13 @@ async function applyChange(
   options: ApplyOptions,
   progress: (line: string) => void,
 ): Promise<string | null> {
-  if (change.kind !== "weighted_backend") return applyModuleChange(change, client);
-  return applyWeightedBackendChange(change, client, createdIds, options, progress);
-}
-
-async function applyWeightedBackendChange(
-  change: WeightedBackendChange,
-  client: ApiClient,
-  createdIds: ReadonlyMap<string, string>,
-  options: ApplyOptions,
-  progress: (line: string) => void,
-): Promise<string> {
-  if (change.action === "delete") {
-    await client.deleteWeightedBackend(liveId(change));
-    return liveId(change);
+  if (change.kind !== "weighted_backend") {
+    await client.send(change.request);
+    return null;
   }
-  const body = resolveWeightedBackendBody(change, createdIds);
+  const request = resolveWeightedBackendRequest(change, createdIds);
   if (change.action === "create") {
-    const created = await applyCreate(client, body, {
+    const created = await applyCreate(client, request, {
       stack: options.stack,
       name: change.name,
       address: change.address,
@@ -171,21 +164,9 @@ async function applyWeightedBackendChange(
     });
     return created.id;
   }
-  // update, adopt, takeover, rename: one PATCH with the full body (an absent `backends` would empty the map).
-  const updated = await client.updateWeightedBackend(liveId(change), body);
-  return updated.id;
-}
-
-async function applyModuleChange(change: ModuleChange, client: ApiClient): Promise<null> {
-  const kind: ModuleKind = change.kind;
-  if (change.action === "delete") {
-    await client.deleteModule(change.edge, change.route, kind);
-    return null;
-  }
-  if (change.request.body === null) throw new InternalError(`${change.address}: the plan holds no body for this replace`);
-  // The plan's settings are the module's client-settable fields, as normalised by src/kinds/module.ts.
-  await client.putModule(change.edge, change.route, kind, change.request.body as unknown as SettingsOf[typeof kind]);
-  return null;
+  const sent = await client.send(request);
+  if (change.action === "delete") return liveId(change);
+  return answeredWeightedBackend(sent, request).id;
 }
 
 function liveId(change: WeightedBackendChange): string {

@@ -9,11 +9,12 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ApiClient } from "../api/client.js";
+import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { OutcomeUnknownError } from "../api/errors.js";
 import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "./lease-record.js";
 import { parseLease, type Lease, type LeaseHolder } from "../model/lease.js";
 import { ApiError, EdgeplanError } from "../model/errors.js";
+import { WEIGHTED_BACKENDS_PATH, weightedBackendPath } from "../model/paths.js";
 
 export interface LeaseOptions {
   stack: string;
@@ -111,10 +112,10 @@ export async function removeLeases(client: ApiClient, stack: string): Promise<Le
 
 /** Creates this taker's candidate; when the answer was lost, finds it by its token (or creates it again). */
 async function createCandidate(client: ApiClient, options: LeaseOptions): Promise<Lease> {
-  const body = buildLeaseBody(options.stack, options.holder, options.ttlMs, 0);
+  const create = { method: "POST" as const, path: WEIGHTED_BACKENDS_PATH, body: buildLeaseBody(options.stack, options.holder, options.ttlMs, 0) };
   for (let tries = 0; ; tries++) {
     try {
-      return parseLease(await client.createWeightedBackend(body)) as Lease;
+      return parseLease(answeredWeightedBackend(await client.send(create), create)) as Lease;
     } catch (err) {
       if (!(err instanceof OutcomeUnknownError) || tries >= 2) throw err;
       const mine = leasesOf(await client.listWeightedBackends(), options.stack).find((l) => l.holder.token === options.holder.token);
@@ -136,7 +137,8 @@ function startRenewer(client: ApiClient, lease: Lease, options: LeaseOptions): R
   let inFlight: Promise<void> = Promise.resolve();
   const renew = async (): Promise<void> => {
     try {
-      await client.updateWeightedBackend(lease.id, buildLeaseBody(options.stack, options.holder, options.ttlMs, renewals + 1));
+      const body = buildLeaseBody(options.stack, options.holder, options.ttlMs, renewals + 1);
+      await client.send({ method: "PATCH", path: weightedBackendPath(lease.id), body });
       renewals++;
     } catch (err) {
       if (err instanceof ApiError && err.status === 404) {
@@ -210,7 +212,7 @@ async function waitForEnd(client: ApiClient, blocker: Lease, watch: ExpiryWatch,
 
 async function deleteIfThere(client: ApiClient, id: string): Promise<void> {
   try {
-    await client.deleteWeightedBackend(id);
+    await client.send({ method: "DELETE", path: weightedBackendPath(id), body: null });
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 404)) throw err;
   }

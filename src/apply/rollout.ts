@@ -1,12 +1,13 @@
 /**
  * The apply side of progressive rollouts: the health check (a GET, here at the I/O edge and never in a plan), and
- * the changes of one run: rollout steps that are due are written (after their check passes, stamped with the time
- * of the write), a step whose check fails becomes the write that halts its rollout, and steps that are not due or
- * halted are held back with every change that depends on them.
+ * the changes of one run: rollout steps that are due are written as planned (after their check passes), a step
+ * whose check fails becomes the write that halts its rollout, and steps that are not due, halted, or whose planned
+ * time is too far past (docs/manifests.md, "Rollout timing") are held back with every change that depends on them.
  */
 import { request } from "undici";
 import { buildRolloutHalt } from "../core/rollout.js";
-import { stampRolloutTime } from "../kinds/weighted-backend-rollout.js";
+import { parseLiveMetadata } from "../kinds/weighted-backend.js";
+import { formatMs } from "./lease.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
 export type { HeldChange };
 import type { RolloutCheck } from "../model/state.js";
@@ -57,17 +58,41 @@ export async function runRolloutCheck(check: RolloutCheck, signal?: AbortSignal)
 
 /** What one run of apply sends, and what it holds back. */
 export interface RolloutRun {
-  /** The changes to run: every change that is not held, rollout steps stamped, failed checks turned into halts. */
+  /** The changes to run: every change that is not held, as planned; failed checks turned into halts. */
   changes: Change[];
   held: HeldChange[];
   /** Rollouts halted by this run: address and the check's reason. */
   halted: Array<{ address: string; name: string; reason: string }>;
 }
 
+/** Least grace of a rollout step: the few seconds an apply takes between its plan and its write (lease, reads, check). */
+export const MIN_STEP_GRACE_MS = 5000;
+
 /**
- * Prepares one run: asks the check of every due rollout step that has one (in the plan's order), turns a failed
- * one into the halt of its rollout, stamps each step with `now()` (the time of the write, from which the next step's
- * interval counts), and holds back the steps that are waiting or halted, with the changes that depend on them.
+ * How long after the time a step's write records it may still be written: a tenth of the interval, at least
+ * `MIN_STEP_GRACE_MS`. The next step is due one interval after the recorded time, so two writes of a rollout are
+ * never closer than the interval minus this grace.
+ */
+export function stepGraceMs(intervalMs: number): number {
+  return Math.max(MIN_STEP_GRACE_MS, Math.floor(intervalMs / 10));
+}
+
+/**
+ * The time a rollout change's write records as its step's (the marker's rollout state, as the plan wrote it), or
+ * null when the write ends the rollout (no state kept, nothing counts from it) or records a halt.
+ */
+export function recordedStepTime(change: WeightedBackendChange): number | null {
+  const body = change.request.body;
+  if (body === null) return null;
+  const state = parseLiveMetadata(body.metadata).marker?.rollout;
+  return state === undefined || state.halted !== undefined ? null : Date.parse(state.at);
+}
+
+/**
+ * Prepares one run: holds back the steps that are waiting or halted, and those whose recorded time is more than
+ * their grace past (a saved plan applied late: written now, the next step would come early), with the changes that
+ * depend on them; asks the check of every other due step that has one (in the plan's order) and turns a failed one
+ * into the halt of its rollout. Every step that goes is sent exactly as planned.
  */
 export async function prepareRolloutRun(changes: readonly Change[], checker: Checker, now: () => number, signal?: AbortSignal): Promise<RolloutRun> {
   const run: Change[] = [];
@@ -79,10 +104,9 @@ export async function prepareRolloutRun(changes: readonly Change[], checker: Che
       run.push(change);
       continue;
     }
-    // A saved plan may be applied later than it was made: whether a step is due is decided now.
-    if (r.status === "halted" || Date.parse(r.due_at) > now()) {
-      const message = r.status === "halted" ? `halted: ${r.halted_reason ?? ""}` : `step ${r.step} of ${r.steps} is due at ${r.due_at}`;
-      held.set(change.address, { address: change.address, status: r.status === "halted" ? "halted" : "waiting", message });
+    const hold = holdReason(change, now());
+    if (hold !== null) {
+      held.set(change.address, { address: change.address, ...hold });
       continue;
     }
     const verdict = r.check && !signal?.aborted ? await checker(r.check, signal) : ({ ok: true } as const);
@@ -96,18 +120,28 @@ export async function prepareRolloutRun(changes: readonly Change[], checker: Che
       run.push(buildRolloutHalt(change, verdict.reason, now()));
       continue;
     }
-    run.push(stamped(change, now()));
+    run.push(change);
   }
   return { changes: holdDependents(run, held), held: [...held.values()], halted };
 }
 
-/** The step with the time of its write in the marker, and the next step due one interval after it. */
-function stamped(change: WeightedBackendChange, at: number): WeightedBackendChange {
-  const body = change.request.body;
-  const r = change.rollout;
-  if (!body || !r) return change;
-  const rollout = { ...r, next_due_at: r.next_due_at === null ? null : new Date(at + r.interval_ms).toISOString() };
-  return { ...change, rollout, request: { ...change.request, body: stampRolloutTime(body, new Date(at).toISOString()) } };
+/** Why a rollout change is held back at `at`, or null when it goes. */
+function holdReason(change: WeightedBackendChange, at: number): Omit<HeldChange, "address"> | null {
+  const r = change.rollout as NonNullable<WeightedBackendChange["rollout"]>;
+  if (r.status === "halted") return { status: "halted", message: `halted: ${r.halted_reason ?? ""}` };
+  // A saved plan may be applied later than it was made: whether a step is due is decided now.
+  if (Date.parse(r.due_at) > at) return { status: "waiting", message: `step ${r.step} of ${r.steps} is due at ${r.due_at}` };
+  const recorded = recordedStepTime(change);
+  const grace = stepGraceMs(r.interval_ms);
+  if (recorded !== null && at - recorded > grace) {
+    return {
+      status: "waiting",
+      message:
+        `step ${r.step} of ${r.steps} was planned for ${new Date(recorded).toISOString()}, more than ${formatMs(grace)} ago; ` +
+        "plan again: the next step counts its interval from the time this write records",
+    };
+  }
+  return null;
 }
 
 /** The changes without those that depend, directly or not, on a held one (each of them held too, saying why). */

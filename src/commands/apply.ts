@@ -332,7 +332,7 @@ function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOp
 interface RunResult {
   outcome: ApplyOutcome;
   interruptedBy: string | undefined;
-  /** The changes sent (rollout steps as stamped, failed checks as halts), and those held back. */
+  /** The changes sent (as planned; failed checks as halts), and those held back. */
   ran: Change[];
   held: HeldChange[];
   halted: Round["halted"];

@@ -3,15 +3,13 @@
  * and the turn of a weighted backend's update into the rollout step that is due, waiting or halted
  * (`buildRolloutChange`), from the state kept in the owner marker. Pure: the time comes in as `now`.
  */
-import type { FieldDiff, JsonValue, RolloutStep, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
+import type { FieldDiff, RolloutStep, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
 import type { DesiredWeightedBackend, RolloutSpec, RolloutState } from "../model/state.js";
 import { InternalError } from "../model/errors.js";
-import { isJsonObject, sortedJson } from "../model/canonical.js";
+import { isJsonObject } from "../model/canonical.js";
 import { MARKER_KEY } from "../model/state.js";
 import {
-  buildMarker,
-  buildMetadata,
-  buildWeightedBackendBody,
+  buildRolloutWrite,
   buildWeights,
   diffWeightedBackend,
   exactShareOf,
@@ -167,19 +165,19 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
     next: keepsState ? writeAt + spec.interval_ms : null,
     check: k > 1 ? spec.check : null,
   });
-  return withWrite(change, ctx, steps[k - 1] as Weights, state, rollout);
+  return withWrite(change, steps[k - 1] as Weights, state, rollout);
 }
 
 function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
   const due = Date.parse(state.at) + spec.interval_ms;
   const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, due, next: null, check: spec.check });
-  return withWrite(change, ctx, change.after?.backends ?? {}, undefined, rollout);
+  return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
 function returnChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const rollout = buildStep(ctx, spec, { phase: "return", step: 1, steps: 1, from: state.from, due: ctx.now, next: null, check: null });
-  return withWrite(change, ctx, change.after?.backends ?? {}, undefined, rollout);
+  return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
 function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
@@ -224,20 +222,16 @@ function buildStep(
 /** The change with the write of `backends` and a marker holding `state` (none: the rollout ends with this write). */
 function withWrite(
   change: WeightedBackendChange,
-  ctx: RolloutContext,
   backends: Weights,
   state: RolloutState | undefined,
   rollout: RolloutStep,
 ): WeightedBackendChange {
-  const d = ctx.desired;
   const before = change.before as WeightedBackendValue;
-  const marker = buildMarker(ctx.stack, d.name, d.protect, state);
-  const after: WeightedBackendValue = { description: d.description, metadata: buildMetadata(d.metadata, marker), backends: sortedBackends(backends) };
+  const { after, request } = buildRolloutWrite(change, backends, state);
   const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
   const pending = new Set(Object.keys(change.refs));
   const diffs = withoutMarkerState(diffWeightedBackend(before, after));
   const weights = buildWeights(before.backends, after.backends, { get: (id) => names.get(id) }, pending);
-  const request = { ...change.request, body: buildWeightedBackendBody(after) };
   return { ...change, action: "rollout", after, diffs, weights, request, rollout };
 }
 
@@ -268,15 +262,9 @@ export function buildRolloutHalt(change: WeightedBackendChange, reason: string, 
   }
   const lastWritten = r.phase === "confirm" ? r.step : Math.max(1, r.step - 1);
   const state: RolloutState = { from: r.from, target: r.target, step: lastWritten, at: iso(now), halted: reason };
-  const marker = { ...(change.after.metadata[MARKER_KEY] as Record<string, JsonValue>), rollout: state };
-  const after: WeightedBackendValue = {
-    ...change.after,
-    metadata: sortedJson({ ...change.after.metadata, [MARKER_KEY]: marker }),
-    backends: sortedBackends(r.from),
-  };
+  const { after, request } = buildRolloutWrite(change, r.from, state);
   const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
   const weights = buildWeights(change.before.backends, after.backends, { get: (id) => names.get(id) }, new Set());
-  const request = { ...change.request, body: buildWeightedBackendBody(after) };
   const rollout: RolloutStep = { ...r, phase: "halt", status: "due", next_due_at: null, halted_reason: reason };
   return { ...change, after, weights, request, refs: {}, rollout };
 }

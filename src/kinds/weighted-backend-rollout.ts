@@ -5,8 +5,7 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { canonicalJson, isJsonObject as isObject } from "../model/canonical.js";
-import { MARKER_KEY, type RolloutState } from "../model/state.js";
-import type { WeightedBackendBody } from "../model/plan.js";
+import type { RolloutState } from "../model/state.js";
 import { LIMITS } from "../model/wire.js";
 
 /** Hex characters of the target digest kept in the marker: 64 bits tell two targets apart and spare metadata bytes. */
@@ -32,15 +31,4 @@ export function parseRolloutState(raw: unknown): RolloutState | undefined {
   const state: RolloutState = { from: { ...from }, target, step, at };
   if (typeof halted === "string") state.halted = halted;
   return state;
-}
-
-/** A body whose marker's rollout state says its step was written at `at` (the time of the write, not of the plan). */
-export function stampRolloutTime(body: WeightedBackendBody, at: string): WeightedBackendBody {
-  const metadata: unknown = JSON.parse(body.metadata);
-  if (!isObject(metadata)) return body;
-  const marker = metadata[MARKER_KEY];
-  const rollout = isObject(marker) ? marker.rollout : undefined;
-  if (!isObject(marker) || !isObject(rollout)) return body;
-  const stamped = { ...metadata, [MARKER_KEY]: { ...marker, rollout: { ...rollout, at } } };
-  return { ...body, metadata: canonicalJson(stamped) };
 }

@@ -160,6 +160,30 @@ export function buildWeightedBackendBody(value: WeightedBackendValue): WeightedB
 }
 
 /**
+ * A write of a rollout on `change`'s object: `backends` and the owner marker's rollout state `rollout` (undefined:
+ * none, the rollout ends with this write), everything else as `change.after` holds it. Returns the value after the
+ * write and its request with the full body (`buildWeightedBackendBody`): a rollout chooses weights and state, the
+ * body comes from here. Throws InternalError when `change` has no managed value after it.
+ */
+export function buildRolloutWrite(
+  change: WeightedBackendChange,
+  backends: Readonly<Record<string, number>>,
+  rollout: RolloutState | undefined,
+): { after: WeightedBackendValue; request: WeightedBackendChange["request"] } {
+  const metadata = change.after?.metadata;
+  const marker = isObject(metadata) ? metadata[MARKER_KEY] : undefined;
+  if (!change.after || !isObject(metadata) || !isObject(marker)) throw new InternalError(`${change.address}: only a managed object takes a rollout write`);
+  const { rollout: _previous, ...owner } = marker;
+  const nextMarker = rollout ? { ...owner, rollout } : owner;
+  const after: WeightedBackendValue = {
+    description: change.after.description,
+    metadata: sortedJson({ ...metadata, [MARKER_KEY]: nextMarker }),
+    backends: sortedBackends(backends),
+  };
+  return { after, request: { ...change.request, body: buildWeightedBackendBody(after) } };
+}
+
+/**
  * The body to send for a change, with every reference by name replaced by the id that the create of that name
  * returned. `idsByAddress` maps the address of each create already applied to its new id. Throws InternalError when
  * a reference has no id yet (the applier ran a change before one it depends on).
@@ -186,6 +210,19 @@ export function resolveWeightedBackendBody(
     backends[id] = weight;
   }
   return { description: body.description, metadata: body.metadata, backends: sortedBackends(backends) };
+}
+
+/**
+ * The request to send for a change: its planned request as it stands, or, when its `refs` name objects created in
+ * the same apply, the same request with those names in the body replaced by their ids (`resolveWeightedBackendBody`,
+ * the one substitution apply makes). Throws InternalError as that does.
+ */
+export function resolveWeightedBackendRequest(
+  change: WeightedBackendChange,
+  idsByAddress: ReadonlyMap<string, string> | Readonly<Record<string, string>>,
+): WeightedBackendChange["request"] {
+  if (Object.keys(change.refs).length === 0) return change.request;
+  return { ...change.request, body: resolveWeightedBackendBody(change, idsByAddress) };
 }
 
 /** What the change of one manifest's object is built from: the manifest, the live object it matched, its children. */

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
+import { deleteModule, deleteWb, patchWb, postWb, putModule, sendModule, sendWb } from "../helpers/requests.js";
 import { OutcomeUnknownError, RouteNotFoundError } from "../../src/api/errors.js";
 import { readRoutes } from "../../src/api/fetch-live.js";
 import type { ClientOptions } from "../../src/api/options.js";
@@ -69,7 +70,7 @@ describe("requests", () => {
     const { stub, client } = await setup((req, res) => json(res, 201, weightedBackend(WB, stub.url, JSON.parse(req.body) as object)), {
       versionHeader: "Service-Version",
     });
-    const wb = await client.createWeightedBackend({ description: "d", metadata: "{}", backends: { [idOf("bkdhr", 1)]: 5 } });
+    const wb = await sendWb(client, postWb({ description: "d", metadata: "{}", backends: { [idOf("bkdhr", 1)]: 5 } }));
     expect(wb.backends).toEqual({ [idOf("bkdhr", 1)]: 5 });
     const [req] = stub.requests;
     expect(req?.method).toBe("POST");
@@ -167,14 +168,14 @@ describe("retries", () => {
 
   it("never retries other 4xx", async () => {
     const { stub, client } = await setup((_req, res) => apiError(res, 400, "ERR_NGROK_6512", "backends.x: weight 10001 is out of range 0 to 10000"));
-    const err = await errorOf(client.updateWeightedBackend(WB, { description: "", metadata: "", backends: {} }));
+    const err = await errorOf(sendWb(client, patchWb(WB, { description: "", metadata: "", backends: {} })));
     expect(err.message).toBe(`PATCH /backends/weighted/${WB}: 400 ERR_NGROK_6512: backends.x: weight 10001 is out of range 0 to 10000 (operation op_stub)`);
     expect(stub.requests).toHaveLength(1);
   });
 
   it("resends a PATCH or PUT whose answer was lost", async () => {
     const { stub, client } = await setup((req, res, n) => (n === 1 ? drop(res) : json(res, 200, weightedBackend(WB, stub.url, JSON.parse(req.body) as object))));
-    const wb = await client.updateWeightedBackend(WB, { description: "x", metadata: "", backends: {} });
+    const wb = await sendWb(client, patchWb(WB, { description: "x", metadata: "", backends: {} }));
     expect(wb.description).toBe("x");
     expect(stub.requests.map((r) => r.method)).toEqual(["PATCH", "PATCH"]);
     expect(client.stats().byStatus).toEqual({ network: 1, "200": 1 });
@@ -199,7 +200,7 @@ describe("retries", () => {
       random: () => 0,
     });
     clients.push(client);
-    const err = await errorOf(client.createWeightedBackend({ description: "", metadata: "", backends: {} }));
+    const err = await errorOf(sendWb(client, postWb({ description: "", metadata: "", backends: {} })));
     expect(err).toBeInstanceOf(ApiError);
     expect(err).not.toBeInstanceOf(OutcomeUnknownError);
     expect(err.message).toBe(
@@ -209,10 +210,43 @@ describe("retries", () => {
   });
 });
 
+describe("send", () => {
+  it("refuses, before sending anything, a request that is not a write edgeplan makes", async () => {
+    const { stub, client } = await setup((_req, res) => json(res, 200, {}));
+    const refusals = [
+      { method: "GET", path: "/backends/weighted", body: null },
+      { method: "PUT", path: `/backends/weighted/${WB}`, body: { description: "", metadata: "", backends: {} } },
+      { method: "PATCH", path: `/backends/weighted/${WB}?x=1`, body: { description: "", metadata: "", backends: {} } },
+      { method: "DELETE", path: "/backends/weighted/a b", body: null },
+      { method: "DELETE", path: `/backends/weighted/${WB}`, body: { description: "", metadata: "", backends: {} } },
+      { method: "PUT", path: `/edges/https/${EDGE}/routes/${ROUTE}/saml`, body: null },
+    ];
+    const messages: string[] = [];
+    for (const r of refusals) messages.push((await errorOf(client.send(r as never))).message);
+    expect(messages).toEqual([
+      "GET /backends/weighted: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan",
+      `PUT /backends/weighted/${WB}: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan`,
+      `PATCH /backends/weighted/${WB}?x=1: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan`,
+      "DELETE /backends/weighted/a b: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan",
+      `DELETE /backends/weighted/${WB}: a DELETE carries no body; make the plan again with edgeplan plan`,
+      `PUT /edges/https/${EDGE}/routes/${ROUTE}/saml: the request has no body; make the plan again with edgeplan plan`,
+    ]);
+    expect(stub.requests).toEqual([]);
+  });
+
+  it("answers a module's write with the module's schema, and an unknown route with RouteNotFoundError", async () => {
+    const { client } = await setup((_req, res, n) => (n === 1 ? json(res, 200, { enabled: "yes" }) : apiError(res, 404, "ERR_NGROK_404", "route not found", {})));
+    const bad = await errorOf(client.send(putModule(EDGE, ROUTE, "circuit_breaker", { enabled: true })));
+    expect(bad.message).toContain(`PUT /edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker: 200: the answer does not match the API contract (enabled:`);
+    const missing = await errorOf(client.send(deleteModule(EDGE, ROUTE, "saml")));
+    expect(missing).toBeInstanceOf(RouteNotFoundError);
+  });
+});
+
 describe("POST outcome unknown", () => {
   it("never resends a POST whose answer was lost", async () => {
     const { stub, client } = await setup((_req, res) => drop(res));
-    const err = await errorOf(client.createWeightedBackend({ description: "", metadata: "", backends: {} }));
+    const err = await errorOf(sendWb(client, postWb({ description: "", metadata: "", backends: {} })));
     expect(err).toBeInstanceOf(OutcomeUnknownError);
     expect(err.message).toBe(
       "POST /backends/weighted: the outcome is unknown: the connection closed before the answer (UND_ERR_SOCKET); the request was not resent, because it may have been carried out: list the objects (by owner marker) before creating again",
@@ -222,7 +256,7 @@ describe("POST outcome unknown", () => {
 
   it("never resends a POST answered 5xx, even 503", async () => {
     const { stub, client } = await setup((_req, res) => apiError(res, 503, "ERR_NGROK_9999", "unavailable"));
-    const err = await errorOf(client.createWeightedBackend({ description: "", metadata: "", backends: {} }));
+    const err = await errorOf(sendWb(client, postWb({ description: "", metadata: "", backends: {} })));
     expect(err).toBeInstanceOf(OutcomeUnknownError);
     expect((err as OutcomeUnknownError).status).toBe(503);
     expect(err.message).toContain("the outcome is unknown: the server answered 503 ERR_NGROK_9999: unavailable (operation op_stub)");
@@ -231,7 +265,7 @@ describe("POST outcome unknown", () => {
 
   it("never resends a POST that timed out", async () => {
     const { stub, client } = await setup(() => undefined, { timeoutMs: 150 });
-    const err = await errorOf(client.createWeightedBackend({ description: "", metadata: "", backends: {} }));
+    const err = await errorOf(sendWb(client, postWb({ description: "", metadata: "", backends: {} })));
     expect(err).toBeInstanceOf(OutcomeUnknownError);
     expect(err.message).toContain("the outcome is unknown: no answer within the timeout (TIMEOUT)");
     expect(stub.requests).toHaveLength(1);
@@ -241,7 +275,7 @@ describe("POST outcome unknown", () => {
     const { stub, client } = await setup((_req, res, n) =>
       n === 1 ? apiError(res, 429, "ERR_NGROK_226", "slow down", { "retry-after": "1" }) : json(res, 201, weightedBackend(WB, stub.url)),
     );
-    expect((await client.createWeightedBackend({ description: "", metadata: "", backends: {} })).id).toBe(WB);
+    expect((await sendWb(client, postWb({ description: "", metadata: "", backends: {} }))).id).toBe(WB);
     expect(stub.requests.map((r) => r.method)).toEqual(["POST", "POST"]);
   });
 });
@@ -249,25 +283,25 @@ describe("POST outcome unknown", () => {
 describe("DELETE after a lost answer", () => {
   it("counts a 404 on a retry after a lost answer as done", async () => {
     const { stub, client } = await setup((_req, res, n) => (n === 1 ? drop(res) : apiError(res, 404, "ERR_NGROK_404", "not found")));
-    await client.deleteWeightedBackend(WB);
+    await client.send(deleteWb(WB));
     expect(stub.requests.map((r) => r.method)).toEqual(["DELETE", "DELETE"]);
   });
 
   it("reports a 404 on the first attempt", async () => {
     const { client } = await setup((_req, res) => apiError(res, 404, "ERR_NGROK_404", "weighted backend not found"));
-    const err = await errorOf(client.deleteWeightedBackend(WB));
+    const err = await errorOf(client.send(deleteWb(WB)));
     expect((err as ApiError).status).toBe(404);
     expect(err.message).toBe(`DELETE /backends/weighted/${WB}: 404 ERR_NGROK_404: weighted backend not found (operation op_stub)`);
   });
 
   it("reports a 404 after a 429: the first attempt did nothing, so someone else deleted it", async () => {
     const { client } = await setup((_req, res, n) => (n === 1 ? apiError(res, 429, "ERR_NGROK_226", "slow") : apiError(res, 404, "ERR_NGROK_404", "gone")));
-    expect(((await errorOf(client.deleteWeightedBackend(WB))) as ApiError).status).toBe(404);
+    expect(((await errorOf(client.send(deleteWb(WB)))) as ApiError).status).toBe(404);
   });
 
   it("treats module-not-set on a retried module delete as done", async () => {
     const { stub, client } = await setup((_req, res, n) => (n === 1 ? apiError(res, 504, undefined, "gateway timeout") : apiError(res, 404, "ERR_NGROK_7400", "module not set")));
-    await client.deleteModule(EDGE, ROUTE, "saml");
+    await client.send(deleteModule(EDGE, ROUTE, "saml"));
     expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
       `DELETE /edges/https/${EDGE}/routes/${ROUTE}/saml`,
       `DELETE /edges/https/${EDGE}/routes/${ROUTE}/saml`,
@@ -397,7 +431,7 @@ describe("edges and modules", () => {
   it("sends the full module settings on PUT and validates the answer", async () => {
     const cb = { enabled: true, tripped_duration: 120, rolling_window: 300, num_buckets: 5, volume_threshold: 20, error_threshold_percentage: 0.2 };
     const { stub, client } = await setup((req, res) => json(res, 200, JSON.parse(req.body) as object));
-    expect(await client.putModule(EDGE, ROUTE, "circuit_breaker", cb)).toEqual(cb);
+    expect(await sendModule(client, putModule(EDGE, ROUTE, "circuit_breaker", cb), "circuit_breaker")).toEqual(cb);
     expect(stub.requests[0]?.method).toBe("PUT");
     expect(JSON.parse(stub.requests[0]?.body ?? "")).toEqual(cb);
   });

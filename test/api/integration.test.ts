@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, type ApiClient, type WeightedBackendBody } from "../../src/api/client.js";
+import { deleteModule, deleteWb, patchWb, postWb, putModule, sendModule, sendWb } from "../helpers/requests.js";
 import { OutcomeUnknownError, RouteNotFoundError } from "../../src/api/errors.js";
 import { fetchLive, fetchTouched, readRoutes } from "../../src/api/fetch-live.js";
 import type { ClientOptions } from "../../src/api/options.js";
@@ -120,16 +121,16 @@ describe("weighted backends on the real server", () => {
   it("creates, reads, updates with the full body, and deletes", async () => {
     const s = await server();
     const c = client(s);
-    const created = await c.createWeightedBackend(body(7));
+    const created = await sendWb(c, postWb(body(7)));
     expect(created).toMatchObject({ description: "wb 7", metadata: '{"n":7}', backends: { [CHILD]: 7 } });
     expect(created.uri).toBe(`${s.url}/backends/weighted/${created.id}`);
     expect(await c.getWeightedBackend(created.id)).toEqual(created);
-    const updated = await c.updateWeightedBackend(created.id, { ...body(7), description: "changed" });
+    const updated = await sendWb(c, patchWb(created.id, { ...body(7), description: "changed" }));
     expect(updated).toEqual({ ...created, description: "changed" });
-    await c.deleteWeightedBackend(created.id);
+    await c.send(deleteWb(created.id));
     expect(await c.getWeightedBackend(created.id)).toBeNull();
     // A first-attempt 404 is an error: the object was not ours to delete any more.
-    const err = await errorOf(c.deleteWeightedBackend(created.id));
+    const err = await errorOf(c.send(deleteWb(created.id)));
     expect((err as ApiError).status).toBe(404);
     expect((err as ApiError).errorCode).toBe("ERR_NGROK_404");
     expect(s.log.map((l) => `${l.method} ${l.status}`)).toEqual(["POST 201", "GET 200", "PATCH 200", "DELETE 204", "GET 404", "DELETE 404"]);
@@ -138,7 +139,7 @@ describe("weighted backends on the real server", () => {
   it("reports a 400 without retrying it, with the server's code and message", async () => {
     const s = await server();
     const c = client(s);
-    const err = await errorOf(c.createWeightedBackend({ description: "", metadata: "", backends: { [CHILD]: 10_001 } }));
+    const err = await errorOf(sendWb(c, postWb({ description: "", metadata: "", backends: { [CHILD]: 10_001 } })));
     expect(err).toBeInstanceOf(ApiError);
     expect(err).not.toBeInstanceOf(OutcomeUnknownError);
     expect((err as ApiError).status).toBe(400);
@@ -151,7 +152,7 @@ describe("weighted backends on the real server", () => {
   it("reads more than 100 objects page by page: one request per page, each object once", async () => {
     const s = await server();
     const c = client(s, { concurrency: 8 });
-    const made = await Promise.all(Array.from({ length: 230 }, (_, i) => c.createWeightedBackend(body(i))));
+    const made = await Promise.all(Array.from({ length: 230 }, (_, i) => sendWb(c, postWb(body(i)))));
     const before = c.stats().requests;
     s.log.length = 0;
     const all = await c.listWeightedBackends();
@@ -183,7 +184,7 @@ describe("faults", () => {
   it("never resends a POST answered 503 by --fail-rate", async () => {
     const s = await server({ failRate: 1 });
     const c = client(s);
-    const err = await errorOf(c.createWeightedBackend(body(1)));
+    const err = await errorOf(sendWb(c, postWb(body(1))));
     expect(err).toBeInstanceOf(OutcomeUnknownError);
     expect((err as OutcomeUnknownError).status).toBe(503);
     expect(s.log.map((l) => `${l.method} ${l.status}`)).toEqual(["POST 503"]);
@@ -192,7 +193,7 @@ describe("faults", () => {
   it("turns a dropped POST into OutcomeUnknownError, never resent: the server holds exactly one", async () => {
     const s = await server({ dropRate: 1 });
     const c = client(s);
-    const err = await errorOf(c.createWeightedBackend(body(3)));
+    const err = await errorOf(sendWb(c, postWb(body(3))));
     expect(err).toBeInstanceOf(OutcomeUnknownError);
     expect(err.message).toBe(
       "POST /backends/weighted: the outcome is unknown: the connection closed before the answer (UND_ERR_SOCKET); the request was not resent, because it may have been carried out: list the objects (by owner marker) before creating again",
@@ -207,14 +208,14 @@ describe("faults", () => {
     const plain = await server({ dropRate: 1 });
     const c = client(plain, { retries: 2 });
     // Creates are dropped too, so make the object through a first, lost POST and find it by listing.
-    await errorOf(c.createWeightedBackend(body(4)));
+    await errorOf(sendWb(c, postWb(body(4))));
     const [wb] = await c.listWeightedBackends();
     expect(wb).toBeDefined();
     const id = wb?.id as string;
     plain.log.length = 0;
 
     // Every PATCH answer is lost: three attempts, then an error; the change itself is on the server.
-    const err = await errorOf(c.updateWeightedBackend(id, { ...body(4), description: "patched" }));
+    const err = await errorOf(sendWb(c, patchWb(id, { ...body(4), description: "patched" })));
     expect((err as ApiError).status).toBe(0);
     expect(err.message).toBe(
       `PATCH /backends/weighted/${id}: 0: no answer from ${plain.url} after 3 attempts: the connection closed before the answer (UND_ERR_SOCKET); check --api-url and that the server is up`,
@@ -223,7 +224,7 @@ describe("faults", () => {
     expect((await c.getWeightedBackend(id))?.description).toBe("patched");
 
     plain.log.length = 0;
-    await c.deleteWeightedBackend(id);
+    await c.send(deleteWb(id));
     expect(plain.log.map((l) => `${l.method} ${l.status}${l.dropped ? " dropped" : ""}`)).toEqual(["DELETE 204 dropped", "DELETE 404"]);
     expect(await c.getWeightedBackend(id)).toBeNull();
   });
@@ -261,19 +262,19 @@ describe("edges, modules and live state", () => {
     // Modules are read inline with their edge's routes.
     const moduleOf = async (kind: "saml" | "circuit_breaker"): Promise<unknown> => (await c.getEdge(E1)).routes.find((r) => r.id === R1)?.[kind];
     expect(await moduleOf("saml")).toBeNull();
-    const saml = await c.putModule(E1, R1, "saml", SAML);
+    const saml = await sendModule(c, putModule(E1, R1, "saml", SAML), "saml");
     expect(saml).toMatchObject({ ...SAML, entity_id: expect.stringContaining(R1) as string });
     expect(await moduleOf("saml")).toEqual(saml);
-    expect(await c.putModule(E1, R1, "circuit_breaker", CB)).toEqual(CB);
-    await c.deleteModule(E1, R1, "circuit_breaker");
+    expect(await sendModule(c, putModule(E1, R1, "circuit_breaker", CB), "circuit_breaker")).toEqual(CB);
+    await c.send(deleteModule(E1, R1, "circuit_breaker"));
     expect(await moduleOf("circuit_breaker")).toBeNull();
-    const notSet = await errorOf(c.deleteModule(E1, R1, "circuit_breaker"));
+    const notSet = await errorOf(c.send(deleteModule(E1, R1, "circuit_breaker")));
     expect((notSet as ApiError).errorCode).toBe("ERR_NGROK_7400");
 
     const noRoute = await errorOf(readRoutes(c, [{ edge: E1, route: R3, modules: ["saml"] }]));
     expect(noRoute).toBeInstanceOf(RouteNotFoundError);
     expect((noRoute as RouteNotFoundError).missing).toEqual([{ edge: E1, route: R3, edgeExists: true }]);
-    const noEdge = await errorOf(c.putModule(idOf("edghts", 999), R1, "circuit_breaker", CB));
+    const noEdge = await errorOf(sendModule(c, putModule(idOf("edghts", 999), R1, "circuit_breaker", CB), "circuit_breaker"));
     expect((noEdge as RouteNotFoundError).missing).toEqual([{ edge: idOf("edghts", 999), route: R1, edgeExists: false }]);
     expect(noEdge.message).toBe(
       `edge ${idOf("edghts", 999)} does not exist (named with route ${R1}); routes and edges are not created by edgeplan: check the ids in the manifests`,
@@ -283,10 +284,10 @@ describe("edges, modules and live state", () => {
   it("fetchLive issues exactly the list pages plus one edge read per edge with a managed module", async () => {
     const s = await server();
     const c = client(s);
-    const saml = await c.putModule(E1, R1, "saml", SAML);
-    await c.putModule(E1, R2, "circuit_breaker", CB);
-    await c.putModule(E2, R3, "saml", SAML);
-    const wb = await c.createWeightedBackend(body(2));
+    const saml = await sendModule(c, putModule(E1, R1, "saml", SAML), "saml");
+    await sendModule(c, putModule(E1, R2, "circuit_breaker", CB), "circuit_breaker");
+    await sendModule(c, putModule(E2, R3, "saml", SAML), "saml");
+    const wb = await sendWb(c, postWb(body(2)));
 
     const reader = client(s);
     s.log.length = 0;
@@ -307,7 +308,7 @@ describe("edges, modules and live state", () => {
 
     // Re-reading what an apply touched: one GET per weighted backend, one edge read per edge.
     s.log.length = 0;
-    await c.updateWeightedBackend(wb.id, { ...body(2), description: "after" });
+    await sendWb(c, patchWb(wb.id, { ...body(2), description: "after" }));
     s.log.length = 0;
     const touched = await fetchTouched(reader, { weightedBackendIds: [wb.id], modules: [{ edge: E1, route: R2, module: "circuit_breaker" }] });
     expect(s.log.map((l) => `${l.method} ${l.path}`).sort()).toEqual([`GET /backends/weighted/${wb.id}`, `GET /edges/https/${E1}`]);
@@ -346,8 +347,8 @@ describe("the API key", () => {
     const s = await server({ dropRate: 1 });
     const lines: string[] = [];
     const c = client(s, { log: (l) => lines.push(l) });
-    await errorOf(c.createWeightedBackend(body(1)));
-    await errorOf(c.deleteWeightedBackend(idOf("bkdwd", 77)));
+    await errorOf(sendWb(c, postWb(body(1))));
+    await errorOf(c.send(deleteWb(idOf("bkdwd", 77))));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^POST \/backends\/weighted error UND_ERR_SOCKET \d+ms attempt 1$/);
     expect(lines[1]).toMatch(new RegExp(`^DELETE /backends/weighted/${idOf("bkdwd", 77)} 404 \\d+ms attempt 1 op_[0-9A-Za-z]{27}$`));

@@ -4,7 +4,7 @@
  * is lost. The lost-answer paths that need a server to misbehave on purpose use a small client stand-in.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { createClient, type ApiClient, type WeightedBackendBody } from "../../src/api/client.js";
+import { createClient, type ApiClient, type Sent, type WeightedBackendBody, type WriteRequest } from "../../src/api/client.js";
 import { OutcomeUnknownError } from "../../src/api/errors.js";
 import { fetchLive } from "../../src/api/fetch-live.js";
 import { applyCreate } from "../../src/apply/create.js";
@@ -153,19 +153,21 @@ function standIn(script: { creates: Array<"lost" | "ok">; listed: WeightedBacken
   const fake = {
     calls,
     baseUrl: "http://127.0.0.1:1",
-    async createWeightedBackend(body: WeightedBackendBody) {
-      calls.push("POST");
+    async send(request: WriteRequest): Promise<Sent> {
+      const body = request.body as WeightedBackendBody;
+      if (request.method === "PATCH") {
+        const id = request.path.split("/").at(-1) as string;
+        calls.push(`PATCH ${id}`);
+        return { kind: "weighted_backend", object: object(id, body) };
+      }
+      calls.push(request.method);
       const what = script.creates.shift();
       if (what === "lost") throw new OutcomeUnknownError("POST", "/backends/weighted", 0, undefined, "the connection closed before the answer (UND_ERR_SOCKET)", undefined);
-      return object(fakeId("bkdwd", 900 + ++n), body);
+      return { kind: "weighted_backend", object: object(fakeId("bkdwd", 900 + ++n), body) };
     },
     async listWeightedBackends() {
       calls.push("LIST");
       return script.listed.shift() ?? [];
-    },
-    async updateWeightedBackend(id: string, body: WeightedBackendBody) {
-      calls.push(`PATCH ${id}`);
-      return object(id, body);
     },
   };
   return fake as unknown as ApiClient & { calls: string[] };
@@ -173,6 +175,7 @@ function standIn(script: { creates: Array<"lost" | "ok">; listed: WeightedBacken
 
 describe("applyCreate after a lost answer", () => {
   const body: WeightedBackendBody = { description: "d", metadata: JSON.stringify({ edgeplan: { name: "n", stack: "s" } }), backends: { [CHILD]: 1 } };
+  const create = { method: "POST" as const, path: "/backends/weighted", body };
   const target = { stack: "s", name: "n", address: "weighted_backend.n", attempts: 3, progress: () => undefined };
   const live = (id: string, fields: Partial<WeightedBackend> = {}): WeightedBackend => ({
     id,
@@ -186,13 +189,13 @@ describe("applyCreate after a lost answer", () => {
 
   it("found with the same body: takes its id and sends nothing more", async () => {
     const c = standIn({ creates: ["lost"], listed: [[live(fakeId("bkdwd", 5))]] });
-    expect((await applyCreate(c, body, target)).id).toBe(fakeId("bkdwd", 5));
+    expect((await applyCreate(c, create, target)).id).toBe(fakeId("bkdwd", 5));
     expect(c.calls).toEqual(["POST", "LIST"]);
   });
 
   it("found with another body: one PATCH with the full body", async () => {
     const c = standIn({ creates: ["lost"], listed: [[live(fakeId("bkdwd", 5), { backends: {} })]] });
-    const got = await applyCreate(c, body, target);
+    const got = await applyCreate(c, create, target);
     expect(got).toMatchObject({ id: fakeId("bkdwd", 5), backends: { [CHILD]: 1 }, description: "d" });
     expect(c.calls).toEqual(["POST", "LIST", `PATCH ${fakeId("bkdwd", 5)}`]);
   });
@@ -200,13 +203,13 @@ describe("applyCreate after a lost answer", () => {
   it("not found: the create did not happen, so it is sent once more", async () => {
     const other = live(fakeId("bkdwd", 6), { metadata: JSON.stringify({ edgeplan: { stack: "other", name: "n" } }) });
     const c = standIn({ creates: ["lost", "ok"], listed: [[other]] });
-    expect((await applyCreate(c, body, target)).id).toBe(fakeId("bkdwd", 901));
+    expect((await applyCreate(c, create, target)).id).toBe(fakeId("bkdwd", 901));
     expect(c.calls).toEqual(["POST", "LIST", "POST"]);
   });
 
   it("gives up after the last attempt, saying the outcome is unknown", async () => {
     const c = standIn({ creates: ["lost", "lost", "lost"], listed: [[], [], []] });
-    await expect(applyCreate(c, body, target)).rejects.toThrow(/after 3 attempts no object carries the owner marker; run apply again/);
+    await expect(applyCreate(c, create, target)).rejects.toThrow(/after 3 attempts no object carries the owner marker; run apply again/);
     expect(c.calls).toEqual(["POST", "LIST", "POST", "LIST", "POST", "LIST"]);
   });
 });

@@ -2,8 +2,10 @@
  * Progressive rollouts end to end: the built CLI against the real server, with 1 s intervals, and a loopback HTTP
  * server as the rollout's check.
  */
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { WeightedBackend } from "../../src/model/wire.js";
 import { closeWorlds, HR1, HR2, startWorld, type World } from "./e2e.js";
@@ -221,7 +223,7 @@ describe("progressive rollouts against the real server", () => {
     expect((await web(w)).backends).toEqual({ [HR1]: 0, [HR2]: 100 });
   });
 
-  it("a saved plan writes its step once it is due, stamped with the time of the write, and goes stale after it", async () => {
+  it("a saved plan writes its step once it is due, exactly as planned (its time the planned one), and goes stale after it", async () => {
     const w = await startWorld();
     // 5 s: room for the runs of the CLI between a step and the early apply below.
     await startAt100(w, { max_step: 25, interval: "5s" });
@@ -246,7 +248,10 @@ describe("progressive rollouts against the real server", () => {
     expect(due.code, due.stderr).toBe(0);
     const now = await web(w);
     expect(now.backends).toEqual({ [HR1]: 5000, [HR2]: 5000 });
-    expect(Date.parse(rolloutState(now)?.at ?? "")).toBeGreaterThanOrEqual(before);
+    // The body the plan holds is the body written: the step's time is the one planned (when it fell due), not the write's.
+    const planned = (JSON.parse(readFileSync(join(w.dir, "p2.json"), "utf8")) as { changes: Array<{ request: { body: { metadata: string } } }> }).changes[0];
+    expect(now.metadata).toBe(planned?.request.body.metadata);
+    expect(Date.parse(rolloutState(now)?.at ?? "")).toBeLessThan(before);
 
     const refused = await w.cli(["apply", "--plan", "p2.json", "--auto-approve", "--wait"]);
     expect(refused.code).toBe(1);

@@ -1,6 +1,6 @@
-/** One run of apply's rollout steps, with a checker of the test's own: stamps, halts, holds. */
+/** One run of apply's rollout steps, with a checker of the test's own: steps sent as planned, halts, holds. */
 import { describe, expect, it } from "vitest";
-import { prepareRolloutRun, type Checker } from "../../src/apply/rollout.js";
+import { prepareRolloutRun, stepGraceMs, type Checker } from "../../src/apply/rollout.js";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { rolloutTargetDigest } from "../../src/kinds/weighted-backend-rollout.js";
 import type { Change, WeightedBackendChange } from "../../src/model/plan.js";
@@ -28,15 +28,36 @@ const ok: Checker = async () => ({ ok: true });
 const down: Checker = async () => ({ ok: false, reason: "HTTP 503" });
 
 describe("prepareRolloutRun", () => {
-  it("asks the check of a due step, then sends it stamped with the time of the write", async () => {
+  it("asks the check of a due step, then sends it exactly as planned, its time the plan's", async () => {
     const asked: string[] = [];
     const run = await prepareRolloutRun([step2()], async (c) => (asked.push(c.url), { ok: true }), () => NOW + 5000);
     expect(asked).toEqual(["https://status.example.com/ok"]);
     const sent = run.changes[0] as WeightedBackendChange;
+    expect(sent).toEqual(step2());
     expect(sent.request.body?.backends).toEqual(target);
-    // The last step with a check keeps the state until the check after it: its time is the write's.
-    expect(JSON.parse(sent.request.body?.metadata ?? "").edgeplan.rollout.at).toBe("2026-01-01T00:00:05.000Z");
-    expect(sent.rollout?.next_due_at).toBe("2026-01-01T00:01:05.000Z");
+    // The last step with a check keeps the state until the check after it: its time is the plan's, as the request shows.
+    expect(JSON.parse(sent.request.body?.metadata ?? "").edgeplan.rollout.at).toBe("2026-01-01T00:00:00.000Z");
+    expect(sent.rollout?.next_due_at).toBe("2026-01-01T00:01:00.000Z");
+  });
+
+  it("holds a step whose planned time is more than its grace past (a tenth of the interval, at least 5 s), asking no check", async () => {
+    expect(stepGraceMs(60_000)).toBe(6000);
+    expect(stepGraceMs(3_600_000)).toBe(360_000);
+    const asked: string[] = [];
+    const checker: Checker = async (c) => (asked.push(c.url), { ok: true });
+    expect((await prepareRolloutRun([step2()], checker, () => NOW + 6000)).changes).toEqual([step2()]);
+    const late = await prepareRolloutRun([step2()], checker, () => NOW + 6001);
+    expect(late.changes).toEqual([]);
+    expect(late.halted).toEqual([]);
+    expect(late.held).toEqual([
+      {
+        address: "weighted_backend.web",
+        status: "waiting",
+        message:
+          "step 2 of 2 was planned for 2026-01-01T00:00:00.000Z, more than 6s ago; plan again: the next step counts its interval from the time this write records",
+      },
+    ]);
+    expect(asked).toEqual(["https://status.example.com/ok"]);
   });
 
   it("turns a failed check into the halt: the starting weights, the reason in the marker", async () => {

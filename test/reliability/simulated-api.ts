@@ -5,7 +5,8 @@
  * anything is done, or carried out with the answer lost. It lets the real plan and apply engine run thousands of
  * times without a socket.
  */
-import type { ApiClient, ClientStats, ModuleKind, ModuleOf, SettingsOf, WeightedBackendBody } from "../../src/api/client.js";
+import type { ApiClient, ClientStats, ModuleKind, ModuleOf, Sent, SettingsOf, WeightedBackendBody, WriteRequest } from "../../src/api/client.js";
+import { parseWritePath } from "../../src/model/paths.js";
 import { OutcomeUnknownError } from "../../src/api/errors.js";
 import { ApiError } from "../../src/model/errors.js";
 import {
@@ -85,6 +86,22 @@ export class SimulatedApi implements ApiClient {
     }
   }
 
+  /** One planned write, dispatched on its path as the server routes it. */
+  async send(request: WriteRequest): Promise<Sent> {
+    const target = parseWritePath(request.path);
+    const body = request.body as WeightedBackendBody;
+    if (target?.kind === "weighted_backends" && request.method === "POST") return { kind: "weighted_backend", object: this.create(body) };
+    if (target?.kind === "weighted_backend" && request.method === "PATCH") return { kind: "weighted_backend", object: this.update(target.id, body) };
+    if (target?.kind === "weighted_backend" && request.method === "DELETE") return (this.remove(target.id), { kind: "weighted_backend", object: null });
+    if ((target?.kind === "saml" || target?.kind === "circuit_breaker") && request.method === "PUT") {
+      return { kind: target.kind, object: this.put(target.edge, target.route, target.kind, request.body as never) } as Sent;
+    }
+    if ((target?.kind === "saml" || target?.kind === "circuit_breaker") && request.method === "DELETE") {
+      return (this.removeModule(target.edge, target.route, target.kind), { kind: target.kind, object: null });
+    }
+    throw new ApiError(request.method, request.path, 405, undefined, "not a write the simulation knows", undefined);
+  }
+
   async listWeightedBackends(): Promise<WeightedBackend[]> {
     this.requests++;
     return [...this.backends.values()].sort((a, b) => (a.id < b.id ? 1 : -1)).map((b) => structuredClone(b));
@@ -96,7 +113,7 @@ export class SimulatedApi implements ApiClient {
     return b ? structuredClone(b) : null;
   }
 
-  async createWeightedBackend(body: WeightedBackendBody): Promise<WeightedBackend> {
+  private create(body: WeightedBackendBody): WeightedBackend {
     const path = "/backends/weighted";
     this.checkChildren(null, body.backends, "POST", path);
     return this.write("POST", path, () => {
@@ -107,7 +124,7 @@ export class SimulatedApi implements ApiClient {
     });
   }
 
-  async updateWeightedBackend(id: string, body: WeightedBackendBody): Promise<WeightedBackend> {
+  private update(id: string, body: WeightedBackendBody): WeightedBackend {
     const path = `/backends/weighted/${id}`;
     const old = this.backends.get(id);
     if (!old) throw new ApiError("PATCH", path, 404, "ERR_NGROK_404", `${id} was not found`, undefined);
@@ -121,7 +138,7 @@ export class SimulatedApi implements ApiClient {
     });
   }
 
-  async deleteWeightedBackend(id: string): Promise<void> {
+  private remove(id: string): void {
     const path = `/backends/weighted/${id}`;
     if (!this.backends.has(id)) throw new ApiError("DELETE", path, 404, "ERR_NGROK_404", `${id} was not found`, undefined);
     const parent = [...this.backends.values()].find((b) => Object.hasOwn(b.backends, id));
@@ -166,7 +183,7 @@ export class SimulatedApi implements ApiClient {
     return r;
   }
 
-  async putModule<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): Promise<ModuleOf[K]> {
+  private put<K extends ModuleKind>(edge: string, route: string, kind: K, settings: SettingsOf[K]): ModuleOf[K] {
     const r = this.route(edge, route, "PUT");
     return this.write("PUT", `/edges/https/${edge}/routes/${route}/${kind}`, () => {
       if (kind === "saml") {
@@ -190,7 +207,7 @@ export class SimulatedApi implements ApiClient {
     });
   }
 
-  async deleteModule(edge: string, route: string, kind: ModuleKind): Promise<void> {
+  private removeModule(edge: string, route: string, kind: ModuleKind): void {
     const r = this.route(edge, route, "DELETE");
     if (r[kind] === null) throw new ApiError("DELETE", `/edges/https/${edge}/routes/${route}/${kind}`, 404, "ERR_NGROK_7400", "module not set", undefined);
     this.write("DELETE", `/edges/https/${edge}/routes/${route}/${kind}`, () => {
