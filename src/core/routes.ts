@@ -8,7 +8,6 @@ import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { buildModuleChange } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
-import { runSteps } from "../model/steps.js";
 import { IgnoredCollector, ignoreModuleFields } from "./ignore.js";
 import { comparePos, PlanProblems } from "./plan-index.js";
 
@@ -70,22 +69,13 @@ export interface RoutePlan {
   ignored: IgnoredCollector;
 }
 
-/** The routes' part of a plan, in steps: it yields after each route (see src/model/steps.ts). */
-export function* planRoutesSteps(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): Generator<void, RoutePlan> {
+/** The routes' part of a plan. */
+export function planRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): RoutePlan {
   const problems = new PlanProblems();
   const ignored = new IgnoredCollector();
   const pairs = pairRoutes(desired, live, problems);
-  const changes: Change[] = [];
-  for (const pair of pairs) {
-    yield;
-    changes.push(...buildPairChanges(pair, ignored));
-  }
+  const changes = pairs.flatMap((pair) => buildPairChanges(pair, ignored));
   return { pairs, changes, problems, ignored };
-}
-
-/** `planRoutesSteps` run through at once. */
-export function planRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): RoutePlan {
-  return runSteps(planRoutesSteps(desired, live));
 }
 
 /** Modules the manifests manage that exist live (they count toward the stack's objects). */

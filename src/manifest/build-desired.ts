@@ -32,8 +32,6 @@ import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
 import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
-import { lazyProperty } from "../model/lazy.js";
-import { runSteps } from "../model/steps.js";
 import { didYouMean } from "./suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
@@ -224,13 +222,10 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   if (v.rollout !== undefined && rollout === undefined) ok = false;
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
   if (!ok || ignoreChanges === undefined) return undefined;
-  const fieldSources = (): Record<string, SourcePos> => {
-    const sources: Record<string, SourcePos> = {};
-    for (const f of WB_MANIFEST_FIELDS) if (v[f] !== undefined) sources[f] = pin.value([f]);
-    for (const k of children) sources[`backends.${k}`] = pin.key(["backends", k]);
-    return sources;
-  };
-  const desired: Omit<DesiredWeightedBackend, "fieldSources"> = {
+  const fieldSources: Record<string, SourcePos> = {};
+  for (const f of WB_MANIFEST_FIELDS) if (v[f] !== undefined) fieldSources[f] = pin.value([f]);
+  for (const k of children) fieldSources[`backends.${k}`] = pin.key(["backends", k]);
+  return {
     kind: "WeightedBackend",
     name: v.name,
     description,
@@ -241,9 +236,8 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ...(ignoreChanges.length > 0 ? { ignoreChanges } : {}),
     ...(rollout !== undefined ? { rollout } : {}),
     source: doc.src.pos,
+    fieldSources,
   };
-  // The field positions of a fast-read document are listed when first read: most never are.
-  return doc.src.deferred ? lazyProperty(desired, "fieldSources", fieldSources) : { ...desired, fieldSources: fieldSources() };
 }
 
 /** The entries of `ignore_changes`, each checked by the kind; undefined after reporting a bad one. */
@@ -325,22 +319,16 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos };
 }
 
+type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
+type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
+
 /**
- * Builds the DesiredState from validated documents and checks every rule between objects. `desired` holds only the
- * objects without errors (never a partial document); it is meaningful to a plan only when no error is returned.
+ * Names: the first declaration wins; every later one is an error that names the first. The one check of unique
+ * names: the plan relies on it.
  */
-export function buildDesired(input: BuildInput): { desired: DesiredState; diagnostics: Diagnostic[] } {
-  return runSteps(buildDesiredSteps(input));
-}
-
-/** `buildDesired` in steps: it yields after each object (see steps.ts). */
-export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired: DesiredState; diagnostics: Diagnostic[] }> {
-  const out = new Collector();
-  const desired: DesiredState = { weightedBackends: [], edgeRoutes: [] };
-
-  // Names: the first declaration wins; every later one is an error that names the first.
+function firstDeclarations(declaredNames: BuildInput["declaredNames"], out: Collector): Map<string, SourcePos> {
   const firstByName = new Map<string, SourcePos>();
-  for (const { name, pos } of input.declaredNames) {
+  for (const { name, pos } of declaredNames) {
     const first = firstByName.get(name);
     if (first) {
       out.error(pos, `name ${name} is already used by the WeightedBackend at ${fmt(first)}; names must be unique across all manifests`);
@@ -348,34 +336,38 @@ export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired
       firstByName.set(name, pos);
     }
   }
+  return firstByName;
+}
 
-  const wbDocs = input.documents.filter((d): d is CheckedDocument & { kind: "WeightedBackend" } => d.kind === "WeightedBackend");
-  const erDocs = input.documents.filter((d): d is CheckedDocument & { kind: "EdgeRoute" } => d.kind === "EdgeRoute");
-
+/**
+ * Normalises every WeightedBackend document into `desired`, checking that no id is adopted twice (the one check of
+ * it: the plan relies on it); returns the adopted ids with the name that adopts each.
+ */
+function addWeightedBackends(wbDocs: WeightedBackendDoc[], desired: DesiredState, out: Collector): Map<string, { name: string; pos: SourcePos }> {
   const adopted = new Map<string, { name: string; pos: SourcePos }>();
-  const declared = [...firstByName.keys()];
   for (const doc of wbDocs) {
     const v = doc.value;
-    const pin = new Pinner(doc.src);
     if (v.id !== undefined) {
+      const at = new Pinner(doc.src).value(["id"]);
       const first = adopted.get(v.id);
       if (first) {
-        out.error(
-          pin.value(["id"]),
-          `id ${v.id} is already adopted by ${first.name} at ${fmt(first.pos)}; two manifests cannot manage the same weighted backend`,
-        );
+        out.error(at, `id ${v.id} is already adopted by ${first.name} at ${fmt(first.pos)}; two manifests cannot manage the same weighted backend`);
       } else {
-        adopted.set(v.id, { name: v.name, pos: pin.value(["id"]) });
+        adopted.set(v.id, { name: v.name, pos: at });
       }
     }
-    yield;
     out.quiet = doc.partial;
     const wb = normaliseWeightedBackend(doc, out);
     out.quiet = false;
     if (wb && !doc.partial) desired.weightedBackends.push(wb);
   }
+  return adopted;
+}
 
-  for (const { key, pos } of input.references) {
+/** Every child key that names no declared WeightedBackend is an error. */
+function reportUnresolved(references: BuildInput["references"], firstByName: Map<string, SourcePos>, out: Collector): void {
+  const declared = [...firstByName.keys()];
+  for (const { key, pos } of references) {
     if (firstByName.has(key)) continue;
     out.error(
       pos,
@@ -383,9 +375,11 @@ export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired
         didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)"),
     );
   }
+}
 
-  // Reference cycles, through names and through the ids that manifests adopt.
-  const byName = new Map<string, CheckedDocument & { kind: "WeightedBackend" }>();
+/** Reference cycles, through names and through the ids that manifests adopt. */
+function reportCycles(wbDocs: WeightedBackendDoc[], adopted: Map<string, { name: string }>, out: Collector): void {
+  const byName = new Map<string, WeightedBackendDoc>();
   for (const doc of wbDocs) if (!byName.has(doc.value.name)) byName.set(doc.value.name, doc);
   const edges = new Map<string, string[]>();
   for (const [name, doc] of byName) {
@@ -408,26 +402,45 @@ export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired
       `backends.${key}: reference cycle ${cycle.join(" -> ")}; a weighted backend cannot contain itself, remove one of these references`,
     );
   }
+}
 
+/**
+ * Normalises every EdgeRoute document into `desired`; a route declared twice is an error at the second (the one
+ * check of it: the plan relies on it).
+ */
+function addEdgeRoutes(erDocs: EdgeRouteDoc[], samlSources: BuildInput["samlSources"], desired: DesiredState, out: Collector): void {
   const routes = new Map<string, SourcePos>();
   for (const doc of erDocs) {
-    yield;
     const v = doc.value;
     const address = `${v.edge}/${v.route}`;
+    const at = new Pinner(doc.src).value(["route"]);
     const first = routes.get(address);
     if (first) {
-      out.error(
-        new Pinner(doc.src).value(["route"]),
-        `edge route ${address} is already declared at ${fmt(first)}; declare each route once, with both of its modules in one manifest`,
-      );
+      out.error(at, `edge route ${address} is already declared at ${fmt(first)}; declare each route once, with both of its modules in one manifest`);
       continue;
     }
-    routes.set(address, new Pinner(doc.src).value(["route"]));
-    const source = input.samlSources.get(doc);
+    routes.set(address, at);
     out.quiet = doc.partial;
-    const er = normaliseEdgeRoute(doc, source, out);
+    const er = normaliseEdgeRoute(doc, samlSources.get(doc), out);
     out.quiet = false;
     if (er && !doc.partial) desired.edgeRoutes.push(er);
   }
+}
+
+/**
+ * Builds the DesiredState from validated documents and checks every rule between objects. `desired` holds only the
+ * objects without errors (never a partial document); it is meaningful to a plan only when no error is returned.
+ * With no error, its names, adopted ids and routes are each unique.
+ */
+export function buildDesired(input: BuildInput): { desired: DesiredState; diagnostics: Diagnostic[] } {
+  const out = new Collector();
+  const desired: DesiredState = { weightedBackends: [], edgeRoutes: [] };
+  const firstByName = firstDeclarations(input.declaredNames, out);
+  const wbDocs = input.documents.filter((d): d is WeightedBackendDoc => d.kind === "WeightedBackend");
+  const erDocs = input.documents.filter((d): d is EdgeRouteDoc => d.kind === "EdgeRoute");
+  const adopted = addWeightedBackends(wbDocs, desired, out);
+  reportUnresolved(input.references, firstByName, out);
+  reportCycles(wbDocs, adopted, out);
+  addEdgeRoutes(erDocs, input.samlSources, desired, out);
   return { desired, diagnostics: out.diagnostics };
 }

@@ -175,7 +175,10 @@ function unionMessage(issue: Issue & { code: "invalid_union" }, input: unknown, 
   return `expected ${UNION_EXPECTED[where] ?? [...wants].join(" or ")}, got ${describeValue(input)}${hint}`;
 }
 
-/** Positions of the nodes of one document, by path: what every diagnostic is pinned to. */
+/**
+ * Positions of the nodes of one document, by path: what every diagnostic is pinned to. Each is found when asked,
+ * from the node's range and the file's table of line starts (a binary search).
+ */
 export class Pinner {
   constructor(private readonly d: ParsedDocument) {}
 
@@ -184,80 +187,23 @@ export class Pinner {
     return offset === undefined ? undefined : this.d.map.at(offset);
   }
 
-  /** `find()` now, or, in a document of the fast read, when the position is first read. */
-  private pinned(find: () => SourcePos): SourcePos {
-    return this.d.deferred ? deferredPos(this.d.file, find) : find();
-  }
-
   /** The value at a path, else its key, else the mapping it belongs to. */
   value(path: ReadonlyArray<PropertyKey>): SourcePos {
-    return this.pinned(() => {
-      const l = locate(this.d.doc, path);
-      return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
-    });
+    const l = locate(this.d.doc, path);
+    return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
   }
 
   /** The key at a path, else the value. */
   key(path: ReadonlyArray<PropertyKey>): SourcePos {
-    return this.pinned(() => this.at(locate(this.d.doc, path).key) ?? this.value(path));
+    return this.at(locate(this.d.doc, path).key) ?? this.value(path);
   }
 
   /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
   container(path: ReadonlyArray<PropertyKey>): SourcePos {
     if (path.length <= 1) return this.d.pos;
-    return this.pinned(() => {
-      const l = locate(this.d.doc, path.slice(0, -1));
-      return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
-    });
+    const l = locate(this.d.doc, path.slice(0, -1));
+    return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
   }
-}
-
-/**
- * A position in `file` found when its line or column is first read. Most positions a loader keeps (a field's
- * place, for a diagnostic that may never come) are never read; in a document of the fast read, finding one means
- * parsing its file the full way. A loading keeps one per name and reference, so it is a small object: `line` and
- * `col` are its own enumerable properties (it reads, spreads and serialises as a plain position), whose getters all
- * positions share.
- */
-class DeferredPos {
-  readonly file: string;
-  declare readonly line: number;
-  declare readonly col: number;
-  #find: (() => SourcePos) | undefined;
-  #found: SourcePos | undefined;
-
-  constructor(file: string, find: () => SourcePos) {
-    this.file = file;
-    this.#find = find;
-    Object.defineProperties(this, DEFERRED_POS_GETTERS);
-  }
-
-  found(): SourcePos {
-    if (this.#found === undefined) {
-      this.#found = (this.#find as () => SourcePos)();
-      this.#find = undefined;
-    }
-    return this.#found;
-  }
-}
-
-const DEFERRED_POS_GETTERS: PropertyDescriptorMap = {
-  line: {
-    get(this: DeferredPos): number {
-      return this.found().line;
-    },
-    enumerable: true,
-  },
-  col: {
-    get(this: DeferredPos): number {
-      return this.found().col;
-    },
-    enumerable: true,
-  },
-};
-
-function deferredPos(file: string, find: () => SourcePos): SourcePos {
-  return new DeferredPos(file, find);
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {

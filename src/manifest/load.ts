@@ -1,10 +1,9 @@
 /**
  * Loading manifests: files and folders to the normalised DesiredState, with every problem reported as a diagnostic
- * pinned to `file:line:col`. The steps: find the files (walk.ts), read the YAML the fast way when a text allows it
- * (yaml-fast.ts) and else the full way with every node's place (yaml-source.ts), replace `${EDGEPLAN_VAR_*}`
- * (interpolate.ts), check each document against its kind's schema (check-document.ts), read and check IdP metadata
- * (idp-metadata.ts), then normalise and apply the rules between objects (build-desired.ts). The work runs in
- * slices of a few ms (steps.ts).
+ * pinned to `file:line:col`. The steps: find the files (walk.ts), read each file and parse its YAML with every
+ * node's place (yaml-source.ts), replace `${EDGEPLAN_VAR_*}` (interpolate.ts), check each document against its
+ * kind's schema (check-document.ts), read and check IdP metadata (idp-metadata.ts), then normalise and apply the
+ * rules between objects (build-desired.ts).
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
@@ -12,13 +11,11 @@ import type { Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
-import { buildDesiredSteps, samlSourceKind, type SamlSource } from "./build-desired.js";
+import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
 import { Pinner, type CheckedDocument } from "./check-document.js";
-import { checkManifestTextSteps, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
+import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
-import type { FastCheckWorker } from "./fast-check-worker.js";
-import { runInTurns, Turns } from "./steps.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
 import { MAX_MANIFEST_BYTES, decodeManifest } from "./yaml-source.js";
 
@@ -29,16 +26,6 @@ export interface LoadOptions {
   cwd?: string;
   /** The time certificates are checked against. Default: now. */
   now?: Date;
-  /**
-   * Whether a text may be read the fast way (yaml-fast.ts). Default true; false reads every text the full way, as
-   * the tests do to hold the two ways to the same result.
-   */
-  fastRead?: boolean;
-  /**
-   * A worker thread for the fast checks, started by the caller (`plan`, so that its reads meanwhile are followed up
-   * promptly): used when the manifests hold at least `WORKER_MIN_CHARS` characters of text, and closed by `loadDesired`.
-   */
-  worker?: FastCheckWorker;
 }
 
 export interface LoadResult {
@@ -98,18 +85,20 @@ export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
   });
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight, keeping results in order. */
-async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T);
+/** Starts `fn` over `items` with at most `limit` in flight; returns the promise of each result, in order. */
+function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Array<Promise<R>> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return items.map(async (item) => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+    try {
+      return await fn(item);
+    } finally {
+      running--;
+      waiting.shift()?.();
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
+  });
 }
 
 async function readManifestBytes(file: ManifestFile): Promise<{ bytes: Uint8Array } | { diagnostic: Diagnostic }> {
@@ -152,66 +141,34 @@ interface ReadFiles {
 /** A file read: its text, a diagnostic in its place, or "skip" (a walked YAML file that is not a manifest). */
 type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
 
-/** Reads the files found (16 at a time) and decodes them; a walked YAML file that is not a manifest is skipped. */
-async function readTexts(found: ManifestFile[]): Promise<Array<FileText | undefined>> {
-  const contents = await mapLimited(found, 16, readManifestBytes);
-  return found.map((file, i) => {
-    const bytes = contents[i];
-    if (bytes === undefined) return undefined;
-    const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
-    return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;
-  });
-}
-
-/** Characters of manifest text, in all, from which the fast checks run in a worker thread (when the caller gives one). */
-export const WORKER_MIN_CHARS = 256 * 1024;
-
-/** Sends `texts` to the worker when they are many enough to be worth it, and returns it; else undefined. */
-function useWorker(worker: FastCheckWorker | undefined, texts: Array<FileText | undefined>, found: ManifestFile[]): FastCheckWorker | undefined {
-  let chars = 0;
-  for (const t of texts) if (t !== undefined && t !== "skip" && "text" in t) chars += t.text.length;
-  if (worker === undefined || chars < WORKER_MIN_CHARS) return undefined;
-  texts.forEach((t, i) => {
-    if (t !== undefined && t !== "skip" && "text" in t) worker.send(i, t.text, (found[i] as ManifestFile).display);
-  });
-  return worker;
+/** Reads one file found and decodes it; a walked YAML file that is not a manifest is skipped. */
+async function readText(file: ManifestFile): Promise<FileText> {
+  const bytes = await readManifestBytes(file);
+  const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
+  return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;
 }
 
 /**
- * Reads the files found, and checks every document of the manifests into `checked`: the fast checks of a text run
- * here, or in the worker thread given (for a large loading), or not at all (`fastRead` false: every text the full
- * way). Texts are taken in the order of the files, giving the event loop a turn now and then.
+ * Reads the files found (16 at a time) and checks every document of the manifests into `checked`, in the order of
+ * the files. A file is checked as soon as it and the files before it are read, so that reading and checking
+ * overlap, and requests in flight beside the loading are followed up between files.
  */
-async function readAndCheckFiles(
-  found: ManifestFile[],
-  env: Env,
-  checked: CheckedTexts,
-  turns: Turns,
-  fast: { fastRead: boolean; worker: FastCheckWorker | undefined },
-): Promise<ReadFiles> {
+async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
-  const texts = await readTexts(found);
-  const worker = fast.fastRead ? useWorker(fast.worker, texts, found) : undefined;
-  try {
-    for (const [i, file] of found.entries()) {
-      const t = texts[i];
-      if (t === undefined) continue;
-      if (turns.due()) await turns.take();
-      if (t === "skip") {
-        // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
-        if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
-        continue;
-      }
-      read.files.push(file.display);
-      if ("diagnostic" in t) {
-        checked.diagnostics.push(t.diagnostic);
-        continue;
-      }
-      const checks = !fast.fastRead ? null : worker ? await worker.checks(i) : undefined;
-      for (const doc of await runInTurns(checkManifestTextSteps(t.text, file.display, env, checked, checks), turns)) read.fileOf.set(doc, file);
+  const texts = mapLimited(found, 16, readText);
+  for (const [i, file] of found.entries()) {
+    const t = await (texts[i] as Promise<FileText>);
+    if (t === "skip") {
+      // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
+      if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
+      continue;
     }
-  } finally {
-    await fast.worker?.close();
+    read.files.push(file.display);
+    if ("diagnostic" in t) {
+      checked.diagnostics.push(t.diagnostic);
+      continue;
+    }
+    for (const doc of checkManifestText(t.text, file.display, env, checked)) read.fileOf.set(doc, file);
   }
   return read;
 }
@@ -266,12 +223,10 @@ async function checkSamlSources(
   diagnostics: Diagnostic[],
   cwd: string,
   now: Date,
-  turns: Turns,
 ): Promise<Map<CheckedDocument, SamlSource | undefined>> {
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
   const cache: IdpFileCache = new Map();
   for (const doc of documents) {
-    if (turns.due()) await turns.take();
     if (doc.kind !== "EdgeRoute") continue;
     const saml = doc.value.saml;
     if (saml === undefined || saml === "absent") continue;
@@ -312,12 +267,9 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   const checked = emptyCheckedTexts();
   const { diagnostics, documents, declaredNames, references } = checked;
   diagnostics.push(...found.diagnostics);
-  // The loading gives the event loop a turn every few ms, so that reads started beside it (`plan`'s listing) go on.
-  const turns = new Turns();
-  const fast = { fastRead: options.fastRead ?? true, worker: options.worker };
-  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked, turns, fast);
-  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now, turns);
-  const built = await runInTurns(buildDesiredSteps({ documents, declaredNames, references, samlSources }), turns);
+  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked);
+  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now);
+  const built = buildDesired({ documents, declaredNames, references, samlSources });
   diagnostics.push(...built.diagnostics);
   if (files.length === 0 && found.diagnostics.length === 0) diagnostics.push(noManifestsWarning(paths, cwd));
   return {

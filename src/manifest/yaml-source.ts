@@ -33,18 +33,12 @@ export class SourceMap {
 /** One YAML document of a manifest file, with the way back from its nodes to lines and columns. */
 export interface ParsedDocument {
   file: string;
-  /** The document's nodes; composed on first use when `deferred`. */
   doc: Document.Parsed;
   map: SourceMap;
   /** Where the document's content starts. */
   pos: SourcePos;
   /** False when the file's text holds no `$`: no `${VAR}` to replace, so the document need not be walked for them. */
   mayInterpolate: boolean;
-  /**
-   * Set on a document of the fast read (yaml-fast.ts): its value was read without nodes, so positions inside it are
-   * found only when one is read (`Pinner`).
-   */
-  deferred?: boolean;
 }
 
 const err = (pos: SourcePos, message: string): Diagnostic => ({ severity: "error", pos, message });
