@@ -3,6 +3,7 @@
  * have been read), and the module changes of each pair (`planRoutes`). Pure.
  */
 import { compareText } from "../model/canonical.js";
+import { InternalError } from "../model/errors.js";
 import type { Change } from "../model/plan.js";
 import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
@@ -18,7 +19,10 @@ export interface RoutePair {
 
 const routeKey = (r: { edge: string; route: string }): string => `${r.edge}/${r.route}`;
 
-/** Pairs every manifest's route with the live route; reports routes declared twice and managed routes not read. */
+/**
+ * Pairs every manifest's route with the live route; reports managed routes not read. Each route is declared once:
+ * the loader reports a repeat (src/manifest/build-desired.ts).
+ */
 export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[], problems: PlanProblems): RoutePair[] {
   const liveRoutes = new Map(live.map((r) => [routeKey(r), r]));
   const sorted = [...desired].sort((a, b) => compareText(routeKey(a), routeKey(b)) || comparePos(a.source, b.source));
@@ -27,8 +31,7 @@ export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly 
     const r = sorted[i] as DesiredEdgeRoute;
     const prev = sorted[i - 1];
     if (prev && prev.edge === r.edge && prev.route === r.route) {
-      problems.error(r.source, `edge route ${r.edge}/${r.route} is also declared at ${formatPos(prev.source)}; each route may appear once`);
-      continue;
+      throw new InternalError(`plan: edge route ${r.edge}/${r.route} is declared at ${formatPos(prev.source)} and ${formatPos(r.source)}; the loader reports a route declared twice`);
     }
     const lr = liveRoutes.get(routeKey(r));
     if (!lr) {

@@ -85,22 +85,6 @@ export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
   });
 }
 
-/** Starts `fn` over `items` with at most `limit` in flight; returns the promise of each result, in order. */
-function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Array<Promise<R>> {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return items.map(async (item) => {
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    running++;
-    try {
-      return await fn(item);
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  });
-}
-
 async function readManifestBytes(file: ManifestFile): Promise<{ bytes: Uint8Array } | { diagnostic: Diagnostic }> {
   const pos = { file: file.display, line: 1, col: 1 };
   try {
@@ -149,15 +133,14 @@ async function readText(file: ManifestFile): Promise<FileText> {
 }
 
 /**
- * Reads the files found (16 at a time) and checks every document of the manifests into `checked`, in the order of
- * the files. A file is checked as soon as it and the files before it are read, so that reading and checking
- * overlap, and requests in flight beside the loading are followed up between files.
+ * Reads the files found and checks every document of the manifests into `checked`, in the order of the files. Each
+ * file is read when the one before it is checked: while it is read, requests in flight beside the loading (`plan`'s
+ * listing) are followed up, within one file's checks (a few ms) rather than after the whole loading.
  */
 async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
-  const texts = mapLimited(found, 16, readText);
-  for (const [i, file] of found.entries()) {
-    const t = await (texts[i] as Promise<FileText>);
+  for (const file of found) {
+    const t = await readText(file);
     if (t === "skip") {
       // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
       if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
