@@ -31,7 +31,8 @@ import { normaliseModuleSettings } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
-import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import { Pinner } from "./yaml-source.js";
 import { didYouMean } from "./suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */

@@ -4,7 +4,6 @@
  * Pure.
  */
 import type { z } from "zod";
-import type { Node } from "yaml";
 import { isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
@@ -18,7 +17,7 @@ import {
   type WeightedBackendManifest,
 } from "../model/manifest-schema.js";
 import { closest, didYouMean } from "./suggest.js";
-import { locate, startOf, type ParsedDocument } from "./yaml-source.js";
+import { Pinner, type ParsedDocument } from "./yaml-source.js";
 
 /**
  * A document that passed its schema. `partial`: it had errors and this is what is left once the offending values
@@ -175,37 +174,6 @@ function unionMessage(issue: Issue & { code: "invalid_union" }, input: unknown, 
   return `expected ${UNION_EXPECTED[where] ?? [...wants].join(" or ")}, got ${describeValue(input)}${hint}`;
 }
 
-/**
- * Positions of the nodes of one document, by path: what every diagnostic is pinned to. Each is found when asked,
- * from the node's range and the file's table of line starts (a binary search).
- */
-export class Pinner {
-  constructor(private readonly d: ParsedDocument) {}
-
-  private at(node: Node | undefined): SourcePos | undefined {
-    const offset = startOf(node);
-    return offset === undefined ? undefined : this.d.map.at(offset);
-  }
-
-  /** The value at a path, else its key, else the mapping it belongs to. */
-  value(path: ReadonlyArray<PropertyKey>): SourcePos {
-    const l = locate(this.d.doc, path);
-    return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
-  }
-
-  /** The key at a path, else the value. */
-  key(path: ReadonlyArray<PropertyKey>): SourcePos {
-    return this.at(locate(this.d.doc, path).key) ?? this.value(path);
-  }
-
-  /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
-  container(path: ReadonlyArray<PropertyKey>): SourcePos {
-    if (path.length <= 1) return this.d.pos;
-    const l = locate(this.d.doc, path.slice(0, -1));
-    return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
-  }
-}
-
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
   let cur = root;
   for (const seg of path) {
@@ -346,14 +314,6 @@ export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, p
   return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
 }
 
-/** Whether any mapping in `value` has a `__proto__` key (the common answer, no, without building paths). */
-function hasProtoKey(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(hasProtoKey);
-  if (!isPlainObject(value)) return false;
-  for (const k in value) if (k === "__proto__" || hasProtoKey(value[k])) return true;
-  return false;
-}
-
 /** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
 export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): PropertyKey[][] {
   if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...path, i]));
@@ -405,12 +365,13 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
       ],
     };
   }
-  const protoDiagnostics: Diagnostic[] = (hasProtoKey(plain) ? protoKeyPaths(plain) : []).map((p) => ({
+  const protoPaths = protoKeyPaths(plain);
+  const protoDiagnostics: Diagnostic[] = protoPaths.map((p) => ({
     severity: "error",
     pos: pin.key(p),
     message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,
   }));
-  for (const p of protoDiagnostics.length > 0 ? protoKeyPaths(plain) : []) deleteAt(plain, p);
+  for (const p of protoPaths) deleteAt(plain, p);
   const k = kind as ManifestKind;
   const name = k === "WeightedBackend" && typeof plain.name === "string" ? plain.name : undefined;
   const references =

@@ -5,9 +5,9 @@
  */
 import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
-import { Pinner, checkDocument, type CheckResult, type CheckedDocument } from "./check-document.js";
+import { checkDocument, type CheckResult, type CheckedDocument } from "./check-document.js";
 import { interpolateDocument, type Env } from "./interpolate.js";
-import { parseManifestText, toPlain, type ParsedDocument } from "./yaml-source.js";
+import { parseManifestText, Pinner, toPlain, type ParsedDocument } from "./yaml-source.js";
 
 /** What the documents of several manifest texts add up to before the rules across objects run. */
 export interface CheckedTexts {

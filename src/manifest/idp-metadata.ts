@@ -8,7 +8,9 @@ import { realpath, stat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { LIMITS } from "../model/wire.js";
-import { firstInvalidUtf8 } from "./yaml-source.js";
+import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
+
+export { lineColOf };
 
 /** A problem in IdP metadata, with its line and column in the XML when it points at a place there. */
 export interface XmlProblem {
@@ -17,17 +19,6 @@ export interface XmlProblem {
   /** 1-based line and column in the XML, when known. */
   line?: number;
   col?: number;
-}
-
-/** 1-based line and column of a character offset. */
-export function lineColOf(text: string, offset: number): { line: number; col: number } {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = text.indexOf("\n"); i >= 0 && i < offset; i = text.indexOf("\n", i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  return { line, col: offset - lineStart + 1 };
 }
 
 type XmlNode = Record<string, unknown>;
@@ -237,8 +228,6 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   try {
     return { ok: true, text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes), absPath };
   } catch {
-    const at = firstInvalidUtf8(bytes);
-    const before = new TextDecoder("utf-8").decode(bytes.subarray(0, at));
-    return { ok: false, absPath, ...lineColOf(before, before.length), message: "IdP metadata file is not valid UTF-8 text; save it as UTF-8" };
+    return { ok: false, absPath, ...lineColOfByte(bytes, firstInvalidUtf8(bytes)), message: "IdP metadata file is not valid UTF-8 text; save it as UTF-8" };
   }
 }

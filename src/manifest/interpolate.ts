@@ -93,7 +93,7 @@ export function interpolateDocument(d: ParsedDocument, env: Env): { diagnostics:
     Scalar(key, node, ancestors) {
       if (key === "key" || typeof node.value !== "string" || !node.value.includes("$")) return;
       const { text, problems } = substitute(node.value, env);
-      const pos = d.map.at(startOf(node) ?? 0);
+      const pos = d.at(startOf(node) ?? 0);
       for (const message of problems) diagnostics.push({ severity: "error", pos, message });
       if (problems.length === 0) node.value = text;
       else unresolved.push(dataPath(ancestors, node));

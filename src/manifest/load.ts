@@ -12,12 +12,12 @@ import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
 import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
-import { Pinner, type CheckedDocument } from "./check-document.js";
+import type { CheckedDocument } from "./check-document.js";
 import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
-import { MAX_MANIFEST_BYTES, decodeManifest } from "./yaml-source.js";
+import { MAX_MANIFEST_BYTES, decodeManifest, Pinner } from "./yaml-source.js";
 
 export interface LoadOptions {
   /** Where `${EDGEPLAN_VAR_*}` values come from. Default: `process.env`. */
