@@ -14,6 +14,7 @@ import type {
 } from "../model/manifest-schema.js";
 import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
 import {
+  formatPos,
   MARKER_KEY,
   type DesiredEdgeRoute,
   type DesiredState,
@@ -71,23 +72,13 @@ export function samlSourceKind(saml: SamlManifest): "inline" | "file" | "both" |
   return inline && file ? "both" : inline ? "inline" : file ? "file" : "none";
 }
 
-const fmt = (p: SourcePos): string => `${p.file}:${p.line}:${p.col}`;
-
 /** Path (dotted) of the first value JSON cannot carry (a non-finite number), or undefined. */
 function nonJsonPath(value: unknown, path: string): string | undefined {
   if (typeof value === "number") return Number.isFinite(value) ? undefined : path;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = nonJsonPath(value[i], `${path}[${i}]`);
-      if (p) return p;
-    }
-    return undefined;
-  }
-  if (isPlainObject(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      const p = nonJsonPath(v, `${path}.${k}`);
-      if (p) return p;
-    }
+  if (!Array.isArray(value) && !isPlainObject(value)) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const p = nonJsonPath(v, Array.isArray(value) ? `${path}[${k}]` : `${path}.${k}`);
+    if (p) return p;
   }
   return undefined;
 }
@@ -332,7 +323,7 @@ function firstDeclarations(declaredNames: BuildInput["declaredNames"], out: Coll
   for (const { name, pos } of declaredNames) {
     const first = firstByName.get(name);
     if (first) {
-      out.error(pos, `name ${name} is already used by the WeightedBackend at ${fmt(first)}; names must be unique across all manifests`);
+      out.error(pos, `name ${name} is already used by the WeightedBackend at ${formatPos(first)}; names must be unique across all manifests`);
     } else {
       firstByName.set(name, pos);
     }
@@ -352,7 +343,7 @@ function addWeightedBackends(wbDocs: WeightedBackendDoc[], desired: DesiredState
       const at = new Pinner(doc.src).value(["id"]);
       const first = adopted.get(v.id);
       if (first) {
-        out.error(at, `id ${v.id} is already adopted by ${first.name} at ${fmt(first.pos)}; two manifests cannot manage the same weighted backend`);
+        out.error(at, `id ${v.id} is already adopted by ${first.name} at ${formatPos(first.pos)}; two manifests cannot manage the same weighted backend`);
       } else {
         adopted.set(v.id, { name: v.name, pos: at });
       }
@@ -417,7 +408,7 @@ function addEdgeRoutes(erDocs: EdgeRouteDoc[], samlSources: BuildInput["samlSour
     const at = new Pinner(doc.src).value(["route"]);
     const first = routes.get(address);
     if (first) {
-      out.error(at, `edge route ${address} is already declared at ${fmt(first)}; declare each route once, with both of its modules in one manifest`);
+      out.error(at, `edge route ${address} is already declared at ${formatPos(first)}; declare each route once, with both of its modules in one manifest`);
       continue;
     }
     routes.set(address, at);

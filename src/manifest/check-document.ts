@@ -48,7 +48,6 @@ type Path = PropertyKey[];
 const dotted = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
 
-
 const EXPECTED: Record<string, string> = {
   string: "text",
   number: "a number",
@@ -330,40 +329,14 @@ export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): Propert
  */
 export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: ReadonlyArray<ReadonlyArray<PropertyKey>> = []): CheckResult {
   const pin = new Pinner(d);
-  if (!isPlainObject(plain)) {
-    return {
-      diagnostics: [
-        {
-          severity: "error",
-          pos: d.pos,
-          message: `a manifest document must be a mapping with a kind, not ${describeValue(plain)}; start it with kind: WeightedBackend or kind: EdgeRoute`,
-        },
-      ],
-    };
-  }
+  const refuse = (pos: SourcePos, message: string): CheckResult => ({ diagnostics: [{ severity: "error", pos, message }] });
+  const kindHint = "kind: WeightedBackend or kind: EdgeRoute";
+  if (!isPlainObject(plain)) return refuse(d.pos, `a manifest document must be a mapping with a kind, not ${describeValue(plain)}; start it with ${kindHint}`);
   const kind = plain.kind;
-  if (kind === undefined) {
-    return {
-      diagnostics: [{ severity: "error", pos: d.pos, message: "missing kind; add kind: WeightedBackend or kind: EdgeRoute" }],
-    };
-  }
-  if (typeof kind !== "string") {
-    return {
-      diagnostics: [
-        { severity: "error", pos: pin.value(["kind"]), message: `kind is ${describeValue(kind)}; write kind: WeightedBackend or kind: EdgeRoute` },
-      ],
-    };
-  }
+  if (kind === undefined) return refuse(d.pos, `missing kind; add ${kindHint}`);
+  if (typeof kind !== "string") return refuse(pin.value(["kind"]), `kind is ${describeValue(kind)}; write ${kindHint}`);
   if (!(MANIFEST_KINDS as readonly string[]).includes(kind)) {
-    return {
-      diagnostics: [
-        {
-          severity: "error",
-          pos: pin.value(["kind"]),
-          message: `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`,
-        },
-      ],
-    };
+    return refuse(pin.value(["kind"]), `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`);
   }
   const protoPaths = protoKeyPaths(plain);
   const protoDiagnostics: Diagnostic[] = protoPaths.map((p) => ({

@@ -8,6 +8,7 @@ import { realpath, stat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { LIMITS } from "../model/wire.js";
+import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
 
 export { lineColOf };
@@ -200,11 +201,7 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
     return { ok: false, message: `${field} ${ref} is an absolute path; give a path relative to this manifest, inside ${inRoot}` };
   }
   const absPath = path.resolve(path.dirname(manifestPath), ref);
-  const outside = (base: string, p: string): boolean => {
-    const rel = path.relative(base, p);
-    return rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
-  };
-  if (outside(root, absPath)) {
+  if (!inside(root, absPath)) {
     return { ok: false, message: `${field} ${ref} leads outside ${inRoot}; keep IdP metadata files inside the folder given to edgeplan` };
   }
   let real: string;
@@ -213,7 +210,7 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   } catch {
     return { ok: false, message: `${field} ${ref}: no such file; check the path (it is relative to this manifest)` };
   }
-  if (outside(await realpath(root), real)) {
+  if (!inside(await realpath(root), real)) {
     return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
   }
   const info = await stat(real);

@@ -17,7 +17,7 @@ import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
-import { MAX_MANIFEST_BYTES, decodeManifest, Pinner } from "./yaml-source.js";
+import { decodeManifest, Pinner, sizeDiagnostic } from "./yaml-source.js";
 
 export interface LoadOptions {
   /** Where `${EDGEPLAN_VAR_*}` values come from. Default: `process.env`. */
@@ -85,27 +85,6 @@ export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
   });
 }
 
-async function readManifestBytes(file: ManifestFile): Promise<{ bytes: Uint8Array } | { diagnostic: Diagnostic }> {
-  const pos = { file: file.display, line: 1, col: 1 };
-  try {
-    const info = await stat(file.path);
-    if (info.size > MAX_MANIFEST_BYTES) {
-      return {
-        diagnostic: {
-          severity: "error",
-          pos,
-          message: `file is ${info.size} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`,
-        },
-      };
-    }
-    return { bytes: await readFile(file.path) };
-  } catch (e) {
-    return {
-      diagnostic: { severity: "error", pos, message: `cannot read this file (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions` },
-    };
-  }
-}
-
 /** Diagnostics for problems of IdP metadata: inside an XML file when they have a place there, else at the manifest value. */
 function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: string | undefined): Diagnostic[] {
   return problems.map((p) => ({
@@ -127,8 +106,17 @@ type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
 
 /** Reads one file found and decodes it; a walked YAML file that is not a manifest is skipped. */
 async function readText(file: ManifestFile): Promise<FileText> {
-  const bytes = await readManifestBytes(file);
-  const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
+  let bytes: Uint8Array;
+  try {
+    // The size first: a file of gigabytes is refused unread.
+    const tooLarge = sizeDiagnostic((await stat(file.path)).size, file.display);
+    if (tooLarge) return { diagnostic: tooLarge };
+    bytes = await readFile(file.path);
+  } catch (e) {
+    const message = `cannot read this file (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions`;
+    return { diagnostic: { severity: "error", pos: { file: file.display, line: 1, col: 1 }, message } };
+  }
+  const decoded = decodeManifest(bytes, file.display);
   return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;
 }
 

@@ -28,20 +28,20 @@ export interface ParsedDocument {
 
 const err = (pos: SourcePos, message: string): Diagnostic => ({ severity: "error", pos, message });
 
+/** The error of a manifest file of `size` bytes when that is more than `MAX_MANIFEST_BYTES`. */
+export function sizeDiagnostic(size: number, file: string): Diagnostic | undefined {
+  if (size <= MAX_MANIFEST_BYTES) return undefined;
+  const message = `file is ${size} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`;
+  return err({ file, line: 1, col: 1 }, message);
+}
+
 /**
  * Decodes a manifest file's bytes as UTF-8 text, refusing what cannot be a manifest: more than
  * `MAX_MANIFEST_BYTES`, NUL bytes (a binary file), invalid UTF-8.
  */
 export function decodeManifest(bytes: Uint8Array, file: string): { text: string } | { diagnostic: Diagnostic } {
-  const start = { file, line: 1, col: 1 };
-  if (bytes.byteLength > MAX_MANIFEST_BYTES) {
-    return {
-      diagnostic: err(
-        start,
-        `file is ${bytes.byteLength} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`,
-      ),
-    };
-  }
+  const tooLarge = sizeDiagnostic(bytes.byteLength, file);
+  if (tooLarge) return { diagnostic: tooLarge };
   const nul = bytes.indexOf(0);
   if (nul >= 0) {
     return { diagnostic: err({ file, ...lineColOfByte(bytes, nul) }, "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml") };
