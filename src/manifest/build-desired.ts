@@ -90,55 +90,47 @@ class Collector {
    * would be about the values taken out ("left out", "no children"), so only its errors are kept.
    */
   quiet = false;
-  error(pos: SourcePos, message: string): void {
+  /** Records an error; false, for `ok = out.error(...)`. */
+  error(pos: SourcePos, message: string): false {
     this.diagnostics.push({ severity: "error", pos, message });
+    return false;
   }
   warning(pos: SourcePos, message: string): void {
     if (!this.quiet) this.diagnostics.push({ severity: "warning", pos, message });
   }
 }
 
+/** The metadata as written, as a mapping (JSON text parsed), or why the text cannot be one. */
+function writtenMetadata(written: WeightedBackendManifest["metadata"]): Record<string, unknown> | string {
+  if (written === undefined || (typeof written === "string" && written.trim() === "")) return {};
+  if (typeof written !== "string") return written;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(written);
+  } catch {
+    return "metadata is text but not JSON; write a mapping, or JSON text of an object";
+  }
+  return isPlainObject(parsed) ? parsed : "metadata is JSON text but not of an object; write a mapping, or JSON text of an object";
+}
+
 /** The user's metadata as a mapping, or undefined after reporting why it cannot be one. */
 function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collector): Record<string, unknown> | undefined {
   const written = v.metadata;
-  let meta: Record<string, unknown>;
-  if (written === undefined) {
-    meta = {};
-  } else if (typeof written === "string") {
-    if (written.trim() === "") {
-      meta = {};
-    } else {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(written);
-      } catch {
-        out.error(pin.value(["metadata"]), "metadata is text but not JSON; write a mapping, or JSON text of an object");
-        return undefined;
-      }
-      if (!isPlainObject(parsed)) {
-        out.error(pin.value(["metadata"]), "metadata is JSON text but not of an object; write a mapping, or JSON text of an object");
-        return undefined;
-      }
-      meta = parsed;
-    }
-  } else {
-    meta = written;
+  const meta = writtenMetadata(written);
+  if (typeof meta === "string") {
+    out.error(pin.value(["metadata"]), meta);
+    return undefined;
   }
   let ok = true;
   if (Object.hasOwn(meta, MARKER_KEY)) {
     const at = typeof written === "string" ? pin.value(["metadata"]) : pin.key(["metadata", MARKER_KEY]);
-    out.error(at, `metadata.${MARKER_KEY}: the key ${MARKER_KEY} is reserved for edgeplan's owner marker; rename it`);
-    ok = false;
+    ok = out.error(at, `metadata.${MARKER_KEY}: the key ${MARKER_KEY} is reserved for edgeplan's owner marker; rename it`);
   }
   if (typeof written === "string" && protoKeyPaths(meta).length > 0) {
-    out.error(pin.value(["metadata"]), "metadata: the key __proto__ cannot be used; rename it");
-    ok = false;
+    ok = out.error(pin.value(["metadata"]), "metadata: the key __proto__ cannot be used; rename it");
   }
   const bad = nonJsonPath(meta, "metadata");
-  if (bad) {
-    out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
-    ok = false;
-  }
+  if (bad) ok = out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
   return ok ? meta : undefined;
 }
 
@@ -147,22 +139,13 @@ function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collecto
   const written = v.rollout as RolloutManifest;
   let ok = true;
   const interval_ms = parseInterval(written.interval);
-  if (typeof interval_ms === "string") {
-    out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
-    ok = false;
-  }
+  if (typeof interval_ms === "string") ok = out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
   let check: RolloutCheck | null = null;
   if (written.check) {
     const url = parseCheckUrl(written.check.url);
-    if ("error" in url) {
-      out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
-      ok = false;
-    }
+    if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
     const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
-    if (typeof timeout === "string") {
-      out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
-      ok = false;
-    }
+    if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
     if ("url" in url && typeof timeout === "number") {
       check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
     }
@@ -178,11 +161,7 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   const description = v.description ?? "";
   const descriptionBytes = utf8Bytes(description);
   if (descriptionBytes > LIMITS.descriptionBytes) {
-    out.error(
-      pin.value(["description"]),
-      `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`,
-    );
-    ok = false;
+    ok = out.error(pin.value(["description"]), `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`);
   }
   const metadata = normaliseMetadata(v, pin, out);
   if (metadata === undefined) {
@@ -191,20 +170,14 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     const marker: OwnerMarker = { stack: ESTIMATE_STACK, name: v.name, ...(v.protect ? { protect: true as const } : {}) };
     const bytes = utf8Bytes(canonicalJson({ ...metadata, [MARKER_KEY]: marker }));
     if (bytes > LIMITS.metadataBytes) {
-      out.error(
-        pin.value(["metadata"]),
-        `metadata is ${bytes} bytes once edgeplan's owner marker is added, more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`,
-      );
-      ok = false;
+      const over = `more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`;
+      ok = out.error(pin.value(["metadata"]), `metadata is ${bytes} bytes once edgeplan's owner marker is added, ${over}`);
     }
   }
   const children = Object.keys(v.backends);
   if (children.length > LIMITS.childrenPerWeightedBackend) {
-    out.error(
-      pin.key(["backends"]),
-      `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have; split them into nested weighted backends`,
-    );
-    ok = false;
+    const many = `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have`;
+    ok = out.error(pin.key(["backends"]), `${many}; split them into nested weighted backends`);
   } else if (children.length === 0) {
     out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: it has no children; add children to backends`);
   } else if (children.every((k) => v.backends[k] === 0)) {
@@ -243,8 +216,7 @@ function checkIgnoreChanges(
   (written ?? []).forEach((path, i) => {
     const problem = check(path);
     if (problem === undefined) return;
-    out.error(pin.value(["ignore_changes", i]), `ignore_changes[${i}]: ${problem}`);
-    ok = false;
+    ok = out.error(pin.value(["ignore_changes", i]), `ignore_changes[${i}]: ${problem}`);
   });
   return ok ? [...new Set(written ?? [])] : undefined;
 }

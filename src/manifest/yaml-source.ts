@@ -151,12 +151,6 @@ export function findExcessiveNesting(text: string | Iterable<string>, max = MAX_
   return undefined;
 }
 
-/** Keys of a mapping node as the document's plain value spells them. */
-function keyText(key: unknown): string {
-  if (isScalar(key)) return String(key.value);
-  return String(key);
-}
-
 /** Follows a path of keys and indexes from a document's root, through aliases: the value node, and the key node that names it. */
 function locate(doc: Document.Parsed, path: ReadonlyArray<PropertyKey>): { value?: Node; key?: Node } {
   let cur: unknown = doc.contents;
@@ -164,7 +158,8 @@ function locate(doc: Document.Parsed, path: ReadonlyArray<PropertyKey>): { value
   for (const seg of path) {
     if (isAlias(cur)) cur = cur.resolve(doc);
     if (isMap(cur)) {
-      const pair = cur.items.find((p) => keyText(p.key) === String(seg));
+      // A key as the document's plain value spells it.
+      const pair = cur.items.find((p) => String(isScalar(p.key) ? p.key.value : p.key) === String(seg));
       if (!pair) return {};
       key = pair.key as Node;
       cur = pair.value;
