@@ -201,7 +201,8 @@ async function loadWhileListing(
     (err: unknown) => ({ err }),
   );
   try {
-    // The listing's pages are followed up whenever the loading awaits a file.
+    // The listing's pages are followed up meanwhile: at once while a large loading runs in a worker thread, else
+    // whenever the loading awaits a file.
     const loaded = await loadManifests(options.paths, io, "listing" in opened);
     if ("err" in opened) throw opened.err;
     return { loaded, ...opened };

@@ -30,7 +30,8 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
 /**
  * Loads the manifests under `paths` (default `.`). Prints the diagnostics; when any is an error, says that nothing
  * was sent (`listing`: nothing but the listing of the weighted backends that `plan` starts while the manifests
- * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
+ * load) and throws a ManifestError carrying them, so no command acts on invalid manifests. While that listing runs,
+ * manifests of `WORKER_MIN_BYTES` or more load in a worker thread (`src/commands/load-worker.ts`).
  */
 export async function loadManifests(paths: string[], io: CommandIO, listing = false): Promise<LoadResult> {
   const given = paths.length > 0 ? paths : ["."];
