@@ -46,7 +46,7 @@ export async function loadManifests(paths: string[], io: CommandIO, listing = fa
 }
 
 /**
- * Manifest bytes from which `plan` loads in a worker thread while it lists: below, starting the thread (about 60 ms
+ * Manifest bytes from which `plan` loads in a worker thread while it lists: below, starting the thread (about 0.1 s
  * before it reads a file) costs more than the loading takes from the listing on this thread.
  */
 export const WORKER_MIN_BYTES = 256 * 1024;

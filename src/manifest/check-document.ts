@@ -288,13 +288,20 @@ export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, p
   return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
 }
 
-/** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
-export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): PropertyKey[][] {
-  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...path, i]));
-  if (!isPlainObject(value)) return [];
-  return Object.keys(value).flatMap((k) =>
-    k === "__proto__" ? [[...path, k]] : protoKeyPaths(value[k], [...path, k]),
-  );
+/**
+ * Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. One
+ * path is kept and copied only for a key found, since every document is searched and almost none has one.
+ */
+export function protoKeyPaths(value: unknown, path: PropertyKey[] = [], found: PropertyKey[][] = []): PropertyKey[][] {
+  const list = Array.isArray(value);
+  if (!list && !isPlainObject(value)) return found;
+  for (const k of Object.keys(value)) {
+    path.push(list ? Number(k) : k);
+    if (k === "__proto__" && !list) found.push([...path]);
+    else protoKeyPaths((value as Record<string, unknown>)[k], path, found);
+    path.pop();
+  }
+  return found;
 }
 
 /**

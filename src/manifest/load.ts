@@ -168,14 +168,10 @@ type IdpFileCache = Map<string, Promise<{ read: IdpFileResult; problems: XmlProb
 /** Reads and checks `saml.idp_metadata_file` (inside the manifest root), once per file. */
 async function checkSamlFile(ref: string, at: SourcePos, manifest: ManifestFile, cache: IdpFileCache, cwd: string, now: Date): Promise<SamlCheck> {
   const cacheKey = `${manifest.root}\u0000${path.resolve(path.dirname(manifest.path), ref)}\u0000${ref}`;
-  let pending = cache.get(cacheKey);
-  if (!pending) {
-    pending = readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({
-      read,
-      problems: read.ok ? checkIdpMetadataXml(read.text, now) : [],
-    }));
-    cache.set(cacheKey, pending);
-  }
+  const pending =
+    cache.get(cacheKey) ??
+    readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({ read, problems: read.ok ? checkIdpMetadataXml(read.text, now) : [] }));
+  cache.set(cacheKey, pending);
   const { read, problems } = await pending;
   if (!read.ok) {
     // A problem inside the file (its encoding) is shown there; one with the reference, at the reference.
@@ -188,13 +184,7 @@ async function checkSamlFile(ref: string, at: SourcePos, manifest: ManifestFile,
 }
 
 /** Checks the IdP metadata of every EdgeRoute document with a SAML module; returns each one's source (or undefined). */
-async function checkSamlSources(
-  documents: CheckedDocument[],
-  fileOf: Map<CheckedDocument, ManifestFile>,
-  diagnostics: Diagnostic[],
-  cwd: string,
-  now: Date,
-): Promise<Map<CheckedDocument, SamlSource | undefined>> {
+async function checkSamlSources(documents: CheckedDocument[], fileOf: Map<CheckedDocument, ManifestFile>, diagnostics: Diagnostic[], cwd: string, now: Date) {
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
   const cache: IdpFileCache = new Map();
   for (const doc of documents) {
