@@ -4,12 +4,11 @@
  * whose state lives in `.edgeplan/local.db`.
  */
 import { mkdirSync } from "node:fs";
-import { stat } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { createClient, type ApiClient } from "../api/client.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
-import type { LoadOptions, LoadResult } from "../manifest/load.js";
+import type { LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
@@ -30,39 +29,18 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
 /**
  * Loads the manifests under `paths` (default `.`). Prints the diagnostics; when any is an error, says that nothing
  * was sent (`listing`: nothing but the listing of the weighted backends that `plan` starts while the manifests
- * load) and throws a ManifestError carrying them, so no command acts on invalid manifests. While that listing runs,
- * manifests of `WORKER_MIN_BYTES` or more load in a worker thread (`src/commands/load-worker.ts`).
+ * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
  */
 export async function loadManifests(paths: string[], io: CommandIO, listing = false): Promise<LoadResult> {
-  const given = paths.length > 0 ? paths : ["."];
-  const options = { env: io.env, cwd: io.cwd };
-  const result = await load(given, options, listing && (await manifestBytes(given, io.cwd)) >= WORKER_MIN_BYTES);
+  // Imported here, not above: `plan` opens its session and starts listing before the loader is needed.
+  const { loadDesired } = await import("../manifest/load.js");
+  const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd });
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
     const sent = listing ? "nothing was sent to the API but the listing of its weighted backends" : "nothing was sent to the API";
     throw new ManifestError(result.diagnostics, `${errors} error${errors === 1 ? "" : "s"} in the manifests; ${sent}`);
   }
   return result;
-}
-
-/**
- * Manifest bytes from which `plan` loads in a worker thread while it lists: below, starting the thread (about 0.1 s
- * before it reads a file) costs more than the loading takes from the listing on this thread.
- */
-export const WORKER_MIN_BYTES = 256 * 1024;
-
-/** The loading, on this thread or in a worker thread. Imported here, not above: `plan` starts listing first. */
-async function load(paths: string[], options: LoadOptions, worker: boolean): Promise<LoadResult> {
-  if (worker) return (await import("./load-worker.js")).loadInWorker(paths, options);
-  return (await import("../manifest/load.js")).loadDesired(paths, options);
-}
-
-/** Bytes of the manifest files under `paths`, as the loader will find them. */
-async function manifestBytes(paths: string[], cwd: string): Promise<number> {
-  const { collectManifestFiles } = await import("../manifest/walk.js");
-  const found = await collectManifestFiles(paths, cwd);
-  const sizes = await Promise.all(found.files.map((f) => stat(f.path).then((s) => s.size, () => 0)));
-  return sizes.reduce((a, b) => a + b, 0);
 }
 
 export interface Session {
