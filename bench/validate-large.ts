@@ -1,9 +1,8 @@
 /**
  * Benchmark `validate-large`: `loadDesired` over the plan-read fleet's manifests (5,000 weighted backends and 1,000
  * routes with both modules: 101 files, about 1.5 MB), side by side with what the `yaml` package alone takes on the
- * same files (read, `parseAllDocuments`, `toJS`), and beside `loadDesired` with its fast read turned off (every text
- * read the full way, with every node's place). The first ratio says what edgeplan's checks and normalisation cost
- * against parsing alone, the second what the fast read saves. Runs alternate so that all meet the same machine.
+ * same files (read, `parseAllDocuments`, `toJS`). The ratio says what edgeplan's checks, positions and normalisation
+ * cost against parsing alone. Runs alternate so that both meet the same machine.
  */
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -40,7 +39,6 @@ export const validateLargeScenario: Scenario = {
       progress(`validate-large: ${fleet.files} files`);
       const load: number[] = [];
       const alone: number[] = [];
-      const full: number[] = [];
       // CPU time (user and system, this process) beside wall time: on a shared machine it varies far less.
       const loadCpu: number[] = [];
       const aloneCpu: number[] = [];
@@ -59,11 +57,6 @@ export const validateLargeScenario: Scenario = {
         if (result.diagnostics.some((d) => d.severity === "error")) throw new Error("the fleet's manifests should be valid");
         objects = result.objects;
       };
-      const runFull = async (): Promise<void> => {
-        const start = performance.now();
-        await loadDesired([fleet.manifests], { cwd: dir, env: {}, fastRead: false });
-        full.push(performance.now() - start);
-      };
       const runAlone = (): void => {
         const start = performance.now();
         const cpu = process.cpuUsage();
@@ -76,9 +69,7 @@ export const validateLargeScenario: Scenario = {
         if (i % 2 === 0) {
           await runLoad();
           runAlone();
-          await runFull();
         } else {
-          await runFull();
           runAlone();
           await runLoad();
         }
@@ -87,7 +78,6 @@ export const validateLargeScenario: Scenario = {
       // The first run of each compiles the code: it is left out of the medians.
       const wall = median(load.slice(1));
       const parse = median(alone.slice(1));
-      const fullRead = median(full.slice(1));
       const cpu = median(loadCpu.slice(1));
       const parseCpu = median(aloneCpu.slice(1));
       return {
@@ -97,8 +87,6 @@ export const validateLargeScenario: Scenario = {
         cpu_ms: round1(cpu),
         yaml_alone_cpu_ms: round1(parseCpu),
         cpu_vs_yaml_alone: Math.round((cpu / parseCpu) * 100) / 100,
-        full_read_ms: round1(fullRead),
-        full_read_vs_fast: Math.round((fullRead / wall) * 100) / 100,
         ok: cpu <= VALIDATE_LARGE_SLACK * parseCpu,
         target: `CPU time <= ${VALIDATE_LARGE_SLACK}x yaml.parseAllDocuments + toJS alone`,
         files: fleet.files,
@@ -107,8 +95,7 @@ export const validateLargeScenario: Scenario = {
         rss_mb: rssMb(),
         summary:
           `${Math.round((wall / parse) * 100) / 100}x the wall time of yaml.parseAllDocuments + toJS alone (${round1(parse)} ms), ` +
-          `${Math.round((cpu / parseCpu) * 100) / 100}x its CPU time (${round1(cpu)} / ${round1(parseCpu)} ms); ` +
-          `the full read alone takes ${Math.round((fullRead / wall) * 100) / 100}x the time (${round1(fullRead)} ms)`,
+          `${Math.round((cpu / parseCpu) * 100) / 100}x its CPU time (${round1(cpu)} / ${round1(parseCpu)} ms)`,
       };
     } finally {
       rmSync(dir, { recursive: true, force: true });

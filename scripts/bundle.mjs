@@ -67,7 +67,7 @@ export async function bundleAction(outfile = BUNDLE) {
   });
 }
 
-/** Where the CLI's bundle goes, and its entries: `edgeplan.js` (the `bin`) and the worker thread's `fast-worker.js`. */
+/** Where the CLI's bundle goes: `edgeplan.js` (the `bin`) and the chunks of the commands it imports lazily. */
 export const CLI_DIR = "dist/cli";
 
 /** Writes the CLI's bundle to `outdir` (relative to the repository root, or absolute). */
@@ -76,8 +76,7 @@ export async function bundleCli(outdir = CLI_DIR) {
   rmSync(isAbsolute(outdir) ? outdir : join(ROOT, outdir), { recursive: true, force: true });
   await build({
     ...SHARED,
-    // The worker thread is started from `new URL("./fast-worker.js", import.meta.url)`: both land in one folder.
-    entryPoints: { edgeplan: "src/cli.ts", "fast-worker": "src/manifest/fast-worker.ts" },
+    entryPoints: { edgeplan: "src/cli.ts" },
     outdir,
     splitting: true,
     // Left as packages: better-sqlite3 (native) and pg (its optional native part), and the SAML certificate's

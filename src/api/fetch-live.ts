@@ -31,13 +31,12 @@ export interface TouchedObjects {
  * leave unmanaged is reported as null whatever the server holds (the plan must not depend on it); a route with no
  * managed module is not read at all and is absent from `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
  * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listing`, when
- * given, is their listing already under way (`startListing`). `onRoutes` is given the routes as soon as they are
- * read, while the listing may still run.
+ * given, is their listing already under way (`startListing`).
  */
 export async function fetchLive(
   client: ApiClient,
   desired: DesiredState,
-  options: { weightedBackends?: boolean; listing?: Promise<LiveWeightedBackend[]>; onRoutes?: (routes: LiveRoute[]) => Promise<void> } = {},
+  options: { weightedBackends?: boolean; listing?: Promise<LiveWeightedBackend[]> } = {},
 ): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
@@ -47,11 +46,7 @@ export async function fetchLive(
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
   const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? listLive(client));
-  const read = readRoutes(client, reads).then(async (routes) => {
-    await options.onRoutes?.(routes);
-    return routes;
-  });
-  const [weightedBackends, routes] = await Promise.all([listed, read]);
+  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads)]);
   return sortLiveState(weightedBackends, routes);
 }
 

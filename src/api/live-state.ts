@@ -5,7 +5,6 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalJson, compareText } from "../model/canonical.js";
-import { lazyProperty } from "../model/lazy.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../model/wire.js";
 
@@ -25,8 +24,7 @@ export interface ReadRoute {
 /** The fields of a weighted backend that a fingerprint covers (its `uri` depends on the server's base URL). */
 export function liveWeightedBackend(wb: WeightedBackend): LiveWeightedBackend {
   const { id, created_at, description, metadata, backends } = wb;
-  // Computed when read: a plan reads the fingerprints of the objects it changes only.
-  return lazyProperty({ id, created_at, description, metadata, backends }, "fingerprint", () => fingerprintOf({ id, created_at, description, metadata, backends }));
+  return { id, created_at, description, metadata, backends, fingerprint: fingerprintOf({ id, created_at, description, metadata, backends }) };
 }
 
 export function liveRoute(
@@ -40,11 +38,7 @@ export function liveRoute(
     route,
     saml,
     circuit_breaker,
-    fingerprints: lazyProperty(
-      lazyProperty({}, "saml", () => fingerprintOf(saml)),
-      "circuit_breaker",
-      () => fingerprintOf(circuit_breaker),
-    ),
+    fingerprints: { saml: fingerprintOf(saml), circuit_breaker: fingerprintOf(circuit_breaker) },
   };
   const sha = saml ? certificateSha256(saml.request_signing_certificate_pem) : undefined;
   if (sha) live.samlCertificateSha256 = sha;

@@ -8,7 +8,6 @@ import { join, relative, resolve } from "node:path";
 import { createClient, type ApiClient } from "../api/client.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
-import type { FastCheckWorker } from "../manifest/fast-check-worker.js";
 import type { LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
 import type { DesiredState } from "../model/state.js";
@@ -30,13 +29,12 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
 /**
  * Loads the manifests under `paths` (default `.`). Prints the diagnostics; when any is an error, says that nothing
  * was sent (`listing`: nothing but the listing of the weighted backends that `plan` starts while the manifests
- * load) and throws a ManifestError carrying them, so no command acts on invalid manifests. `worker`: a worker thread
- * for the fast checks of a large loading (see `LoadOptions.worker`).
+ * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
  */
-export async function loadManifests(paths: string[], io: CommandIO, listing = false, worker?: FastCheckWorker): Promise<LoadResult> {
+export async function loadManifests(paths: string[], io: CommandIO, listing = false): Promise<LoadResult> {
   // Imported here, not above: `plan` opens its session and starts listing before the loader is needed.
   const { loadDesired } = await import("../manifest/load.js");
-  const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd, ...(worker ? { worker } : {}) });
+  const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd });
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
     const sent = listing ? "nothing was sent to the API but the listing of its weighted backends" : "nothing was sent to the API";

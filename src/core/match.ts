@@ -6,6 +6,7 @@
  */
 import type { WeightedBackendAction } from "../model/plan.js";
 import { weightedBackendAddress } from "../model/plan.js";
+import { InternalError } from "../model/errors.js";
 import { formatPos, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker } from "../model/state.js";
 import { markerOf, posOf, type PlanIndex, type PlanProblems } from "./plan-index.js";
 
@@ -58,9 +59,13 @@ export function ownedByName<L extends { id: string }>(live: readonly L[], marker
   return owned;
 }
 
-/** Matches every manifest it can; reports duplicate names and unusable `id:`s to `problems`. */
+/**
+ * Matches every manifest it can; reports unusable `id:`s to `problems`. The manifests' names and adopted ids are
+ * unique: the loader reports a repeat (src/manifest/build-desired.ts), and a plan is never built from manifests
+ * with an error.
+ */
 export function matchWeightedBackends(index: PlanIndex, takeover: boolean, problems: PlanProblems): Matching {
-  reportDuplicateNames(index, problems);
+  assertUniqueNames(index);
   const matching: Matching = { matches: new Map(), claimedBy: new Map(), creates: [] };
   for (const d of index.desired) {
     if (d.id === undefined) continue;
@@ -73,11 +78,11 @@ export function matchWeightedBackends(index: PlanIndex, takeover: boolean, probl
   return matching;
 }
 
-function reportDuplicateNames(index: PlanIndex, problems: PlanProblems): void {
+function assertUniqueNames(index: PlanIndex): void {
   for (let i = 1; i < index.desired.length; i++) {
     const [prev, cur] = [index.desired[i - 1] as DesiredWeightedBackend, index.desired[i] as DesiredWeightedBackend];
     if (prev.name === cur.name) {
-      problems.error(cur.source, `weighted backend "${cur.name}" is also declared at ${formatPos(prev.source)}; names must be unique`);
+      throw new InternalError(`plan: weighted backend "${cur.name}" is declared at ${formatPos(prev.source)} and ${formatPos(cur.source)}; the loader reports a name declared twice`);
     }
   }
 }
@@ -90,8 +95,7 @@ function matchById(index: PlanIndex, d: DesiredWeightedBackend, matching: Matchi
   }
   const other = matching.claimedBy.get(l.id);
   if (other !== undefined) {
-    problems.error(posOf(d, "id"), `weighted backend "${d.name}": id ${d.id} is already adopted by "${other}"; an object can be adopted by one manifest only`);
-    return null;
+    throw new InternalError(`plan: id ${d.id} is adopted by "${other}" and "${d.name}"; the loader reports an id adopted twice`);
   }
   const relation = pinnedRelation(markerOf(index, l.id), index.stack, takeover);
   if (relation.kind === "adopt") {

@@ -56,12 +56,12 @@ export const DEFAULT_MAX_SHIFT = 50;
  * built with sorted keys, so the same input renders to the same bytes.
  *
  * Throws ManifestError (every problem at once, each `file:line:col: message`) for inputs no plan can satisfy: an
- * `id:` that does not exist live, an `id:` owned by another stack without `takeover`, an `id:` adopted twice, a
- * route the live side lacks, two children that name the same object, children that lead back to their parent
- * through an id.
+ * `id:` that does not exist live, an `id:` owned by another stack without `takeover`, a route the live side lacks,
+ * two children that name the same object, children that lead back to their parent through an id. Names, adopted ids
+ * and routes are unique in `desired` (the loader's rules): a repeat throws InternalError.
  *
  * `routes`: the routes' part of this plan when it was built already (`planRoutes` of `desired.edgeRoutes` and
- * `live.routes`, as `plan` does while the weighted backends are still being listed).
+ * `live.routes`, as `fetchForPlan` returns it).
  */
 export function buildPlan(desired: DesiredState, live: LiveState, options: PlanOptions, routes?: RoutePlan): Plan {
   // Lease objects (one per running apply of a stack) are edgeplan's own bookkeeping: never orphans, never matched.

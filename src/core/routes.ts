@@ -3,12 +3,12 @@
  * have been read), and the module changes of each pair (`planRoutes`). Pure.
  */
 import { compareText } from "../model/canonical.js";
+import { InternalError } from "../model/errors.js";
 import type { Change } from "../model/plan.js";
 import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { buildModuleChange } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
-import { runSteps } from "../model/steps.js";
 import { IgnoredCollector, ignoreModuleFields } from "./ignore.js";
 import { comparePos, PlanProblems } from "./plan-index.js";
 
@@ -19,7 +19,10 @@ export interface RoutePair {
 
 const routeKey = (r: { edge: string; route: string }): string => `${r.edge}/${r.route}`;
 
-/** Pairs every manifest's route with the live route; reports routes declared twice and managed routes not read. */
+/**
+ * Pairs every manifest's route with the live route; reports managed routes not read. Each route is declared once:
+ * the loader reports a repeat (src/manifest/build-desired.ts).
+ */
 export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[], problems: PlanProblems): RoutePair[] {
   const liveRoutes = new Map(live.map((r) => [routeKey(r), r]));
   const sorted = [...desired].sort((a, b) => compareText(routeKey(a), routeKey(b)) || comparePos(a.source, b.source));
@@ -28,8 +31,7 @@ export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly 
     const r = sorted[i] as DesiredEdgeRoute;
     const prev = sorted[i - 1];
     if (prev && prev.edge === r.edge && prev.route === r.route) {
-      problems.error(r.source, `edge route ${r.edge}/${r.route} is also declared at ${formatPos(prev.source)}; each route may appear once`);
-      continue;
+      throw new InternalError(`plan: edge route ${r.edge}/${r.route} is declared at ${formatPos(prev.source)} and ${formatPos(r.source)}; the loader reports a route declared twice`);
     }
     const lr = liveRoutes.get(routeKey(r));
     if (!lr) {
@@ -70,22 +72,13 @@ export interface RoutePlan {
   ignored: IgnoredCollector;
 }
 
-/** The routes' part of a plan, in steps: it yields after each route (see src/model/steps.ts). */
-export function* planRoutesSteps(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): Generator<void, RoutePlan> {
+/** The routes' part of a plan. */
+export function planRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): RoutePlan {
   const problems = new PlanProblems();
   const ignored = new IgnoredCollector();
   const pairs = pairRoutes(desired, live, problems);
-  const changes: Change[] = [];
-  for (const pair of pairs) {
-    yield;
-    changes.push(...buildPairChanges(pair, ignored));
-  }
+  const changes = pairs.flatMap((pair) => buildPairChanges(pair, ignored));
   return { pairs, changes, problems, ignored };
-}
-
-/** `planRoutesSteps` run through at once. */
-export function planRoutes(desired: readonly DesiredEdgeRoute[], live: readonly LiveRoute[]): RoutePlan {
-  return runSteps(planRoutesSteps(desired, live));
 }
 
 /** Modules the manifests manage that exist live (they count toward the stack's objects). */

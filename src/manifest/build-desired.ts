@@ -14,6 +14,7 @@ import type {
 } from "../model/manifest-schema.js";
 import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
 import {
+  formatPos,
   MARKER_KEY,
   type DesiredEdgeRoute,
   type DesiredState,
@@ -31,9 +32,8 @@ import { normaliseModuleSettings } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
-import { Pinner, protoKeyPaths, type CheckedDocument } from "./check-document.js";
-import { lazyProperty } from "../model/lazy.js";
-import { runSteps } from "../model/steps.js";
+import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import { Pinner } from "./yaml-source.js";
 import { didYouMean } from "./suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
@@ -72,23 +72,13 @@ export function samlSourceKind(saml: SamlManifest): "inline" | "file" | "both" |
   return inline && file ? "both" : inline ? "inline" : file ? "file" : "none";
 }
 
-const fmt = (p: SourcePos): string => `${p.file}:${p.line}:${p.col}`;
-
 /** Path (dotted) of the first value JSON cannot carry (a non-finite number), or undefined. */
 function nonJsonPath(value: unknown, path: string): string | undefined {
   if (typeof value === "number") return Number.isFinite(value) ? undefined : path;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = nonJsonPath(value[i], `${path}[${i}]`);
-      if (p) return p;
-    }
-    return undefined;
-  }
-  if (isPlainObject(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      const p = nonJsonPath(v, `${path}.${k}`);
-      if (p) return p;
-    }
+  if (!Array.isArray(value) && !isPlainObject(value)) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const p = nonJsonPath(v, Array.isArray(value) ? `${path}[${k}]` : `${path}.${k}`);
+    if (p) return p;
   }
   return undefined;
 }
@@ -100,55 +90,47 @@ class Collector {
    * would be about the values taken out ("left out", "no children"), so only its errors are kept.
    */
   quiet = false;
-  error(pos: SourcePos, message: string): void {
+  /** Records an error; false, for `ok = out.error(...)`. */
+  error(pos: SourcePos, message: string): false {
     this.diagnostics.push({ severity: "error", pos, message });
+    return false;
   }
   warning(pos: SourcePos, message: string): void {
     if (!this.quiet) this.diagnostics.push({ severity: "warning", pos, message });
   }
 }
 
+/** The metadata as written, as a mapping (JSON text parsed), or why the text cannot be one. */
+function writtenMetadata(written: WeightedBackendManifest["metadata"]): Record<string, unknown> | string {
+  if (written === undefined || (typeof written === "string" && written.trim() === "")) return {};
+  if (typeof written !== "string") return written;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(written);
+  } catch {
+    return "metadata is text but not JSON; write a mapping, or JSON text of an object";
+  }
+  return isPlainObject(parsed) ? parsed : "metadata is JSON text but not of an object; write a mapping, or JSON text of an object";
+}
+
 /** The user's metadata as a mapping, or undefined after reporting why it cannot be one. */
 function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collector): Record<string, unknown> | undefined {
   const written = v.metadata;
-  let meta: Record<string, unknown>;
-  if (written === undefined) {
-    meta = {};
-  } else if (typeof written === "string") {
-    if (written.trim() === "") {
-      meta = {};
-    } else {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(written);
-      } catch {
-        out.error(pin.value(["metadata"]), "metadata is text but not JSON; write a mapping, or JSON text of an object");
-        return undefined;
-      }
-      if (!isPlainObject(parsed)) {
-        out.error(pin.value(["metadata"]), "metadata is JSON text but not of an object; write a mapping, or JSON text of an object");
-        return undefined;
-      }
-      meta = parsed;
-    }
-  } else {
-    meta = written;
+  const meta = writtenMetadata(written);
+  if (typeof meta === "string") {
+    out.error(pin.value(["metadata"]), meta);
+    return undefined;
   }
   let ok = true;
   if (Object.hasOwn(meta, MARKER_KEY)) {
     const at = typeof written === "string" ? pin.value(["metadata"]) : pin.key(["metadata", MARKER_KEY]);
-    out.error(at, `metadata.${MARKER_KEY}: the key ${MARKER_KEY} is reserved for edgeplan's owner marker; rename it`);
-    ok = false;
+    ok = out.error(at, `metadata.${MARKER_KEY}: the key ${MARKER_KEY} is reserved for edgeplan's owner marker; rename it`);
   }
   if (typeof written === "string" && protoKeyPaths(meta).length > 0) {
-    out.error(pin.value(["metadata"]), "metadata: the key __proto__ cannot be used; rename it");
-    ok = false;
+    ok = out.error(pin.value(["metadata"]), "metadata: the key __proto__ cannot be used; rename it");
   }
   const bad = nonJsonPath(meta, "metadata");
-  if (bad) {
-    out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
-    ok = false;
-  }
+  if (bad) ok = out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
   return ok ? meta : undefined;
 }
 
@@ -157,22 +139,13 @@ function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collecto
   const written = v.rollout as RolloutManifest;
   let ok = true;
   const interval_ms = parseInterval(written.interval);
-  if (typeof interval_ms === "string") {
-    out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
-    ok = false;
-  }
+  if (typeof interval_ms === "string") ok = out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
   let check: RolloutCheck | null = null;
   if (written.check) {
     const url = parseCheckUrl(written.check.url);
-    if ("error" in url) {
-      out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
-      ok = false;
-    }
+    if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
     const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
-    if (typeof timeout === "string") {
-      out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
-      ok = false;
-    }
+    if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
     if ("url" in url && typeof timeout === "number") {
       check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
     }
@@ -188,11 +161,7 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   const description = v.description ?? "";
   const descriptionBytes = utf8Bytes(description);
   if (descriptionBytes > LIMITS.descriptionBytes) {
-    out.error(
-      pin.value(["description"]),
-      `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`,
-    );
-    ok = false;
+    ok = out.error(pin.value(["description"]), `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`);
   }
   const metadata = normaliseMetadata(v, pin, out);
   if (metadata === undefined) {
@@ -201,20 +170,14 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     const marker: OwnerMarker = { stack: ESTIMATE_STACK, name: v.name, ...(v.protect ? { protect: true as const } : {}) };
     const bytes = utf8Bytes(canonicalJson({ ...metadata, [MARKER_KEY]: marker }));
     if (bytes > LIMITS.metadataBytes) {
-      out.error(
-        pin.value(["metadata"]),
-        `metadata is ${bytes} bytes once edgeplan's owner marker is added, more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`,
-      );
-      ok = false;
+      const over = `more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`;
+      ok = out.error(pin.value(["metadata"]), `metadata is ${bytes} bytes once edgeplan's owner marker is added, ${over}`);
     }
   }
   const children = Object.keys(v.backends);
   if (children.length > LIMITS.childrenPerWeightedBackend) {
-    out.error(
-      pin.key(["backends"]),
-      `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have; split them into nested weighted backends`,
-    );
-    ok = false;
+    const many = `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have`;
+    ok = out.error(pin.key(["backends"]), `${many}; split them into nested weighted backends`);
   } else if (children.length === 0) {
     out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: it has no children; add children to backends`);
   } else if (children.every((k) => v.backends[k] === 0)) {
@@ -224,13 +187,10 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
   if (v.rollout !== undefined && rollout === undefined) ok = false;
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
   if (!ok || ignoreChanges === undefined) return undefined;
-  const fieldSources = (): Record<string, SourcePos> => {
-    const sources: Record<string, SourcePos> = {};
-    for (const f of WB_MANIFEST_FIELDS) if (v[f] !== undefined) sources[f] = pin.value([f]);
-    for (const k of children) sources[`backends.${k}`] = pin.key(["backends", k]);
-    return sources;
-  };
-  const desired: Omit<DesiredWeightedBackend, "fieldSources"> = {
+  const fieldSources: Record<string, SourcePos> = {};
+  for (const f of WB_MANIFEST_FIELDS) if (v[f] !== undefined) fieldSources[f] = pin.value([f]);
+  for (const k of children) fieldSources[`backends.${k}`] = pin.key(["backends", k]);
+  return {
     kind: "WeightedBackend",
     name: v.name,
     description,
@@ -241,9 +201,8 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ...(ignoreChanges.length > 0 ? { ignoreChanges } : {}),
     ...(rollout !== undefined ? { rollout } : {}),
     source: doc.src.pos,
+    fieldSources,
   };
-  // The field positions of a fast-read document are listed when first read: most never are.
-  return doc.src.deferred ? lazyProperty(desired, "fieldSources", fieldSources) : { ...desired, fieldSources: fieldSources() };
 }
 
 /** The entries of `ignore_changes`, each checked by the kind; undefined after reporting a bad one. */
@@ -257,8 +216,7 @@ function checkIgnoreChanges(
   (written ?? []).forEach((path, i) => {
     const problem = check(path);
     if (problem === undefined) return;
-    out.error(pin.value(["ignore_changes", i]), `ignore_changes[${i}]: ${problem}`);
-    ok = false;
+    ok = out.error(pin.value(["ignore_changes", i]), `ignore_changes[${i}]: ${problem}`);
   });
   return ok ? [...new Set(written ?? [])] : undefined;
 }
@@ -325,57 +283,55 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos };
 }
 
+type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
+type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
+
 /**
- * Builds the DesiredState from validated documents and checks every rule between objects. `desired` holds only the
- * objects without errors (never a partial document); it is meaningful to a plan only when no error is returned.
+ * Names: the first declaration wins; every later one is an error that names the first. The one check of unique
+ * names: the plan relies on it.
  */
-export function buildDesired(input: BuildInput): { desired: DesiredState; diagnostics: Diagnostic[] } {
-  return runSteps(buildDesiredSteps(input));
-}
-
-/** `buildDesired` in steps: it yields after each object (see steps.ts). */
-export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired: DesiredState; diagnostics: Diagnostic[] }> {
-  const out = new Collector();
-  const desired: DesiredState = { weightedBackends: [], edgeRoutes: [] };
-
-  // Names: the first declaration wins; every later one is an error that names the first.
+function firstDeclarations(declaredNames: BuildInput["declaredNames"], out: Collector): Map<string, SourcePos> {
   const firstByName = new Map<string, SourcePos>();
-  for (const { name, pos } of input.declaredNames) {
+  for (const { name, pos } of declaredNames) {
     const first = firstByName.get(name);
     if (first) {
-      out.error(pos, `name ${name} is already used by the WeightedBackend at ${fmt(first)}; names must be unique across all manifests`);
+      out.error(pos, `name ${name} is already used by the WeightedBackend at ${formatPos(first)}; names must be unique across all manifests`);
     } else {
       firstByName.set(name, pos);
     }
   }
+  return firstByName;
+}
 
-  const wbDocs = input.documents.filter((d): d is CheckedDocument & { kind: "WeightedBackend" } => d.kind === "WeightedBackend");
-  const erDocs = input.documents.filter((d): d is CheckedDocument & { kind: "EdgeRoute" } => d.kind === "EdgeRoute");
-
+/**
+ * Normalises every WeightedBackend document into `desired`, checking that no id is adopted twice (the one check of
+ * it: the plan relies on it); returns the adopted ids with the name that adopts each.
+ */
+function addWeightedBackends(wbDocs: WeightedBackendDoc[], desired: DesiredState, out: Collector): Map<string, { name: string; pos: SourcePos }> {
   const adopted = new Map<string, { name: string; pos: SourcePos }>();
-  const declared = [...firstByName.keys()];
   for (const doc of wbDocs) {
     const v = doc.value;
-    const pin = new Pinner(doc.src);
     if (v.id !== undefined) {
+      const at = new Pinner(doc.src).value(["id"]);
       const first = adopted.get(v.id);
       if (first) {
-        out.error(
-          pin.value(["id"]),
-          `id ${v.id} is already adopted by ${first.name} at ${fmt(first.pos)}; two manifests cannot manage the same weighted backend`,
-        );
+        out.error(at, `id ${v.id} is already adopted by ${first.name} at ${formatPos(first.pos)}; two manifests cannot manage the same weighted backend`);
       } else {
-        adopted.set(v.id, { name: v.name, pos: pin.value(["id"]) });
+        adopted.set(v.id, { name: v.name, pos: at });
       }
     }
-    yield;
     out.quiet = doc.partial;
     const wb = normaliseWeightedBackend(doc, out);
     out.quiet = false;
     if (wb && !doc.partial) desired.weightedBackends.push(wb);
   }
+  return adopted;
+}
 
-  for (const { key, pos } of input.references) {
+/** Every child key that names no declared WeightedBackend is an error. */
+function reportUnresolved(references: BuildInput["references"], firstByName: Map<string, SourcePos>, out: Collector): void {
+  const declared = [...firstByName.keys()];
+  for (const { key, pos } of references) {
     if (firstByName.has(key)) continue;
     out.error(
       pos,
@@ -383,9 +339,11 @@ export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired
         didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)"),
     );
   }
+}
 
-  // Reference cycles, through names and through the ids that manifests adopt.
-  const byName = new Map<string, CheckedDocument & { kind: "WeightedBackend" }>();
+/** Reference cycles, through names and through the ids that manifests adopt. */
+function reportCycles(wbDocs: WeightedBackendDoc[], adopted: Map<string, { name: string }>, out: Collector): void {
+  const byName = new Map<string, WeightedBackendDoc>();
   for (const doc of wbDocs) if (!byName.has(doc.value.name)) byName.set(doc.value.name, doc);
   const edges = new Map<string, string[]>();
   for (const [name, doc] of byName) {
@@ -408,26 +366,45 @@ export function* buildDesiredSteps(input: BuildInput): Generator<void, { desired
       `backends.${key}: reference cycle ${cycle.join(" -> ")}; a weighted backend cannot contain itself, remove one of these references`,
     );
   }
+}
 
+/**
+ * Normalises every EdgeRoute document into `desired`; a route declared twice is an error at the second (the one
+ * check of it: the plan relies on it).
+ */
+function addEdgeRoutes(erDocs: EdgeRouteDoc[], samlSources: BuildInput["samlSources"], desired: DesiredState, out: Collector): void {
   const routes = new Map<string, SourcePos>();
   for (const doc of erDocs) {
-    yield;
     const v = doc.value;
     const address = `${v.edge}/${v.route}`;
+    const at = new Pinner(doc.src).value(["route"]);
     const first = routes.get(address);
     if (first) {
-      out.error(
-        new Pinner(doc.src).value(["route"]),
-        `edge route ${address} is already declared at ${fmt(first)}; declare each route once, with both of its modules in one manifest`,
-      );
+      out.error(at, `edge route ${address} is already declared at ${formatPos(first)}; declare each route once, with both of its modules in one manifest`);
       continue;
     }
-    routes.set(address, new Pinner(doc.src).value(["route"]));
-    const source = input.samlSources.get(doc);
+    routes.set(address, at);
     out.quiet = doc.partial;
-    const er = normaliseEdgeRoute(doc, source, out);
+    const er = normaliseEdgeRoute(doc, samlSources.get(doc), out);
     out.quiet = false;
     if (er && !doc.partial) desired.edgeRoutes.push(er);
   }
+}
+
+/**
+ * Builds the DesiredState from validated documents and checks every rule between objects. `desired` holds only the
+ * objects without errors (never a partial document); it is meaningful to a plan only when no error is returned.
+ * With no error, its names, adopted ids and routes are each unique.
+ */
+export function buildDesired(input: BuildInput): { desired: DesiredState; diagnostics: Diagnostic[] } {
+  const out = new Collector();
+  const desired: DesiredState = { weightedBackends: [], edgeRoutes: [] };
+  const firstByName = firstDeclarations(input.declaredNames, out);
+  const wbDocs = input.documents.filter((d): d is WeightedBackendDoc => d.kind === "WeightedBackend");
+  const erDocs = input.documents.filter((d): d is EdgeRouteDoc => d.kind === "EdgeRoute");
+  const adopted = addWeightedBackends(wbDocs, desired, out);
+  reportUnresolved(input.references, firstByName, out);
+  reportCycles(wbDocs, adopted, out);
+  addEdgeRoutes(erDocs, input.samlSources, desired, out);
   return { desired, diagnostics: out.diagnostics };
 }

@@ -4,7 +4,6 @@
  * Pure.
  */
 import type { z } from "zod";
-import type { Node } from "yaml";
 import { isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
@@ -18,7 +17,7 @@ import {
   type WeightedBackendManifest,
 } from "../model/manifest-schema.js";
 import { closest, didYouMean } from "./suggest.js";
-import { locate, startOf, type ParsedDocument } from "./yaml-source.js";
+import { Pinner, type ParsedDocument } from "./yaml-source.js";
 
 /**
  * A document that passed its schema. `partial`: it had errors and this is what is left once the offending values
@@ -48,7 +47,6 @@ type Path = PropertyKey[];
 
 const dotted = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
-
 
 const EXPECTED: Record<string, string> = {
   string: "text",
@@ -117,28 +115,15 @@ const UNION_EXPECTED: Record<string, string> = {
 
 /** The field names of the object schema at a path, for "did you mean" (objects, optionals and unions followed). */
 function fieldsAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
-  let cur: unknown = schema;
-  const unwrap = (s: unknown): unknown => {
-    let x = s as { def?: { type?: string; innerType?: unknown; options?: unknown[] } };
-    while (x?.def?.type === "optional" || x?.def?.type === "nullable") x = x.def.innerType as typeof x;
-    return x;
-  };
-  const shapeOf = (s: unknown): Record<string, unknown> | undefined => {
-    const u = unwrap(s) as { def?: { type?: string; shape?: Record<string, unknown>; options?: unknown[] } };
-    if (u?.def?.type === "object") return u.def.shape;
-    if (u?.def?.type === "union") {
-      for (const o of u.def.options ?? []) {
-        const shape = shapeOf(o);
-        if (shape) return shape;
-      }
-    }
+  type Def = { def?: { type?: string; innerType?: Def; shape?: Record<string, Def>; options?: Def[] } };
+  const shapeOf = (s: Def | undefined): Record<string, Def> | undefined => {
+    while (s?.def?.type === "optional" || s?.def?.type === "nullable") s = s.def.innerType;
+    if (s?.def?.type === "object") return s.def.shape;
+    if (s?.def?.type === "union") return (s.def.options ?? []).map(shapeOf).find((shape) => shape !== undefined);
     return undefined;
   };
-  for (const seg of path) {
-    const shape = shapeOf(cur);
-    if (!shape) return [];
-    cur = shape[String(seg)];
-  }
+  let cur: Def | undefined = schema as Def;
+  for (const seg of path) cur = shapeOf(cur)?.[String(seg)];
   return Object.keys(shapeOf(cur) ?? {});
 }
 
@@ -175,91 +160,6 @@ function unionMessage(issue: Issue & { code: "invalid_union" }, input: unknown, 
   return `expected ${UNION_EXPECTED[where] ?? [...wants].join(" or ")}, got ${describeValue(input)}${hint}`;
 }
 
-/** Positions of the nodes of one document, by path: what every diagnostic is pinned to. */
-export class Pinner {
-  constructor(private readonly d: ParsedDocument) {}
-
-  private at(node: Node | undefined): SourcePos | undefined {
-    const offset = startOf(node);
-    return offset === undefined ? undefined : this.d.map.at(offset);
-  }
-
-  /** `find()` now, or, in a document of the fast read, when the position is first read. */
-  private pinned(find: () => SourcePos): SourcePos {
-    return this.d.deferred ? deferredPos(this.d.file, find) : find();
-  }
-
-  /** The value at a path, else its key, else the mapping it belongs to. */
-  value(path: ReadonlyArray<PropertyKey>): SourcePos {
-    return this.pinned(() => {
-      const l = locate(this.d.doc, path);
-      return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
-    });
-  }
-
-  /** The key at a path, else the value. */
-  key(path: ReadonlyArray<PropertyKey>): SourcePos {
-    return this.pinned(() => this.at(locate(this.d.doc, path).key) ?? this.value(path));
-  }
-
-  /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
-  container(path: ReadonlyArray<PropertyKey>): SourcePos {
-    if (path.length <= 1) return this.d.pos;
-    return this.pinned(() => {
-      const l = locate(this.d.doc, path.slice(0, -1));
-      return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
-    });
-  }
-}
-
-/**
- * A position in `file` found when its line or column is first read. Most positions a loader keeps (a field's
- * place, for a diagnostic that may never come) are never read; in a document of the fast read, finding one means
- * parsing its file the full way. A loading keeps one per name and reference, so it is a small object: `line` and
- * `col` are its own enumerable properties (it reads, spreads and serialises as a plain position), whose getters all
- * positions share.
- */
-class DeferredPos {
-  readonly file: string;
-  declare readonly line: number;
-  declare readonly col: number;
-  #find: (() => SourcePos) | undefined;
-  #found: SourcePos | undefined;
-
-  constructor(file: string, find: () => SourcePos) {
-    this.file = file;
-    this.#find = find;
-    Object.defineProperties(this, DEFERRED_POS_GETTERS);
-  }
-
-  found(): SourcePos {
-    if (this.#found === undefined) {
-      this.#found = (this.#find as () => SourcePos)();
-      this.#find = undefined;
-    }
-    return this.#found;
-  }
-}
-
-const DEFERRED_POS_GETTERS: PropertyDescriptorMap = {
-  line: {
-    get(this: DeferredPos): number {
-      return this.found().line;
-    },
-    enumerable: true,
-  },
-  col: {
-    get(this: DeferredPos): number {
-      return this.found().col;
-    },
-    enumerable: true,
-  },
-};
-
-function deferredPos(file: string, find: () => SourcePos): SourcePos {
-  return new DeferredPos(file, find);
-}
-
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
   let cur = root;
   for (const seg of path) {
@@ -286,12 +186,7 @@ const startsWith = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<Prop
   prefix.length <= path.length && prefix.every((p, i) => String(p) === String(path[i]));
 
 /** Converts (flattened) zod issues to diagnostics, one per problem, deduplicated by field. */
-export function issuesToDiagnostics(
-  issues: Issue[],
-  d: ParsedDocument,
-  plain: unknown,
-  schema: z.ZodType,
-): Diagnostic[] {
+export function issuesToDiagnostics(issues: Issue[], d: ParsedDocument, plain: unknown, schema: z.ZodType): Diagnostic[] {
   const pin = new Pinner(d);
   const out: Diagnostic[] = [];
   const seen = new Set<string>();
@@ -318,12 +213,10 @@ export function issuesToDiagnostics(
         const known = fieldsAt(schema, path);
         for (const key of issue.keys) {
           const field = dotted([...path, key]);
-          let hint: string;
-          if (path.length === 1 && path[0] === "saml" && (SAML_GENERATED_FIELDS as readonly string[]).includes(key)) {
-            hint = `; ${key} is generated by the API and cannot be set: remove it`;
-          } else {
-            hint = didYouMean(key, known, `; remove it (the fields here are ${known.join(", ")})`);
-          }
+          const generated = path.length === 1 && path[0] === "saml" && (SAML_GENERATED_FIELDS as readonly string[]).includes(key);
+          const hint = generated
+            ? `; ${key} is generated by the API and cannot be set: remove it`
+            : didYouMean(key, known, `; remove it (the fields here are ${known.join(", ")})`);
           add(`key:${field}`, pin.key([...path, key]), `unknown field ${field}${hint}`);
         }
         break;
@@ -337,13 +230,8 @@ export function issuesToDiagnostics(
         break;
       }
       case "invalid_type":
-        if (valueAt(plain, path) === undefined) {
-          if (!suggested.has(where)) {
-            add(where, pin.container(path), `missing required field ${where}; ${REQUIRED_HINT[where] ?? "add it"}`);
-          }
-          break;
-        }
-        add(where, pin.value(path), `${where}: ${issue.message}`);
+        if (valueAt(plain, path) !== undefined) add(where, pin.value(path), `${where}: ${issue.message}`);
+        else if (!suggested.has(where)) add(where, pin.container(path), `missing required field ${where}; ${REQUIRED_HINT[where] ?? "add it"}`);
         break;
       default:
         add(where, pin.value(path), `${where}: ${issue.message}`);
@@ -400,21 +288,20 @@ export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, p
   return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
 }
 
-/** Whether any mapping in `value` has a `__proto__` key (the common answer, no, without building paths). */
-function hasProtoKey(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(hasProtoKey);
-  if (!isPlainObject(value)) return false;
-  for (const k in value) if (k === "__proto__" || hasProtoKey(value[k])) return true;
-  return false;
-}
-
-/** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
-export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): PropertyKey[][] {
-  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...path, i]));
-  if (!isPlainObject(value)) return [];
-  return Object.keys(value).flatMap((k) =>
-    k === "__proto__" ? [[...path, k]] : protoKeyPaths(value[k], [...path, k]),
-  );
+/**
+ * Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. One
+ * path is kept and copied only for a key found, since every document is searched and almost none has one.
+ */
+export function protoKeyPaths(value: unknown, path: PropertyKey[] = [], found: PropertyKey[][] = []): PropertyKey[][] {
+  const list = Array.isArray(value);
+  if (!list && !isPlainObject(value)) return found;
+  for (const k of Object.keys(value)) {
+    path.push(list ? Number(k) : k);
+    if (k === "__proto__" && !list) found.push([...path]);
+    else protoKeyPaths((value as Record<string, unknown>)[k], path, found);
+    path.pop();
+  }
+  return found;
 }
 
 /**
@@ -424,47 +311,22 @@ export function protoKeyPaths(value: unknown, path: PropertyKey[] = []): Propert
  */
 export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: ReadonlyArray<ReadonlyArray<PropertyKey>> = []): CheckResult {
   const pin = new Pinner(d);
-  if (!isPlainObject(plain)) {
-    return {
-      diagnostics: [
-        {
-          severity: "error",
-          pos: d.pos,
-          message: `a manifest document must be a mapping with a kind, not ${describeValue(plain)}; start it with kind: WeightedBackend or kind: EdgeRoute`,
-        },
-      ],
-    };
-  }
+  const refuse = (pos: SourcePos, message: string): CheckResult => ({ diagnostics: [{ severity: "error", pos, message }] });
+  const kindHint = "kind: WeightedBackend or kind: EdgeRoute";
+  if (!isPlainObject(plain)) return refuse(d.pos, `a manifest document must be a mapping with a kind, not ${describeValue(plain)}; start it with ${kindHint}`);
   const kind = plain.kind;
-  if (kind === undefined) {
-    return {
-      diagnostics: [{ severity: "error", pos: d.pos, message: "missing kind; add kind: WeightedBackend or kind: EdgeRoute" }],
-    };
-  }
-  if (typeof kind !== "string") {
-    return {
-      diagnostics: [
-        { severity: "error", pos: pin.value(["kind"]), message: `kind is ${describeValue(kind)}; write kind: WeightedBackend or kind: EdgeRoute` },
-      ],
-    };
-  }
+  if (kind === undefined) return refuse(d.pos, `missing kind; add ${kindHint}`);
+  if (typeof kind !== "string") return refuse(pin.value(["kind"]), `kind is ${describeValue(kind)}; write ${kindHint}`);
   if (!(MANIFEST_KINDS as readonly string[]).includes(kind)) {
-    return {
-      diagnostics: [
-        {
-          severity: "error",
-          pos: pin.value(["kind"]),
-          message: `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`,
-        },
-      ],
-    };
+    return refuse(pin.value(["kind"]), `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`);
   }
-  const protoDiagnostics: Diagnostic[] = (hasProtoKey(plain) ? protoKeyPaths(plain) : []).map((p) => ({
+  const protoPaths = protoKeyPaths(plain);
+  const protoDiagnostics: Diagnostic[] = protoPaths.map((p) => ({
     severity: "error",
     pos: pin.key(p),
     message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,
   }));
-  for (const p of protoDiagnostics.length > 0 ? protoKeyPaths(plain) : []) deleteAt(plain, p);
+  for (const p of protoPaths) deleteAt(plain, p);
   const k = kind as ManifestKind;
   const name = k === "WeightedBackend" && typeof plain.name === "string" ? plain.name : undefined;
   const references =

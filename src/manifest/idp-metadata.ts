@@ -8,7 +8,10 @@ import { realpath, stat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { LIMITS } from "../model/wire.js";
-import { firstInvalidUtf8 } from "./yaml-source.js";
+import { inside } from "./walk.js";
+import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
+
+export { lineColOf };
 
 /** A problem in IdP metadata, with its line and column in the XML when it points at a place there. */
 export interface XmlProblem {
@@ -17,17 +20,6 @@ export interface XmlProblem {
   /** 1-based line and column in the XML, when known. */
   line?: number;
   col?: number;
-}
-
-/** 1-based line and column of a character offset. */
-export function lineColOf(text: string, offset: number): { line: number; col: number } {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = text.indexOf("\n"); i >= 0 && i < offset; i = text.indexOf("\n", i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  return { line, col: offset - lineStart + 1 };
 }
 
 type XmlNode = Record<string, unknown>;
@@ -209,11 +201,7 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
     return { ok: false, message: `${field} ${ref} is an absolute path; give a path relative to this manifest, inside ${inRoot}` };
   }
   const absPath = path.resolve(path.dirname(manifestPath), ref);
-  const outside = (base: string, p: string): boolean => {
-    const rel = path.relative(base, p);
-    return rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
-  };
-  if (outside(root, absPath)) {
+  if (!inside(root, absPath)) {
     return { ok: false, message: `${field} ${ref} leads outside ${inRoot}; keep IdP metadata files inside the folder given to edgeplan` };
   }
   let real: string;
@@ -222,7 +210,7 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   } catch {
     return { ok: false, message: `${field} ${ref}: no such file; check the path (it is relative to this manifest)` };
   }
-  if (outside(await realpath(root), real)) {
+  if (!inside(await realpath(root), real)) {
     return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
   }
   const info = await stat(real);
@@ -237,8 +225,6 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   try {
     return { ok: true, text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes), absPath };
   } catch {
-    const at = firstInvalidUtf8(bytes);
-    const before = new TextDecoder("utf-8").decode(bytes.subarray(0, at));
-    return { ok: false, absPath, ...lineColOf(before, before.length), message: "IdP metadata file is not valid UTF-8 text; save it as UTF-8" };
+    return { ok: false, absPath, ...lineColOfByte(bytes, firstInvalidUtf8(bytes)), message: "IdP metadata file is not valid UTF-8 text; save it as UTF-8" };
   }
 }

@@ -12,57 +12,37 @@ const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export type Env = Record<string, string | undefined>;
 
+/** `$${` (a literal `${`), `${NAME}`, or a `${` that no `}` closes. */
+const REFERENCE = /\$\$\{|\$\{([^}]*)\}|\$\{[^}]*$/g;
+
+/** Why `${name}` cannot be replaced, or undefined when it can. */
+function referenceProblem(name: string, env: Env): string | undefined {
+  if (!VAR_NAME.test(name)) {
+    return `\${${name}} is not a variable reference: a name has letters, digits and _; write $\${${name}} for the literal text`;
+  }
+  if (!name.startsWith(VAR_PREFIX)) {
+    return (
+      `\${${name}}: only ${VAR_PREFIX}* variables can be used, so that a manifest cannot read the runner's secrets; ` +
+      `set ${VAR_PREFIX}${name} and write \${${VAR_PREFIX}${name}}, or write $\${${name}} for the literal text`
+    );
+  }
+  if (env[name] === undefined) return `\${${name}}: ${name} is not set; set it in edgeplan's environment, or write $\${${name}} for the literal text`;
+  return undefined;
+}
+
 /** The text with every `${EDGEPLAN_VAR_*}` replaced, or the problems found (each a complete message). */
 export function substitute(text: string, env: Env): { text: string; problems: string[] } {
-  if (!text.includes("$")) return { text, problems: [] };
   const problems: string[] = [];
-  let out = "";
-  let i = 0;
-  while (i < text.length) {
-    const dollar = text.indexOf("$", i);
-    if (dollar < 0) {
-      out += text.slice(i);
-      break;
-    }
-    out += text.slice(i, dollar);
-    if (text.startsWith("$${", dollar)) {
-      out += "${";
-      i = dollar + 3;
-      continue;
-    }
-    if (!text.startsWith("${", dollar)) {
-      out += "$";
-      i = dollar + 1;
-      continue;
-    }
-    const close = text.indexOf("}", dollar + 2);
-    if (close < 0) {
+  const out = text.replace(REFERENCE, (match, name: string | undefined) => {
+    if (match === "$${") return "${";
+    if (name === undefined) {
       problems.push("${ is not closed by }; close the variable reference, or write $${ for a literal ${");
-      out += text.slice(dollar);
-      break;
+      return match;
     }
-    const name = text.slice(dollar + 2, close);
-    i = close + 1;
-    if (!VAR_NAME.test(name)) {
-      problems.push(
-        `\${${name}} is not a variable reference: a name has letters, digits and _; write $\${${name}} for the literal text`,
-      );
-      continue;
-    }
-    if (!name.startsWith(VAR_PREFIX)) {
-      problems.push(
-        `\${${name}}: only ${VAR_PREFIX}* variables can be used, so that a manifest cannot read the runner's secrets; ` +
-          `set ${VAR_PREFIX}${name} and write \${${VAR_PREFIX}${name}}, or write $\${${name}} for the literal text`,
-      );
-      continue;
-    }
-    const value = env[name];
-    if (value === undefined) {
-      problems.push(`\${${name}}: ${name} is not set; set it in edgeplan's environment, or write $\${${name}} for the literal text`);
-      continue;
-    }
-    out += value;
-  }
+    const problem = referenceProblem(name, env);
+    if (problem !== undefined) problems.push(problem);
+    return problem === undefined ? (env[name] as string) : "";
+  });
   return { text: out, problems };
 }
 
@@ -93,7 +73,7 @@ export function interpolateDocument(d: ParsedDocument, env: Env): { diagnostics:
     Scalar(key, node, ancestors) {
       if (key === "key" || typeof node.value !== "string" || !node.value.includes("$")) return;
       const { text, problems } = substitute(node.value, env);
-      const pos = d.map.at(startOf(node) ?? 0);
+      const pos = d.at(startOf(node) ?? 0);
       for (const message of problems) diagnostics.push({ severity: "error", pos, message });
       if (problems.length === 0) node.value = text;
       else unresolved.push(dataPath(ancestors, node));

@@ -1,10 +1,9 @@
 /**
  * Loading manifests: files and folders to the normalised DesiredState, with every problem reported as a diagnostic
- * pinned to `file:line:col`. The steps: find the files (walk.ts), read the YAML the fast way when a text allows it
- * (yaml-fast.ts) and else the full way with every node's place (yaml-source.ts), replace `${EDGEPLAN_VAR_*}`
- * (interpolate.ts), check each document against its kind's schema (check-document.ts), read and check IdP metadata
- * (idp-metadata.ts), then normalise and apply the rules between objects (build-desired.ts). The work runs in
- * slices of a few ms (steps.ts).
+ * pinned to `file:line:col`. The steps: find the files (walk.ts), read each file and parse its YAML with every
+ * node's place (yaml-source.ts), replace `${EDGEPLAN_VAR_*}` (interpolate.ts), check each document against its
+ * kind's schema (check-document.ts), read and check IdP metadata (idp-metadata.ts), then normalise and apply the
+ * rules between objects (build-desired.ts).
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
@@ -12,15 +11,13 @@ import type { Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
-import { buildDesiredSteps, samlSourceKind, type SamlSource } from "./build-desired.js";
-import { Pinner, type CheckedDocument } from "./check-document.js";
-import { checkManifestTextSteps, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
+import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
+import type { CheckedDocument } from "./check-document.js";
+import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
-import type { FastCheckWorker } from "./fast-check-worker.js";
-import { runInTurns, Turns } from "./steps.js";
 import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
-import { MAX_MANIFEST_BYTES, decodeManifest } from "./yaml-source.js";
+import { decodeManifest, Pinner, sizeDiagnostic } from "./yaml-source.js";
 
 export interface LoadOptions {
   /** Where `${EDGEPLAN_VAR_*}` values come from. Default: `process.env`. */
@@ -29,16 +26,6 @@ export interface LoadOptions {
   cwd?: string;
   /** The time certificates are checked against. Default: now. */
   now?: Date;
-  /**
-   * Whether a text may be read the fast way (yaml-fast.ts). Default true; false reads every text the full way, as
-   * the tests do to hold the two ways to the same result.
-   */
-  fastRead?: boolean;
-  /**
-   * A worker thread for the fast checks, started by the caller (`plan`, so that its reads meanwhile are followed up
-   * promptly): used when the manifests hold at least `WORKER_MIN_CHARS` characters of text, and closed by `loadDesired`.
-   */
-  worker?: FastCheckWorker;
 }
 
 export interface LoadResult {
@@ -98,41 +85,6 @@ export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
   });
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight, keeping results in order. */
-async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
-async function readManifestBytes(file: ManifestFile): Promise<{ bytes: Uint8Array } | { diagnostic: Diagnostic }> {
-  const pos = { file: file.display, line: 1, col: 1 };
-  try {
-    const info = await stat(file.path);
-    if (info.size > MAX_MANIFEST_BYTES) {
-      return {
-        diagnostic: {
-          severity: "error",
-          pos,
-          message: `file is ${info.size} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`,
-        },
-      };
-    }
-    return { bytes: await readFile(file.path) };
-  } catch (e) {
-    return {
-      diagnostic: { severity: "error", pos, message: `cannot read this file (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions` },
-    };
-  }
-}
-
 /** Diagnostics for problems of IdP metadata: inside an XML file when they have a place there, else at the manifest value. */
 function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: string | undefined): Diagnostic[] {
   return problems.map((p) => ({
@@ -152,66 +104,42 @@ interface ReadFiles {
 /** A file read: its text, a diagnostic in its place, or "skip" (a walked YAML file that is not a manifest). */
 type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
 
-/** Reads the files found (16 at a time) and decodes them; a walked YAML file that is not a manifest is skipped. */
-async function readTexts(found: ManifestFile[]): Promise<Array<FileText | undefined>> {
-  const contents = await mapLimited(found, 16, readManifestBytes);
-  return found.map((file, i) => {
-    const bytes = contents[i];
-    if (bytes === undefined) return undefined;
-    const decoded = "diagnostic" in bytes ? bytes : decodeManifest(bytes.bytes, file.display);
-    return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;
-  });
-}
-
-/** Characters of manifest text, in all, from which the fast checks run in a worker thread (when the caller gives one). */
-export const WORKER_MIN_CHARS = 256 * 1024;
-
-/** Sends `texts` to the worker when they are many enough to be worth it, and returns it; else undefined. */
-function useWorker(worker: FastCheckWorker | undefined, texts: Array<FileText | undefined>, found: ManifestFile[]): FastCheckWorker | undefined {
-  let chars = 0;
-  for (const t of texts) if (t !== undefined && t !== "skip" && "text" in t) chars += t.text.length;
-  if (worker === undefined || chars < WORKER_MIN_CHARS) return undefined;
-  texts.forEach((t, i) => {
-    if (t !== undefined && t !== "skip" && "text" in t) worker.send(i, t.text, (found[i] as ManifestFile).display);
-  });
-  return worker;
+/** Reads one file found and decodes it; a walked YAML file that is not a manifest is skipped. */
+async function readText(file: ManifestFile): Promise<FileText> {
+  let bytes: Uint8Array;
+  try {
+    // The size first: a file of gigabytes is refused unread.
+    const tooLarge = sizeDiagnostic((await stat(file.path)).size, file.display);
+    if (tooLarge) return { diagnostic: tooLarge };
+    bytes = await readFile(file.path);
+  } catch (e) {
+    const message = `cannot read this file (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions`;
+    return { diagnostic: { severity: "error", pos: { file: file.display, line: 1, col: 1 }, message } };
+  }
+  const decoded = decodeManifest(bytes, file.display);
+  return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;
 }
 
 /**
- * Reads the files found, and checks every document of the manifests into `checked`: the fast checks of a text run
- * here, or in the worker thread given (for a large loading), or not at all (`fastRead` false: every text the full
- * way). Texts are taken in the order of the files, giving the event loop a turn now and then.
+ * Reads the files found and checks every document of the manifests into `checked`, in the order of the files. Each
+ * file is read when the one before it is checked: while it is read, requests in flight beside the loading (`plan`'s
+ * listing) are followed up, within one file's checks (a few ms) rather than after the whole loading.
  */
-async function readAndCheckFiles(
-  found: ManifestFile[],
-  env: Env,
-  checked: CheckedTexts,
-  turns: Turns,
-  fast: { fastRead: boolean; worker: FastCheckWorker | undefined },
-): Promise<ReadFiles> {
+async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
-  const texts = await readTexts(found);
-  const worker = fast.fastRead ? useWorker(fast.worker, texts, found) : undefined;
-  try {
-    for (const [i, file] of found.entries()) {
-      const t = texts[i];
-      if (t === undefined) continue;
-      if (turns.due()) await turns.take();
-      if (t === "skip") {
-        // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
-        if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
-        continue;
-      }
-      read.files.push(file.display);
-      if ("diagnostic" in t) {
-        checked.diagnostics.push(t.diagnostic);
-        continue;
-      }
-      const checks = !fast.fastRead ? null : worker ? await worker.checks(i) : undefined;
-      for (const doc of await runInTurns(checkManifestTextSteps(t.text, file.display, env, checked, checks), turns)) read.fileOf.set(doc, file);
+  for (const file of found) {
+    const t = await readText(file);
+    if (t === "skip") {
+      // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
+      if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);
+      continue;
     }
-  } finally {
-    await fast.worker?.close();
+    read.files.push(file.display);
+    if ("diagnostic" in t) {
+      checked.diagnostics.push(t.diagnostic);
+      continue;
+    }
+    for (const doc of checkManifestText(t.text, file.display, env, checked)) read.fileOf.set(doc, file);
   }
   return read;
 }
@@ -240,14 +168,10 @@ type IdpFileCache = Map<string, Promise<{ read: IdpFileResult; problems: XmlProb
 /** Reads and checks `saml.idp_metadata_file` (inside the manifest root), once per file. */
 async function checkSamlFile(ref: string, at: SourcePos, manifest: ManifestFile, cache: IdpFileCache, cwd: string, now: Date): Promise<SamlCheck> {
   const cacheKey = `${manifest.root}\u0000${path.resolve(path.dirname(manifest.path), ref)}\u0000${ref}`;
-  let pending = cache.get(cacheKey);
-  if (!pending) {
-    pending = readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({
-      read,
-      problems: read.ok ? checkIdpMetadataXml(read.text, now) : [],
-    }));
-    cache.set(cacheKey, pending);
-  }
+  const pending =
+    cache.get(cacheKey) ??
+    readIdpMetadataFile(ref, manifest.path, manifest.root, manifest.rootDisplay).then((read) => ({ read, problems: read.ok ? checkIdpMetadataXml(read.text, now) : [] }));
+  cache.set(cacheKey, pending);
   const { read, problems } = await pending;
   if (!read.ok) {
     // A problem inside the file (its encoding) is shown there; one with the reference, at the reference.
@@ -260,18 +184,10 @@ async function checkSamlFile(ref: string, at: SourcePos, manifest: ManifestFile,
 }
 
 /** Checks the IdP metadata of every EdgeRoute document with a SAML module; returns each one's source (or undefined). */
-async function checkSamlSources(
-  documents: CheckedDocument[],
-  fileOf: Map<CheckedDocument, ManifestFile>,
-  diagnostics: Diagnostic[],
-  cwd: string,
-  now: Date,
-  turns: Turns,
-): Promise<Map<CheckedDocument, SamlSource | undefined>> {
+async function checkSamlSources(documents: CheckedDocument[], fileOf: Map<CheckedDocument, ManifestFile>, diagnostics: Diagnostic[], cwd: string, now: Date) {
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
   const cache: IdpFileCache = new Map();
   for (const doc of documents) {
-    if (turns.due()) await turns.take();
     if (doc.kind !== "EdgeRoute") continue;
     const saml = doc.value.saml;
     if (saml === undefined || saml === "absent") continue;
@@ -312,12 +228,9 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   const checked = emptyCheckedTexts();
   const { diagnostics, documents, declaredNames, references } = checked;
   diagnostics.push(...found.diagnostics);
-  // The loading gives the event loop a turn every few ms, so that reads started beside it (`plan`'s listing) go on.
-  const turns = new Turns();
-  const fast = { fastRead: options.fastRead ?? true, worker: options.worker };
-  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked, turns, fast);
-  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now, turns);
-  const built = await runInTurns(buildDesiredSteps({ documents, declaredNames, references, samlSources }), turns);
+  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked);
+  const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now);
+  const built = buildDesired({ documents, declaredNames, references, samlSources });
   diagnostics.push(...built.diagnostics);
   if (files.length === 0 && found.diagnostics.length === 0) diagnostics.push(noManifestsWarning(paths, cwd));
   return {

@@ -32,7 +32,8 @@ const isManifestName = (name: string): boolean => /\.ya?ml$/i.test(name);
 const skippedDir = (name: string): boolean => name.startsWith(".") || name === "node_modules";
 const byName = (a: Dirent, b: Dirent): number => compareText(a.name, b.name);
 
-function inside(base: string, p: string): boolean {
+/** Whether `p` is `base` or lies under it. */
+export function inside(base: string, p: string): boolean {
   const rel = path.relative(base, p);
   return !(rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel));
 }

@@ -14,71 +14,60 @@ export const MAX_NESTING = 64;
 /** Alias expansions allowed per document (the `yaml` package's guard against "billion laughs"). */
 export const MAX_ALIAS_COUNT = 100;
 
-/**
- * Converts offsets of one text to 1-based line and column. `base`: where the text the offsets count in starts in
- * the file (a document parsed alone), 0 for the whole file.
- */
-export class SourceMap {
-  constructor(
-    readonly file: string,
-    private readonly lines: LineCounter,
-    private readonly base = 0,
-  ) {}
-  at(offset: number): SourcePos {
-    const { line, col } = this.lines.linePos(this.base + offset);
-    return { file: this.file, line, col };
-  }
-}
-
 /** One YAML document of a manifest file, with the way back from its nodes to lines and columns. */
 export interface ParsedDocument {
   file: string;
-  /** The document's nodes; composed on first use when `deferred`. */
   doc: Document.Parsed;
-  map: SourceMap;
+  /** The place of an offset of the file's text: a binary search in the table of line starts. */
+  at: (offset: number) => SourcePos;
   /** Where the document's content starts. */
   pos: SourcePos;
   /** False when the file's text holds no `$`: no `${VAR}` to replace, so the document need not be walked for them. */
   mayInterpolate: boolean;
-  /**
-   * Set on a document of the fast read (yaml-fast.ts): its value was read without nodes, so positions inside it are
-   * found only when one is read (`Pinner`).
-   */
-  deferred?: boolean;
 }
 
 const err = (pos: SourcePos, message: string): Diagnostic => ({ severity: "error", pos, message });
+
+/** The error of a manifest file of `size` bytes when that is more than `MAX_MANIFEST_BYTES`. */
+export function sizeDiagnostic(size: number, file: string): Diagnostic | undefined {
+  if (size <= MAX_MANIFEST_BYTES) return undefined;
+  const message = `file is ${size} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`;
+  return err({ file, line: 1, col: 1 }, message);
+}
 
 /**
  * Decodes a manifest file's bytes as UTF-8 text, refusing what cannot be a manifest: more than
  * `MAX_MANIFEST_BYTES`, NUL bytes (a binary file), invalid UTF-8.
  */
 export function decodeManifest(bytes: Uint8Array, file: string): { text: string } | { diagnostic: Diagnostic } {
-  const start = { file, line: 1, col: 1 };
-  if (bytes.byteLength > MAX_MANIFEST_BYTES) {
-    return {
-      diagnostic: err(
-        start,
-        `file is ${bytes.byteLength} bytes, more than the ${MAX_MANIFEST_BYTES} bytes (1 MiB) a manifest file may hold; split it into several files`,
-      ),
-    };
-  }
+  const tooLarge = sizeDiagnostic(bytes.byteLength, file);
+  if (tooLarge) return { diagnostic: tooLarge };
   const nul = bytes.indexOf(0);
   if (nul >= 0) {
-    return { diagnostic: err(positionOfByte(bytes, nul, file), "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml") };
+    return { diagnostic: err({ file, ...lineColOfByte(bytes, nul) }, "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml") };
   }
   try {
     return { text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
   } catch {
-    return { diagnostic: err(positionOfByte(bytes, firstInvalidUtf8(bytes), file), "file is not valid UTF-8 text; save it as UTF-8") };
+    return { diagnostic: err({ file, ...lineColOfByte(bytes, firstInvalidUtf8(bytes)) }, "file is not valid UTF-8 text; save it as UTF-8") };
   }
 }
 
+/** 1-based line and column of a character offset. */
+export function lineColOf(text: string, offset: number): { line: number; col: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf("\n"); i >= 0 && i < offset; i = text.indexOf("\n", i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return { line, col: offset - lineStart + 1 };
+}
+
 /** Line and column (in characters) of a byte offset, decoding leniently up to it. */
-function positionOfByte(bytes: Uint8Array, offset: number, file: string): SourcePos {
+export function lineColOfByte(bytes: Uint8Array, offset: number): { line: number; col: number } {
   const before = new TextDecoder("utf-8").decode(bytes.subarray(0, offset));
-  const lines = before.split("\n");
-  return { file, line: lines.length, col: (lines[lines.length - 1]?.length ?? 0) + 1 };
+  return lineColOf(before, before.length);
 }
 
 /** Offset of the first byte that starts an invalid UTF-8 sequence. */
@@ -162,48 +151,27 @@ export function findExcessiveNesting(text: string | Iterable<string>, max = MAX_
   return undefined;
 }
 
-/** Keys of a mapping node as the document's plain value spells them. */
-function keyText(key: unknown): string {
-  if (isScalar(key)) return String(key.value);
-  return String(key);
-}
-
-/** What `locate` found at a path: the value node, the key node that names it, and the deepest node reached. */
-export interface Located {
-  value?: Node;
-  key?: Node;
-  /** The deepest collection reached on the way (the mapping a missing field belongs to). */
-  parent?: Node;
-  parentKey?: Node;
-}
-
-/** Follows a path of keys and indexes from a document's root, through aliases. */
-export function locate(doc: Document.Parsed, path: ReadonlyArray<PropertyKey>): Located {
+/** Follows a path of keys and indexes from a document's root, through aliases: the value node, and the key node that names it. */
+function locate(doc: Document.Parsed, path: ReadonlyArray<PropertyKey>): { value?: Node; key?: Node } {
   let cur: unknown = doc.contents;
   let key: Node | undefined;
-  let parent: Node | undefined;
-  let parentKey: Node | undefined;
   for (const seg of path) {
     if (isAlias(cur)) cur = cur.resolve(doc);
     if (isMap(cur)) {
-      parent = cur;
-      parentKey = key;
-      const pair = cur.items.find((p) => keyText(p.key) === String(seg));
-      if (!pair) return { parent, parentKey };
+      // A key as the document's plain value spells it.
+      const pair = cur.items.find((p) => String(isScalar(p.key) ? p.key.value : p.key) === String(seg));
+      if (!pair) return {};
       key = pair.key as Node;
       cur = pair.value;
     } else if (isSeq(cur) && typeof seg === "number") {
-      parent = cur;
-      parentKey = key;
-      const item = cur.items[seg];
-      if (item === undefined) return { parent, parentKey };
       key = undefined;
-      cur = item;
+      cur = cur.items[seg];
+      if (cur === undefined) return {};
     } else {
-      return { parent, parentKey };
+      return {};
     }
   }
-  return { value: (cur ?? undefined) as Node | undefined, key, parent, parentKey };
+  return { value: (cur ?? undefined) as Node | undefined, key };
 }
 
 /** Start offset of a node, or undefined when it has no source (an empty value). */
@@ -211,6 +179,37 @@ export function startOf(node: Node | undefined): number | undefined {
   if (!node?.range) return undefined;
   if (isScalar(node) && node.value === null && node.range[0] === node.range[1]) return undefined;
   return node.range[0];
+}
+
+/**
+ * Positions of the nodes of one document, by path: what every diagnostic is pinned to. Each is found when asked,
+ * from the node's range and the file's table of line starts.
+ */
+export class Pinner {
+  constructor(private readonly d: ParsedDocument) {}
+
+  private at(node: Node | undefined): SourcePos | undefined {
+    const offset = startOf(node);
+    return offset === undefined ? undefined : this.d.at(offset);
+  }
+
+  /** The value at a path, else its key, else the mapping it belongs to. */
+  value(path: ReadonlyArray<PropertyKey>): SourcePos {
+    const l = locate(this.d.doc, path);
+    return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
+  }
+
+  /** The key at a path, else the value. */
+  key(path: ReadonlyArray<PropertyKey>): SourcePos {
+    return this.at(locate(this.d.doc, path).key) ?? this.value(path);
+  }
+
+  /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
+  container(path: ReadonlyArray<PropertyKey>): SourcePos {
+    if (path.length <= 1) return this.d.pos;
+    const l = locate(this.d.doc, path.slice(0, -1));
+    return this.at(l.key) ?? this.at(l.value) ?? this.d.pos;
+  }
 }
 
 /** First line of a `yaml` error message (the rest repeats the source). */
@@ -224,21 +223,15 @@ function firstLine(message: string): string {
  */
 export function parseManifestText(text: string, file: string): { docs: ParsedDocument[]; diagnostics: Diagnostic[] } {
   const lines = new LineCounter();
-  const map = new SourceMap(file, lines);
+  const at = (offset: number): SourcePos => ({ file, ...lines.linePos(offset) });
   const diagnostics: Diagnostic[] = [];
   // One pass of the lexer serves both the nesting guard and the parser.
   const lexemes = Array.from(new Lexer().lex(text));
   const deep = findExcessiveNesting(lexemes);
   if (deep !== undefined) {
-    // Positions need the line counter, which parsing fills; count lines here instead.
-    const before = text.slice(0, deep).split("\n");
-    diagnostics.push(
-      err(
-        { file, line: before.length, col: (before[before.length - 1]?.length ?? 0) + 1 },
-        `collections are nested more than ${MAX_NESTING} levels deep; a manifest needs a few levels, flatten it`,
-      ),
-    );
-    return { docs: [], diagnostics };
+    // The line counter is filled by parsing, which this text does not reach.
+    const message = `collections are nested more than ${MAX_NESTING} levels deep; a manifest needs a few levels, flatten it`;
+    return { docs: [], diagnostics: [err({ file, ...lineColOf(text, deep) }, message)] };
   }
   const parsed = composeDocuments(lexemes, lines);
   const mayInterpolate = text.includes("$");
@@ -247,21 +240,17 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     let broken = false;
     for (const e of doc.errors) {
       broken = true;
-      const at = map.at(e.pos[0]);
-      if (e.code === "DUPLICATE_KEY") {
-        diagnostics.push(err(at, "this key appears twice in the same mapping; keep one of them"));
-      } else {
-        diagnostics.push(err(at, `YAML syntax: ${firstLine(e.message)}; fix the YAML at this position`));
-      }
+      const message = e.code === "DUPLICATE_KEY" ? "this key appears twice in the same mapping; keep one of them" : `YAML syntax: ${firstLine(e.message)}; fix the YAML at this position`;
+      diagnostics.push(err(at(e.pos[0]), message));
     }
     for (const w of doc.warnings) {
-      diagnostics.push({ severity: "warning", pos: map.at(w.pos[0]), message: `YAML: ${firstLine(w.message)}` });
+      diagnostics.push({ severity: "warning", pos: at(w.pos[0]), message: `YAML: ${firstLine(w.message)}` });
     }
     if (broken) return;
     const contents = doc.contents;
     // Nothing, only comments, or an explicit null: an empty document.
     if (contents === null || (isScalar(contents) && contents.value === null)) return;
-    docs.push({ file, doc, map, pos: map.at(contents.range?.[0] ?? 0), mayInterpolate });
+    docs.push({ file, doc, at, pos: at(contents.range?.[0] ?? 0), mayInterpolate });
   });
   return { docs, diagnostics };
 }

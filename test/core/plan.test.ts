@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ManifestError } from "../../src/model/errors.js";
+import { InternalError, ManifestError } from "../../src/model/errors.js";
 import { buildPlan } from "../../src/core/plan.js";
 import { resolveWeightedBackendBody } from "../../src/kinds/weighted-backend.js";
 import {
@@ -508,7 +508,7 @@ describe("input checks", () => {
     const msg = planError(() =>
       buildPlan(
         {
-          weightedBackends: [desiredWb("a", { source: pos(4) }), desiredWb("a", { source: pos(1) }), desiredWb("b", { id: wbId(9), source: pos(8) })],
+          weightedBackends: [desiredWb("a", { id: wbId(8), source: pos(10) }), desiredWb("b", { id: wbId(9), source: pos(8) })],
           edgeRoutes: [desiredRoute(absent(), unmanaged, { source: pos(12) })],
         },
         { weightedBackends: [], routes: [] },
@@ -516,9 +516,26 @@ describe("input checks", () => {
       ),
     );
     expect(msg.split("\n")).toEqual([
-      `manifests/main.yaml:4:1: weighted backend "a" is also declared at manifests/main.yaml:1:1; names must be unique`,
       `manifests/main.yaml:8:1: weighted backend "b": id ${wbId(9)} does not exist in this account; correct the id, or remove \`id:\` to create a new object`,
+      `manifests/main.yaml:10:1: weighted backend "a": id ${wbId(8)} does not exist in this account; correct the id, or remove \`id:\` to create a new object`,
       `manifests/main.yaml:12:1: edge route ${EDGE}/${ROUTE} does not exist in this account; check the edge and route ids`,
     ]);
+  });
+
+  it("takes the loader's word that names, adopted ids and routes are unique: a repeat is an internal error", () => {
+    const options = { stack: "default", prune: false, takeover: false, maxShift: 50 };
+    const live = { weightedBackends: [liveWb(1)], routes: [] };
+    const names = { weightedBackends: [desiredWb("a", { source: pos(4) }), desiredWb("a", { source: pos(1) })], edgeRoutes: [] };
+    expect(() => buildPlan(names, live, options)).toThrow(
+      new InternalError(`plan: weighted backend "a" is declared at manifests/main.yaml:1:1 and manifests/main.yaml:4:1; the loader reports a name declared twice`),
+    );
+    const ids = { weightedBackends: [desiredWb("a", { id: wbId(1) }), desiredWb("b", { id: wbId(1) })], edgeRoutes: [] };
+    expect(() => buildPlan(ids, live, options)).toThrow(
+      new InternalError(`plan: id ${wbId(1)} is adopted by "a" and "b"; the loader reports an id adopted twice`),
+    );
+    const routes = { weightedBackends: [], edgeRoutes: [desiredRoute(absent(), unmanaged, { source: pos(12) }), desiredRoute(absent(), unmanaged, { source: pos(2) })] };
+    expect(() => buildPlan(routes, live, options)).toThrow(
+      new InternalError(`plan: edge route ${EDGE}/${ROUTE} is declared at manifests/main.yaml:2:1 and manifests/main.yaml:12:1; the loader reports a route declared twice`),
+    );
   });
 });

@@ -45,6 +45,7 @@ const desiredArb = fc
   )
   .map((specs) =>
     specs.map(
+      // An id adopted by one manifest only (the loader refuses a second).
       (s, i): DesiredWeightedBackend => ({
         kind: "WeightedBackend",
         name: s.name,
@@ -53,7 +54,7 @@ const desiredArb = fc
         backends: Object.fromEntries([...s.hr, ...s.refs].map((k) => [k, s.weight])),
         protect: s.protect,
         source: pos(i * 10 + 1),
-        ...(s.adopt !== null ? { id: wbId(s.adopt) } : {}),
+        ...(s.adopt !== null && !specs.slice(0, i).some((o) => o.adopt === s.adopt) ? { id: wbId(s.adopt) } : {}),
       }),
     ),
   );
