@@ -7,9 +7,8 @@
  * - Locks make checks hold until the write commits: the object a write changes is read `FOR UPDATE`; the weighted
  *   backends a write references are read `FOR SHARE`; creates take an advisory lock per account (so the per-account
  *   limit is exact); a write that adds a reference between weighted backends takes another advisory lock per account,
- *   the graph lock, before any row lock, and walks for cycles under it (docs/reliability.md, "The graph checks hold
- *   under any interleaving", says why that is enough). A transaction that loses a race (deadlock) runs again while
- *   the budget of contention.ts allows.
+ *   the graph lock, before any row lock, and walks for cycles under it (docs/reliability.md, section 9, says why
+ *   that is enough). A transaction that loses a race (deadlock) runs again while the budget of contention.ts allows.
  * - `COMMIT` returns once the commit is flushed (`synchronous_commit = on` is set per connection), so a write is
  *   answered only when PostgreSQL holds it durably.
  * - Ids come from one database sequence and the database's clock (see `sequencedKsuid`): unique and in creation

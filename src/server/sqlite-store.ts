@@ -117,8 +117,8 @@ export class SqliteStore implements Store, StoreTx {
         throw err;
       }
     };
-    // Another process holding the file's write lock past busy_timeout (another program writing to the file) is a race
-    // this transaction lost, like a deadlock on PostgreSQL.
+    // The file's write lock held by another program (SQLite answers at once when a reading transaction cannot start
+    // writing, else after busy_timeout) is a race this transaction lost, like a deadlock on PostgreSQL.
     const run = (): Promise<T> => retryLostRaces(attempt, (err) => err instanceof TransactionConflict || /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? ""));
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);

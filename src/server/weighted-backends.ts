@@ -78,7 +78,7 @@ function addedReferences(current: WeightedBackendRecord, backends: Record<string
  * graph lock is taken first, before the row lock, so that walks for cycles run one at a time and never wait on each
  * other's row locks. Whether it adds one is decided on an unlocked read; when the locked read disagrees (a
  * concurrent update removed a reference in between), the lock is taken without waiting, or the transaction runs
- * again (docs/reliability.md, "The graph checks hold under any interleaving").
+ * again (docs/reliability.md, section 9).
  */
 async function readForUpdate(tx: StoreTx, account: string, id: string, backends: Record<string, number>): Promise<WeightedBackendRecord> {
   let graphLocked = false;
