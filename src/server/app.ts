@@ -2,14 +2,16 @@
  * The request pipeline of the server, in the order every request goes through it:
  * operation id -> fail-rate fault -> auth -> rate and in-flight limits -> latency fault -> version header -> path
  * and method -> id format -> body (size, content type, JSON) -> client still connected -> handler, in one store
- * transaction committed before anything is answered -> drop-rate fault -> answer -> one log line. Errors at any step become the API's error body; nothing
- * else reaches the client.
+ * transaction committed before anything is answered (run again while it loses races, 503 past the store's budget)
+ * -> drop-rate fault -> answer -> one log line. Errors at any step become the API's error body; nothing else
+ * reaches the client.
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { isId } from "../model/wire.js";
 import type { KeyRing } from "./auth.js";
 import type { Handler, ServerContext } from "./context.js";
+import { CONTENTION_RETRY_AFTER_S, StoreContentionError } from "./contention.js";
 import type { InflightLimiter } from "./faults.js";
 import { HttpError } from "./http-error.js";
 import { randomKsuid } from "./ksuid.js";
@@ -139,10 +141,22 @@ async function run(o: AppOptions, req: IncomingMessage, method: string, path: st
     return reply.body === undefined ? { status: reply.status } : { status: reply.status, payload: JSON.stringify(reply.body) };
   } catch (err) {
     if (err instanceof HttpError) return { status: err.status, headers: err.headers, error: err };
+    if (err instanceof StoreContentionError) return contended(err);
     return { status: 500, error: err };
   } finally {
     if (holdsSlot && account !== undefined) o.inflight?.release(account);
   }
+}
+
+/**
+ * The 503 of a request whose transaction kept losing races past the store's budget: it was rolled back whole, so
+ * the client may send it again after `Retry-After` (src/api/retry.ts does for PATCH, PUT and DELETE).
+ */
+function contended(err: StoreContentionError): Outcome {
+  const msg = `the server is busy with concurrent changes to the same objects and did not carry out this request (nothing was changed); send it again after ${CONTENTION_RETRY_AFTER_S} s`;
+  const error = new HttpError(503, "ERR_NGROK_503", msg, {}, { "Retry-After": String(CONTENTION_RETRY_AFTER_S) });
+  error.cause = err;
+  return { status: 503, headers: error.headers, error };
 }
 
 /** The account of the request's key; 401 for none, a wrong one, or several Authorization headers. */
@@ -237,6 +251,8 @@ function logLine(outcome: Outcome, method: string, path: string, operationId: st
   if (outcome.status === 500) {
     const e = outcome.error;
     line.error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  } else if (outcome.error instanceof HttpError && outcome.error.cause instanceof StoreContentionError) {
+    line.error = outcome.error.cause.message;
   }
   return JSON.stringify(line);
 }

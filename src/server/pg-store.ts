@@ -5,8 +5,10 @@
  *   locks or writes; reads before it run as statements of their own, which at READ COMMITTED sees exactly what
  *   they would see inside the transaction (every statement takes its own snapshot), so a GET costs one round trip.
  * - Locks make checks hold until the write commits: the object a write changes is read `FOR UPDATE`; the weighted
- *   backends a write references or walks for cycles are read `FOR SHARE`; creates take an advisory lock per account
- *   (so the per-account limit is exact). Two transactions that deadlock on these are retried by the losing side.
+ *   backends a write references are read `FOR SHARE`; creates take an advisory lock per account (so the per-account
+ *   limit is exact); a write that adds a reference between weighted backends takes another advisory lock per account,
+ *   the graph lock, before any row lock, and walks for cycles under it (docs/reliability.md, section 9, says why
+ *   that is enough). A transaction that loses a race (deadlock) runs again while the budget of contention.ts allows.
  * - `COMMIT` returns once the commit is flushed (`synchronous_commit = on` is set per connection), so a write is
  *   answered only when PostgreSQL holds it durably.
  * - Ids come from one database sequence and the database's clock (see `sequencedKsuid`): unique and in creation
@@ -17,6 +19,7 @@
 import pg from "pg";
 import { EdgeplanError } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
+import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { rateLimited } from "./faults.js";
 import { rfc3339Seconds, sequencedKsuid } from "./ksuid.js";
 import { migrate, STARTUP_LOCK } from "./pg-schema.js";
@@ -52,6 +55,8 @@ const ROUTE = "id, edge_id, created_at, match, match_type, saml, circuit_breaker
 const SQL = {
   newId: "SELECT nextval('edgeplan_ids')::text AS n, floor(extract(epoch FROM clock_timestamp()))::int AS s",
   lockAccount: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+  lockGraph: "SELECT pg_advisory_xact_lock(hashtextextended($1, 1))",
+  tryLockGraph: "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 1)) AS ok",
   wbGet: `SELECT ${WB} FROM weighted_backends WHERE account = $1 AND id = $2`,
   wbGetForUpdate: `SELECT ${WB} FROM weighted_backends WHERE account = $1 AND id = $2 FOR UPDATE`,
   wbList: `SELECT ${WB} FROM weighted_backends WHERE account = $1 ORDER BY id DESC LIMIT $2`,
@@ -66,8 +71,9 @@ const SQL = {
     c AS (DELETE FROM backend_children WHERE account = $1 AND parent = $2)
     SELECT count(*)::int AS n FROM w`,
   parents: "SELECT parent FROM backend_children WHERE account = $1 AND child = $2 ORDER BY parent LIMIT $3",
-  weightedChildren: `SELECT c.child FROM (SELECT id FROM weighted_backends WHERE account = $1 AND id = $2 FOR SHARE) w
-    JOIN backend_children c ON c.account = $1 AND c.parent = w.id WHERE c.child >= 'bkdwd_' AND c.child < 'bkdwd\`'`,
+  // Read under the graph lock, each in a statement of its own, so each sees every reference committed before the
+  // lock was granted (a lock taken inside a join would leave the joined rows at the statement's older snapshot).
+  weightedChildren: "SELECT child FROM backend_children WHERE account = $1 AND parent = $2 AND child >= 'bkdwd_' AND child < 'bkdwd`'",
   wbShare: "SELECT id FROM weighted_backends WHERE account = $1 AND id = ANY ($2::text[]) FOR SHARE",
   fbExisting: "SELECT id FROM fixture_backends WHERE account = $1 AND id = ANY ($2::text[])",
   fbGet: "SELECT id, type, created_at FROM fixture_backends WHERE account = $1 AND id = $2",
@@ -101,11 +107,12 @@ type Statement = keyof typeof SQL;
 /** Statements that need the transaction begun: they lock or write. */
 const IN_TRANSACTION: ReadonlySet<Statement> = new Set<Statement>([
   "lockAccount",
+  "lockGraph",
+  "tryLockGraph",
   "wbGetForUpdate",
   "wbInsert",
   "wbUpdate",
   "wbDelete",
-  "weightedChildren",
   "wbShare",
   "fbInsert",
   "edgeInsert",
@@ -116,9 +123,12 @@ const IN_TRANSACTION: ReadonlySet<Statement> = new Set<Statement>([
   "fixtureKeySet",
 ]);
 
-/** Serialization failure and deadlock: the transaction lost a race and may simply run again. */
-const RETRYABLE = new Set(["40001", "40P01"]);
-const ATTEMPTS = 5;
+/** Serialization failure, deadlock, a lock not granted in time: the transaction lost a race and may simply run again. */
+const LOST_RACE = new Set(["40001", "40P01", "55P03"]);
+
+function lostRace(err: unknown): boolean {
+  return err instanceof TransactionConflict || LOST_RACE.has((err as { code?: string }).code ?? "");
+}
 
 /** The URL with its password hidden, for messages. */
 export function redactUrl(url: string): string {
@@ -164,20 +174,21 @@ export class PgStore implements Store {
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        const tx = new PgTx(client);
-        try {
-          if (options?.startup) await tx.begin(STARTUP_LOCK);
-          const result = await fn(tx);
-          await tx.end("COMMIT");
-          return result;
-        } catch (err) {
-          await tx.end("ROLLBACK").catch((e: Error) => (broken = e));
-          const code = (err as { code?: string }).code;
-          if (broken || attempt >= ATTEMPTS || code === undefined || !RETRYABLE.has(code)) throw err;
-        }
+    const attempt = async (): Promise<T> => {
+      const tx = new PgTx(client);
+      try {
+        if (options?.startup) await tx.begin(STARTUP_LOCK);
+        const result = await fn(tx);
+        await tx.end("COMMIT");
+        return result;
+      } catch (err) {
+        await tx.end("ROLLBACK").catch((e: Error) => (broken = e));
+        throw err;
       }
+    };
+    try {
+      // A connection whose rollback failed is in an unknown state: its transaction is not run again on it.
+      return await retryLostRaces(attempt, (err) => !broken && lostRace(err));
     } finally {
       client.release(broken);
     }
@@ -237,6 +248,15 @@ class PgTx implements StoreTx {
 
   async lockAccount(account: string): Promise<void> {
     await this.q("lockAccount", [account]);
+  }
+
+  async lockGraph(account: string, wait = true): Promise<void> {
+    if (wait) {
+      await this.q("lockGraph", [account]);
+      return;
+    }
+    const [row] = await this.q<{ ok: boolean }>("tryLockGraph", [account]);
+    if (!row?.ok) throw new TransactionConflict("the graph lock is held by another transaction; run again, taking it first");
   }
 
   async getWeightedBackend(account: string, id: string, forUpdate = false): Promise<WeightedBackendRecord | undefined> {

@@ -5,12 +5,13 @@
  * commits (SQLite's documented WAL guarantee). Without a file the database lives in memory.
  *
  * Every statement is prepared once. better-sqlite3 is synchronous; a request's transaction may still wait (for a
- * certificate to be made), so transactions run one after another, queued, and never interleave. The rate limit
- * is kept in this process: one process owns the file.
+ * certificate to be made), so transactions run one after another, queued, and never interleave: every check a
+ * transaction makes holds until it commits. The rate limit is kept in this process: one process owns the file.
  */
 import Database from "better-sqlite3";
 import { EdgeplanError } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
+import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { RateLimiter } from "./faults.js";
 import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
 import type { EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, WeightedBackendRecord } from "./store.js";
@@ -105,7 +106,7 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    const run = async (): Promise<T> => {
+    const attempt = async (): Promise<T> => {
       this.db.exec("BEGIN");
       try {
         const result = await fn(this);
@@ -116,6 +117,9 @@ export class SqliteStore implements Store, StoreTx {
         throw err;
       }
     };
+    // The file's write lock held by another program (SQLite answers at once when a reading transaction cannot start
+    // writing, else after busy_timeout) is a race this transaction lost, like a deadlock on PostgreSQL.
+    const run = (): Promise<T> => retryLostRaces(attempt, (err) => err instanceof TransactionConflict || /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? ""));
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -128,6 +132,10 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   lockAccount(): void {
+    // Transactions already run one at a time.
+  }
+
+  lockGraph(): void {
     // Transactions already run one at a time.
   }
 

@@ -60,15 +60,22 @@ export interface PageQuery {
 export type Awaitable<T> = T | Promise<T>;
 
 /**
- * What one transaction may read and write. Reads flagged `forUpdate` (and the lookups only writes make:
- * `existingBackends`, `weightedChildrenOf`) lock what they read until the transaction ends, so that a check made
- * before a write still holds when the write commits.
+ * What one transaction may read and write. Reads flagged `forUpdate` (and `existingBackends`, which only writes
+ * call) lock what they read until the transaction ends, so that a check made before a write still holds when the
+ * write commits. A write that adds a reference between weighted backends takes `lockGraph` before any of those.
  */
 export interface StoreTx {
   /** A new id `<prefix>_<KSUID>` that sorts after every id this store made before, and its creation second. */
   newId(prefix: string): Awaitable<{ id: string; created_at: string }>;
   /** Serialises this transaction with every other that locks the same account (creates that count). */
   lockAccount(account: string): Awaitable<void>;
+  /**
+   * Serialises this transaction with every other that takes the graph lock of the account: those that add a
+   * reference to a weighted backend, so that no two walks for cycles run at once. Take it before any row lock and
+   * it waits; with `wait` false (after a row lock, when a wait could deadlock) it throws `TransactionConflict`
+   * instead of waiting, and the store runs the transaction again.
+   */
+  lockGraph(account: string, wait?: boolean): Awaitable<void>;
 
   getWeightedBackend(account: string, id: string, forUpdate?: boolean): Awaitable<WeightedBackendRecord | undefined>;
   listWeightedBackends(account: string, page: PageQuery): Awaitable<WeightedBackendRecord[]>;
@@ -79,7 +86,10 @@ export interface StoreTx {
   deleteWeightedBackend(account: string, id: string): Awaitable<boolean>;
   /** Ids of weighted backends that list `childId` among their children (at most `limit`). */
   parentsOf(account: string, childId: string, limit: number): Awaitable<string[]>;
-  /** Ids of the weighted backends among the children of weighted backend `id` (which stays locked for sharing). */
+  /**
+   * Ids of the weighted backends among the children of weighted backend `id`, as committed when the call starts.
+   * Unlocked: call it under `lockGraph`, when no other transaction can add a reference.
+   */
   weightedChildrenOf(account: string, id: string): Awaitable<string[]>;
   /** Those of `ids` that name a weighted (then locked for sharing) or fixture backend of the account. */
   existingBackends(account: string, ids: string[]): Awaitable<Set<string>>;
@@ -140,8 +150,9 @@ export interface Store {
   readonly kind: "sqlite" | "postgres";
   /**
    * Runs `fn` in one transaction: all its writes are committed (durably) together before the promise resolves,
-   * or none when it throws. `fn` may run again when the database chose this transaction as the loser of a
-   * deadlock, so it must do nothing but reads and writes through `tx` (and work that may be repeated).
+   * or none when it throws. `fn` may run again, rolled back first, when the transaction lost a race (a deadlock, a
+   * `TransactionConflict`, a busy database), so it must do nothing but reads and writes through `tx` (and work that
+   * may be repeated). Past the budget of contention.ts it rejects with `StoreContentionError`, nothing committed.
    */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** The rate limit of `--rate-limit` as this store keeps it (SQLite: in this process; PostgreSQL: shared). */

@@ -68,14 +68,41 @@ async function checkChildrenExist(tx: StoreTx, account: string, backends: Record
   }
 }
 
+/** The weighted backends among `backends` that `current` does not reference yet: the references a write adds. */
+function addedReferences(current: WeightedBackendRecord, backends: Record<string, number>): string[] {
+  return Object.keys(backends).filter((child) => child.startsWith(WEIGHTED_PREFIX) && !(child in current.backends));
+}
+
 /**
- * Giving `id` these children must not make a cycle (ERR_NGROK_6524): no child may be `id` itself, nor reach `id`
- * through the children the store holds. Depth-first over weighted children only; each node is visited once, and
- * locked for sharing before its children are read, so that no concurrent write closes a loop this walk missed.
+ * Reads weighted backend `id` for update. When the update adds a reference to a weighted backend, the account's
+ * graph lock is taken first, before the row lock, so that walks for cycles run one at a time and never wait on each
+ * other's row locks. Whether it adds one is decided on an unlocked read; when the locked read disagrees (a
+ * concurrent update removed a reference in between), the lock is taken without waiting, or the transaction runs
+ * again (docs/reliability.md, section 9).
  */
-async function checkNoCycle(tx: StoreTx, account: string, id: string, backends: Record<string, number>): Promise<void> {
-  for (const child of Object.keys(backends)) {
-    if (!child.startsWith(WEIGHTED_PREFIX)) continue;
+async function readForUpdate(tx: StoreTx, account: string, id: string, backends: Record<string, number>): Promise<WeightedBackendRecord> {
+  let graphLocked = false;
+  if (Object.keys(backends).some((child) => child.startsWith(WEIGHTED_PREFIX))) {
+    const seen = await tx.getWeightedBackend(account, id);
+    if (seen && addedReferences(seen, backends).length > 0) {
+      await tx.lockGraph(account);
+      graphLocked = true;
+    }
+  }
+  const current = await tx.getWeightedBackend(account, id, true);
+  if (!current) throw notFound("weighted backend", id);
+  if (!graphLocked && addedReferences(current, backends).length > 0) await tx.lockGraph(account, false);
+  return current;
+}
+
+/**
+ * The references `added` (children of weighted backend `id`, under the graph lock) must not make a cycle
+ * (ERR_NGROK_6524): none may be `id` itself, nor reach `id` through the children the store holds. Only added
+ * references are walked: the graph held no cycle before, and references kept or removed cannot make one.
+ * Depth-first over weighted children only; each node is visited once.
+ */
+async function checkNoCycle(tx: StoreTx, account: string, id: string, added: string[]): Promise<void> {
+  for (const child of added) {
     if (child === id) {
       throw fieldError("ERR_NGROK_6524", `backends.${child}`, `backends.${child}: a weighted backend cannot reference itself`);
     }
@@ -165,10 +192,9 @@ export const updateWeightedBackend: Handler = async (server, tx, req) => {
   const metadata = readString(body, "metadata", "metadata", LIMITS.metadataBytes);
   // An absent `backends` means an empty map (docs/api.md section 1, rule 2), as the retired API did.
   const backends = body.backends === undefined ? {} : readBackendsMap(body.backends);
-  const current = await tx.getWeightedBackend(req.account, id, true);
-  if (!current) throw notFound("weighted backend", id);
+  const current = await readForUpdate(tx, req.account, id, backends);
   await checkChildrenExist(tx, req.account, backends);
-  await checkNoCycle(tx, req.account, id, backends);
+  await checkNoCycle(tx, req.account, id, addedReferences(current, backends));
   const next: WeightedBackendRecord = {
     id,
     created_at: current.created_at,
