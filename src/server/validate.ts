@@ -60,7 +60,7 @@ export function unstorableText(text: string): string | undefined {
 }
 
 /** `value` when the stores can hold it as it is; else ERR_NGROK_215 naming `field` (see `unstorableText`). */
-export function checkText(value: string, field: string): string {
+function checkText(value: string, field: string): string {
   const problem = unstorableText(value);
   if (problem !== undefined) throw invalidField(field, problem);
   return value;
