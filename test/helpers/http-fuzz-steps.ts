@@ -140,7 +140,7 @@ const circuitBreakerFields = fc.record(
       { weight: 6, arbitrary: fc.double({ min: 0, max: 1, noNaN: true }) as fc.Arbitrary<unknown> },
       { weight: 1, arbitrary: fc.constantFrom(-0, 1.0000001, 50, -0.1, "0.5", null) },
     ),
-    extra: fc.constantFrom("bogus", "id_", "module"),
+    extra: fc.constantFrom("bogus", "module"),
   },
   { requiredKeys: ["tripped_duration", "rolling_window", "num_buckets", "error_threshold_percentage"] },
 );

@@ -1,6 +1,6 @@
 /**
  * An HTTP fuzz of every endpoint, on the store of the test project (SQLite, then PostgreSQL): lanes of drawn
- * requests (test/helpers/http-fuzz-steps.ts), eight at a time, each on an account of its own whose every object the
+ * requests (test/helpers/http-fuzz-steps.ts), 16 at a time, each on an account of its own whose every object the
  * lane models, so each answer is checked against what the account must hold (test/helpers/http-fuzz.ts): no 5xx,
  * every error in the API's shape, every write read back as it was answered, a refused write changing nothing.
  *
