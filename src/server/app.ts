@@ -10,7 +10,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 import { isId } from "../model/wire.js";
 import type { KeyRing } from "./auth.js";
-import type { Handler, ServerContext } from "./context.js";
+import { CertificateNeeded, type Handler, type Reply, type RequestContext, type ServerContext } from "./context.js";
 import { CONTENTION_RETRY_AFTER_S, StoreContentionError } from "./contention.js";
 import type { InflightLimiter } from "./faults.js";
 import { HttpError } from "./http-error.js";
@@ -133,8 +133,7 @@ async function run(o: AppOptions, req: IncomingMessage, method: string, path: st
     // A request whose client has gone is not carried out: nobody would learn its outcome, and the client may
     // already be looking for what it did (a lost create is listed for before it is sent again).
     if (req.socket.destroyed) return { status: 0, drop: true, aborted: true };
-    const request = { account, params, query, body: read.body };
-    const reply = await o.store.transaction((tx) => handler(o.context, tx, request));
+    const reply = await runHandler(o, handler, { account, params, query, body: read.body });
     if (o.dropRate && WRITE_METHODS.has(method) && reply.status < 300 && o.draw() < o.dropRate) {
       return { status: reply.status, drop: true };
     }
@@ -157,6 +156,21 @@ function contended(err: StoreContentionError): Outcome {
   const error = new HttpError(503, "ERR_NGROK_503", msg, {}, { "Retry-After": String(CONTENTION_RETRY_AFTER_S) });
   error.cause = err;
   return { status: 503, headers: error.headers, error };
+}
+
+/**
+ * Runs the handler in one store transaction, committed before this resolves. A handler that needs a certificate
+ * made (CertificateNeeded) gets it made between two transactions, so that no transaction, and on SQLite no other
+ * request, waits for a key pair.
+ */
+async function runHandler(o: AppOptions, handler: Handler, request: RequestContext): Promise<Reply> {
+  try {
+    return await o.store.transaction((tx) => handler(o.context, tx, request));
+  } catch (err) {
+    if (!(err instanceof CertificateNeeded)) throw err;
+    const signingCertificate = await o.context.makeSigningCertificate(err.entityId);
+    return o.store.transaction((tx) => handler(o.context, tx, { ...request, signingCertificate }));
+  }
 }
 
 /** The account of the request's key; 401 for none, a wrong one, or several Authorization headers. */

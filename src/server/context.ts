@@ -23,6 +23,24 @@ export interface RequestContext {
   query: string;
   /** The parsed JSON body of PUT, POST and PATCH; undefined for GET and DELETE. */
   body: JsonObject | undefined;
+  /**
+   * A request-signing certificate made for this request outside any transaction, after a first run of the handler
+   * threw `CertificateNeeded`; undefined on a first run.
+   */
+  signingCertificate?: string;
+}
+
+/**
+ * Thrown by a handler that needs a new request-signing certificate for `entityId` and was not given one. Making its
+ * key pair takes tens of milliseconds, which no transaction should hold (SQLite runs them one at a time): the
+ * pipeline rolls this one back, makes the certificate outside, and runs the handler again, in a new transaction,
+ * with it in `signingCertificate`. That run decides afresh whether the certificate is needed.
+ */
+export class CertificateNeeded extends Error {
+  override name = "CertificateNeeded";
+  constructor(readonly entityId: string) {
+    super(`a request-signing certificate for ${entityId} is needed`);
+  }
 }
 
 export interface Reply {

@@ -24,18 +24,25 @@ import { z } from "zod";
 import { ManifestError, type Diagnostic } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, type FixtureBackendType } from "../model/wire.js";
 import type { Store, StoreTx } from "./store.js";
+import { unstorableText } from "./validate.js";
 
 const MATCH_TYPES = ["exact_path", "path_prefix"] as const;
 
+/** Text the stores hold exactly: the rule of the API's fields (`unstorableText`), so both stores load a file alike. */
+const storableText = z.string().superRefine((s, ctx) => {
+  const problem = unstorableText(s);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+});
+
 const FixtureRouteSchema = z.strictObject({
   id: z.string().regex(idPattern(ID_PREFIX.route), `expected ${ID_PREFIX.route}_ followed by 27 base62 characters`).optional(),
-  match: z.string().min(1, "must not be empty"),
+  match: storableText.min(1, "must not be empty"),
   match_type: z.enum(MATCH_TYPES),
 });
 
 const FixtureEdgeSchema = z.strictObject({
   id: z.string().regex(idPattern(ID_PREFIX.edge), `expected ${ID_PREFIX.edge}_ followed by 27 base62 characters`).optional(),
-  hostports: z.array(z.string()).optional(),
+  hostports: z.array(storableText).optional(),
   routes: z.array(FixtureRouteSchema).default([]),
 });
 

@@ -14,7 +14,7 @@ import {
   type CircuitBreakerSettings,
   type SamlSettings,
 } from "../model/wire.js";
-import type { Handler, RequestContext } from "./context.js";
+import { CertificateNeeded, type Handler, type RequestContext } from "./context.js";
 import { findRoute } from "./edges.js";
 import { fieldError, HttpError, invalidField } from "./http-error.js";
 import { checkIdpMetadata } from "./idp-metadata.js";
@@ -204,9 +204,11 @@ export const putSaml: Handler = async (server, tx, req) => {
   const route = await findRoute(tx, req.account, req.params, true);
   const { fields, where } = unwrapModuleBody(req.body, edgeId, routeId, SAML_ACCEPTED, SAML_GENERATED);
   const settings = parseSamlSettings(fields, where);
-  // The certificate is made when the module is first set and kept by every later PUT. The route is locked, so of
-  // concurrent first PUTs one makes it and the others find it.
-  const certificate_pem = route.saml?.certificate_pem ?? (await server.makeSigningCertificate(samlUrls(server.spBase, routeId).entityId));
+  // The certificate is made when the module is first set and kept by every later PUT. It is made outside the
+  // transaction (see CertificateNeeded); the route is locked from this read to the commit, so of concurrent first
+  // PUTs the first to commit sets its certificate and the others, run again, find it and drop theirs.
+  const certificate_pem = route.saml?.certificate_pem ?? req.signingCertificate;
+  if (certificate_pem === undefined) throw new CertificateNeeded(samlUrls(server.spBase, routeId).entityId);
   const stored: StoredSaml = { ...settings, certificate_pem };
   await tx.setSaml(req.account, routeId, stored);
   return { status: 200, body: renderSaml(server.spBase, routeId, stored) };

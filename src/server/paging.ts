@@ -5,11 +5,15 @@
 import { LIMITS } from "../model/wire.js";
 import { HttpError } from "./http-error.js";
 import type { PageQuery } from "./store.js";
+import { unstorableText } from "./validate.js";
 
 const PAGE_PARAMS = new Set(["limit", "before_id", "beforeId"]);
 const DECIMAL = /^[0-9]{1,4}$/;
 
-/** Parses a list's query string; throws ERR_NGROK_231 for other parameters and ERR_NGROK_233 for a bad limit. */
+/**
+ * Parses a list's query string; throws ERR_NGROK_231 for other parameters, ERR_NGROK_233 for a bad limit and
+ * ERR_NGROK_215 for a before_id holding text no store can hold.
+ */
 export function parsePageQuery(query: string): PageQuery {
   const page: PageQuery = { limit: LIMITS.pageLimitMax };
   if (query === "") return page;
@@ -39,10 +43,17 @@ export function parsePageQuery(query: string): PageQuery {
       }
       page.limit = n;
     } else {
-      page.beforeId = value;
+      page.beforeId = beforeId(key, value);
     }
   }
   return page;
+}
+
+/** The value of `before_id` (or `beforeId`): any text a store can compare ids with (ERR_NGROK_215 otherwise). */
+function beforeId(key: string, value: string): string {
+  const problem = unstorableText(value);
+  if (problem !== undefined) throw new HttpError(400, "ERR_NGROK_215", `query parameter ${key}: ${problem}`, { parameter: key });
+  return value;
 }
 
 /** Rejects any query parameter on an endpoint that takes none (ERR_NGROK_231). */

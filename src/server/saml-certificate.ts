@@ -32,12 +32,27 @@ const ALGORITHM = {
 
 export const CERTIFICATE_YEARS = 35;
 
+/** The end of the queue of certificates being made: each starts when the one before has ended. */
+let making: Promise<unknown> = Promise.resolve();
+
 /**
  * Makes a new key pair and returns its self-signed certificate (PEM) for `entityId`, valid from now (second
  * precision) for 35 years. The private key only signs the certificate and is dropped: the server signs nothing
  * else with it, so it is never stored.
+ *
+ * One certificate is made at a time in a process: an RSA key keeps a core busy for tens of milliseconds, and
+ * several at once on libuv's threads would take every core from the event loop that answers all other requests.
  */
-export async function makeSigningCertificate(entityId: string, now: Date = new Date()): Promise<string> {
+export function makeSigningCertificate(entityId: string, now: Date = new Date()): Promise<string> {
+  const made = making.then(
+    () => makeNow(entityId, now),
+    () => makeNow(entityId, now),
+  );
+  making = made.catch(() => undefined);
+  return made;
+}
+
+async function makeNow(entityId: string, now: Date): Promise<string> {
   const x509 = await loadX509();
   const keys = (await webcrypto.subtle.generateKey(ALGORITHM, false, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
   // @peculiar/x509 is typed against the DOM's CryptoKey; node's is the same object at run time.

@@ -4,9 +4,9 @@
  * crash or `kill -9` of the process; only a crash of the operating system or a power loss can lose the last
  * commits (SQLite's documented WAL guarantee). Without a file the database lives in memory.
  *
- * Every statement is prepared once. better-sqlite3 is synchronous; a request's transaction may still wait (for a
- * certificate to be made), so transactions run one after another, queued, and never interleave: every check a
- * transaction makes holds until it commits. The rate limit is kept in this process: one process owns the file.
+ * Every statement is prepared once. better-sqlite3 is synchronous, but a handler awaits the store as it awaits
+ * PostgreSQL's, so transactions run one after another, queued, and never interleave: every check a transaction
+ * makes holds until it commits. The rate limit is kept in this process: one process owns the file.
  */
 import Database from "better-sqlite3";
 import { EdgeplanError } from "../model/errors.js";

@@ -1,9 +1,10 @@
 /**
  * Field checks shared by the request handlers. Each throws the API's error for the first problem it finds,
- * naming the field: unknown fields are ERR_NGROK_214, wrong types and ranges ERR_NGROK_215.
+ * naming the field: unknown fields are ERR_NGROK_214, wrong types and ranges ERR_NGROK_215, and so is text that no
+ * store can hold as it was sent (see `unstorableText`), the one rule for both stores.
  */
 import { isJsonObject } from "../model/canonical.js";
-import { LIMITS } from "../model/wire.js";
+import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { describeType, fieldError, invalidField } from "./http-error.js";
 
 export type JsonObject = Record<string, unknown>;
@@ -37,12 +38,45 @@ export function rejectUnknownFields(
   }
 }
 
+/**
+ * Why `text` cannot be stored exactly as it was sent, or undefined when it can. A NUL character: PostgreSQL's text
+ * refuses it. A lone UTF-16 surrogate (one half of a pair, or a pair in the wrong order): UTF-8 cannot encode it, so
+ * a store would keep (and later answer) replacement characters instead, as many as its encoder writes. Both are
+ * refused the same way on every store, so that what a write answers is what a read gives back.
+ */
+export function unstorableText(text: string): string | undefined {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0) return `holds a NUL character (U+0000) at offset ${i}, which the API does not take in text; remove it`;
+    if (c < 0xd800 || c > 0xdfff) continue;
+    if (c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      i++;
+      continue;
+    }
+    const code = c.toString(16).toUpperCase();
+    return `holds a lone UTF-16 surrogate (U+${code}) at offset ${i}, which is not Unicode text and cannot be stored as sent; send whole characters`;
+  }
+  return undefined;
+}
+
+/** `value` when the stores can hold it as it is; else ERR_NGROK_215 naming `field` (see `unstorableText`). */
+function checkText(value: string, field: string): string {
+  const problem = unstorableText(value);
+  if (problem !== undefined) throw invalidField(field, problem);
+  return value;
+}
+
+/**
+ * The string `body[key]` (undefined when absent), text the stores can hold, at most `maxBytes` UTF-8 bytes: the
+ * bytes a store keeps. Anything else is ERR_NGROK_215 naming `field`.
+ */
 export function readString(body: JsonObject, key: string, field: string, maxBytes?: number): string | undefined {
   const value = body[key];
   if (value === undefined) return undefined;
   if (typeof value !== "string") throw invalidField(field, `expected a string, got ${describeType(value)}`);
+  checkText(value, field);
   if (maxBytes !== undefined) {
-    const bytes = Buffer.byteLength(value, "utf8");
+    const bytes = utf8Bytes(value);
     if (bytes > maxBytes) throw invalidField(field, `is ${bytes} bytes long, more than the limit of ${maxBytes} bytes`);
   }
   return value;
@@ -72,12 +106,14 @@ export function readNumber(body: JsonObject, key: string, field: string): number
   return value;
 }
 
+/** A list of strings, each text the stores can hold; ERR_NGROK_215 naming the item (`field[i]`) otherwise. */
 export function readStringList(body: JsonObject, key: string, field: string): string[] | undefined {
   const value = body[key];
   if (value === undefined) return undefined;
   if (!Array.isArray(value)) throw invalidField(field, `expected a list of strings, got ${describeType(value)}`);
   value.forEach((item, i) => {
     if (typeof item !== "string") throw invalidField(`${field}[${i}]`, `expected a string, got ${describeType(item)}`);
+    checkText(item, `${field}[${i}]`);
   });
   return value as string[];
 }

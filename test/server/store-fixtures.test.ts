@@ -172,6 +172,21 @@ describe("fixtures", () => {
     expect(() => loadFixturesFile(join(dir, "missing.yaml"))).toThrow(/cannot read the fixtures file/);
   });
 
+  it("refuses text no store can hold as written (a NUL, a lone surrogate), at its line, as the API does", () => {
+    const file = join(dir, "text.yaml");
+    writeFileSync(file, 'edges:\n  - hostports: ["a.example.com:443", "b\\ud800"]\n    routes:\n      - {match: "/a\\0b", match_type: exact_path}\n');
+    let err: unknown;
+    try {
+      loadFixturesFile(file);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as ManifestError).message.split("\n")).toEqual([
+      `${file}:2:38: edges[0].hostports[1]: holds a lone UTF-16 surrogate (U+D800) at offset 1, which is not Unicode text and cannot be stored as sent; send whole characters`,
+      `${file}:4:17: edges[0].routes[0].match: holds a NUL character (U+0000) at offset 2, which the API does not take in text; remove it`,
+    ]);
+  });
+
   it("loads idempotently: a second load into the same store creates nothing and keeps every id", async () => {
     const store = await openTestStore("fixtures.db");
     const account = accountForKey("fixtures");
