@@ -104,7 +104,7 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
     if (write && state.readOnly) return send(res, 403, { message: "Resource not accessible by integration" });
     const route = routes.find((r) => r.method === req.method && r.pattern.test(url.pathname));
     if (!route) return send(res, 404, { message: "Not Found" });
-    const [, owner, repo, n] = route.pattern.exec(url.pathname)!;
+    const [, owner, repo, n] = route.pattern.exec(url.pathname) as RegExpExecArray;
     const answer = route.run({ repo: `${owner}/${repo}`, n: Number(n), url, body: (call.body ?? {}) as Record<string, unknown> });
     return send(res, answer.status, answer.body, answer.headers);
   }

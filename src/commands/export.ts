@@ -4,6 +4,7 @@
  * temporary folder first, then one rename), so that `plan` on that folder right after shows no change but
  * adoptions. The files written go to stdout; notes on what was left out, and the summary, to stderr.
  */
+import type { Stats } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ApiClient } from "../api/client.js";
@@ -59,7 +60,7 @@ export function parseRouteFlag(value: string): RouteRef {
 
 /** Throws when `dir` exists and is not an empty folder: an export never mixes its files with others. */
 async function checkOutDir(dir: string, shown: string): Promise<void> {
-  let info;
+  let info: Stats;
   try {
     info = await stat(dir);
   } catch (err) {

@@ -40,7 +40,10 @@ export function resolveChildren(d: DesiredWeightedBackend, nameToId: ReadonlyMap
       renamed = true;
     } else {
       backends[key] = weight;
-      if (!key.includes("_") && desiredNames.has(key)) (pending ??= new Set<string>()).add(key);
+      if (!key.includes("_") && desiredNames.has(key)) {
+        pending ??= new Set<string>();
+        pending.add(key);
+      }
     }
   }
   // Keys went in sorted; only a name replaced by its id can be out of place.

@@ -132,8 +132,8 @@ function alignLines(b: string[], a: string[]): Op[] {
   const n = bm.length;
   const m = am.length;
   if (n * m > MAX_LCS_CELLS) {
-    bm.forEach((text, i) => ops.push({ kind: "-", text, b: pre + i, a: pre }));
-    am.forEach((text, j) => ops.push({ kind: "+", text, b: pre + n, a: pre + j }));
+    for (let i = 0; i < n; i++) ops.push({ kind: "-", text: bm[i] as string, b: pre + i, a: pre });
+    for (let j = 0; j < m; j++) ops.push({ kind: "+", text: am[j] as string, b: pre + n, a: pre + j });
   } else {
     // lcs[i][j]: length of the LCS of bm[i..] and am[j..], in one flat array.
     const w = m + 1;

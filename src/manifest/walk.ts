@@ -3,7 +3,7 @@
  * sorted order. Hidden entries (`.git`, `.github`) and `node_modules` are not walked, symbolic links are followed only
  * when they stay inside the manifest root, and a file reached twice is read once.
  */
-import type { Dirent } from "node:fs";
+import type { Dirent, Stats } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
@@ -70,7 +70,7 @@ export async function collectManifestFiles(
 
   for (const given of paths.length > 0 ? paths : ["."]) {
     const abs = path.resolve(cwd, given);
-    let info;
+    let info: Stats;
     try {
       info = await stat(abs);
     } catch {

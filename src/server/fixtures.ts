@@ -113,7 +113,7 @@ function crossChecks(f: Fixtures): { path: PropertyKey[]; message: string }[] {
       }
     });
   });
-  f.backends.forEach((b, i) => see(b.id, ["backends", i]));
+  for (const [i, b] of f.backends.entries()) see(b.id, ["backends", i]);
   return problems;
 }
 

@@ -3,6 +3,7 @@
  * declares what it reads and sets, and that each workflow uses current action majors and asks for no more than it
  * needs.
  */
+// biome-ignore-all lint/suspicious/noExplicitAny: action.yml and the workflows are parsed YAML, read field by field as GitHub reads them
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";

@@ -101,7 +101,9 @@ function setup(overrides: Partial<RunnerOptions> & { inputs?: Record<string, str
     out: "",
     err: "",
     stdout: (text) => void process.stdout.write(text),
-    stderr: (text) => void (io.err += text),
+    stderr: (text) => {
+      io.err += text;
+    },
     env: { ...runner.env },
     cwd: runner.workspace,
     stdoutIsTTY: false,

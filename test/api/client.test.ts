@@ -16,7 +16,14 @@ const ROUTE = idOf("edghtsrt", 1);
 /** Real time for `now`, but waits return at once and are recorded: backoff and Retry-After are asserted, not waited. */
 function instantClock(): Clock & { sleeps: number[] } {
   const sleeps: number[] = [];
-  return { sleeps, now: () => performance.now(), sleep: (ms) => (sleeps.push(ms), Promise.resolve()) };
+  return {
+    sleeps,
+    now: () => performance.now(),
+    sleep: (ms) => {
+      sleeps.push(ms);
+      return Promise.resolve();
+    },
+  };
 }
 
 let stubs: Stub[] = [];

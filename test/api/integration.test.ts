@@ -85,7 +85,14 @@ async function server(faults: { failRate?: number; dropRate?: number; rateLimit?
 /** A clock that really waits, and records each wait (to check that Retry-After was honoured). */
 function recordingClock(): Clock & { sleeps: number[] } {
   const sleeps: number[] = [];
-  return { sleeps, now: systemClock.now, sleep: (ms, signal) => (sleeps.push(ms), systemClock.sleep(ms, signal)) };
+  return {
+    sleeps,
+    now: systemClock.now,
+    sleep: (ms, signal) => {
+      sleeps.push(ms);
+      return systemClock.sleep(ms, signal);
+    },
+  };
 }
 
 function client(s: Running, opts: Partial<ClientOptions> = {}): ApiClient {

@@ -128,7 +128,7 @@ describe("stack lease", () => {
   });
 
   it("plan and export never show a lease object", async () => {
-    const { w, holder } = await killedHolder("10m");
+    const { w } = await killedHolder("10m");
     w.manifests({ "one.yaml": wbYaml(NAMES[0] as string, { [HR1]: 100 }) });
     const lease = (await everything(w)).map((wb) => parseLease(wb)).find((l) => l !== null);
     expect(lease).toBeDefined();

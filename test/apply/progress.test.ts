@@ -75,14 +75,19 @@ describe("the live line on a terminal", () => {
     const out = new PassThrough();
     let written = "";
     out.on("data", (b: Buffer) => (written += b.toString()));
+    const cursorCall = (sequence: string, cb?: () => void): boolean => {
+      if (sequence !== "") out.write(sequence);
+      cb?.();
+      return true;
+    };
     const tty = Object.assign(out, {
       isTTY: true,
       columns: 120,
       rows: 40,
-      cursorTo: (_x: number, _y?: unknown, cb?: () => void) => (out.write("\x1b[G"), cb?.(), true),
-      moveCursor: (_dx: number, _dy: number, cb?: () => void) => (cb?.(), true),
-      clearLine: (_dir: number, cb?: () => void) => (out.write("\x1b[2K"), cb?.(), true),
-      clearScreenDown: (cb?: () => void) => (cb?.(), true),
+      cursorTo: (_x: number, _y?: unknown, cb?: () => void) => cursorCall("\x1b[G", cb),
+      moveCursor: (_dx: number, _dy: number, cb?: () => void) => cursorCall("", cb),
+      clearLine: (_dir: number, cb?: () => void) => cursorCall("\x1b[2K", cb),
+      clearScreenDown: (cb?: () => void) => cursorCall("", cb),
       getWindowSize: () => [120, 40],
     }) as unknown as NodeJS.WriteStream;
     const io = { ...captureIO(), stderrTerminal: tty };

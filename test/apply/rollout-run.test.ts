@@ -30,7 +30,14 @@ const down: Checker = async () => ({ ok: false, reason: "HTTP 503" });
 describe("prepareRolloutRun", () => {
   it("asks the check of a due step, then sends it exactly as planned, its time the plan's", async () => {
     const asked: string[] = [];
-    const run = await prepareRolloutRun([step2()], async (c) => (asked.push(c.url), { ok: true }), () => NOW + 5000);
+    const run = await prepareRolloutRun(
+      [step2()],
+      async (c) => {
+        asked.push(c.url);
+        return { ok: true };
+      },
+      () => NOW + 5000,
+    );
     expect(asked).toEqual(["https://status.example.com/ok"]);
     const sent = run.changes[0] as WeightedBackendChange;
     expect(sent).toEqual(step2());

@@ -154,7 +154,7 @@ export function plan(
 
 export function wbChange(p: Plan, address: string): WeightedBackendChange {
   const c = p.changes.find((x) => x.address === address);
-  if (!c || c.kind !== "weighted_backend") throw new Error(`no weighted backend change ${address} in ${p.changes.map((x) => x.address).join(", ")}`);
+  if (c?.kind !== "weighted_backend") throw new Error(`no weighted backend change ${address} in ${p.changes.map((x) => x.address).join(", ")}`);
   return c;
 }
 

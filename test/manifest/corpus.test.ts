@@ -25,7 +25,7 @@ const sink = (): { write(s: string): boolean; text: string } => ({
 });
 
 /** What `edgeplan validate` prints for a corpus folder, stderr then stdout, and its exit code. */
-export async function validateOutput(dir: string): Promise<string> {
+async function validateOutput(dir: string): Promise<string> {
   const envFile = path.join(dir, "env.json");
   const argsFile = path.join(dir, "args.txt");
   const env = existsSync(envFile) ? (JSON.parse(readFileSync(envFile, "utf8")) as Record<string, string>) : {};

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runApply } from "../../src/commands/apply.js";
+import { runApply, type ApplyCommandResult } from "../../src/commands/apply.js";
 import { captureIO } from "../../src/commands/io.js";
 import { runPlan } from "../../src/commands/plan.js";
 import { ManifestError } from "../../src/model/errors.js";
@@ -112,7 +112,7 @@ describe("apply against the real server over random worlds", () => {
         const flags = { paths: [dir.path], apiUrl: server.url, stack, prune, rateLimit: "off", concurrency: "3" };
         const env = { EDGEPLAN_API_KEY: server.apiKey };
 
-        let first;
+        let first: ApplyCommandResult;
         try {
           first = await runApply({ ...flags, autoApprove: true, force: true }, captureIO(env, dir.path));
         } catch (err) {

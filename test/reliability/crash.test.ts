@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, randomKey, spawnServer, type SpawnedServer } from "../helpers/server.js";
+import { apiClient, randomKey, spawnServer, type HttpResponse, type SpawnedServer } from "../helpers/server.js";
 import { runEdgeplan, startCli, tempDir } from "./cli.js";
 import { CHILDREN, FIXTURES_YAML, markersInStore, ROUTES, VARIANT_NAMES, writeWorld } from "./world.js";
 
@@ -138,7 +138,7 @@ describe("serve killed with SIGKILL under load", () => {
     let stop = false;
     const worker = async (w: number): Promise<void> => {
       for (let i = 0; i < 10_000 && !stop; i++) {
-        let created;
+        let created: HttpResponse;
         try {
           created = await api.post("/backends/weighted", { description: `w${w}-${i}-v0`, backends: { [CHILDREN[0] as string]: 1 } });
         } catch {

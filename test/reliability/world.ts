@@ -48,7 +48,7 @@ export function writeWorld(dir: string, v: number, route: string = ROUTE): void 
   const docs: string[] = [];
   const names = VARIANT_NAMES[v] as readonly string[];
   const leaves = names.filter((n) => n.startsWith("leaf-"));
-  leaves.forEach((leaf, i) => docs.push(wb(leaf, { [CHILDREN[i % CHILDREN.length] as string]: w(10 + i) })));
+  for (const [i, leaf] of leaves.entries()) docs.push(wb(leaf, { [CHILDREN[i % CHILDREN.length] as string]: w(10 + i) }));
   docs.push(wb("mid-a", Object.fromEntries(leaves.filter((l) => Number(l.slice(5)) <= 1).map((l, i) => [l, w(20 + i)]))));
   if (names.includes("mid-b")) docs.push(wb("mid-b", Object.fromEntries(leaves.filter((l) => Number(l.slice(5)) >= 2).map((l, i) => [l, w(30 + i)]))));
   docs.push(wb("root", Object.fromEntries([["mid-a", w(50)], ...(names.includes("mid-b") ? [["mid-b", w(50)]] : []), [CHILDREN[3] as string, w(1)]])));

@@ -23,10 +23,11 @@ import { startBrowser, type Browser } from "../helpers/browser.js";
 
 // The callbacks given to page.evaluate run in the browser: these are the browser's names (the project's TypeScript
 // settings have no DOM library, so that the server's code is checked against node's types alone).
-/* eslint-disable @typescript-eslint/no-explicit-any */
+// biome-ignore-start lint/suspicious/noExplicitAny: the DOM's types are not in the project's settings
 declare const document: any;
 declare const window: any;
 declare function getComputedStyle(element: unknown): any;
+// biome-ignore-end lint/suspicious/noExplicitAny: the DOM's types are not in the project's settings
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.join(here, "..", "..");

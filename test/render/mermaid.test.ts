@@ -16,7 +16,7 @@ import { startBrowser, type Browser } from "../helpers/browser.js";
 
 // The callbacks given to page.evaluate run in the browser: these are the browser's names (the project's TypeScript
 // settings have no DOM library, so that the server's code is checked against node's types alone).
-/* eslint-disable @typescript-eslint/no-explicit-any */
+// biome-ignore lint/suspicious/noExplicitAny: the DOM's types are not in the project's settings
 declare const document: any;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -48,7 +48,7 @@ function fences(markdown: string): string[] {
   return infos;
 }
 
-export const HOSTILE_NAMES = [
+const HOSTILE_NAMES = [
   'he said "hi"',
   "a]b[c",
   "x --> y",

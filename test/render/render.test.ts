@@ -57,6 +57,7 @@ describe("renderText", () => {
     expect(renderText(p, { color: false })).not.toContain(ESC);
     const coloured = renderText(p, { color: true });
     expect(coloured).toContain(`${ESC}33m~${ESC}0m weighted_backend.a`);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: an ANSI colour code starts with ESC
     expect(coloured.replace(/\x1b\[[0-9;]*m/g, "")).toBe(renderText(p, { color: false }));
   });
 
