@@ -168,9 +168,7 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
       run: (r) => {
         const want = r.url.searchParams.get("state") ?? "open";
         const labels = (r.url.searchParams.get("labels") ?? "").split(",").filter(Boolean);
-        const issues = (state.issues.get(r.repo) ?? []).filter(
-          (i) => (want === "all" || i.state === want) && labels.every((l) => i.labels.some((x) => x.name === l)),
-        );
+        const issues = (state.issues.get(r.repo) ?? []).filter((i) => (want === "all" || i.state === want) && labels.every((l) => i.labels.some((x) => x.name === l)));
         return paged(r.url, issues);
       },
     },

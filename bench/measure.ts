@@ -40,7 +40,6 @@ export function rssMb(): number {
   return Math.round((process.memoryUsage().rss / (1024 * 1024)) * 10) / 10;
 }
 
-
 /** `p`-th percentile (0..100) of the values, nearest rank; 0 for none. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return 0;
@@ -70,7 +69,10 @@ export function builtCli(): string {
  * The verdict of a scenario whose targets are the fewest requests, no 429 and a wall time within `slack` of its bound.
  * A bound of 0 judges nothing, so it is a miss: a scenario must be sized so that its requests take time.
  */
-export function requestTargets(m: { requests: number; minimal_requests: number; wall_ms: number; bound_ms: number; status_429: number }, slack = 1.2): {
+export function requestTargets(
+  m: { requests: number; minimal_requests: number; wall_ms: number; bound_ms: number; status_429: number },
+  slack = 1.2,
+): {
   wall_vs_bound: number;
   ok: boolean;
   target: string;

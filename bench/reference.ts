@@ -25,10 +25,7 @@ export class ReferenceClient {
   private readonly pool: Pool;
   private readonly headers: Record<string, string>;
 
-  constructor(
-    baseUrl: string,
-    apiKey: string,
-  ) {
+  constructor(baseUrl: string, apiKey: string) {
     this.pool = new Pool(baseUrl, { connections: 1 });
     this.headers = { authorization: `Bearer ${apiKey}`, "ngrok-version": "2", accept: "application/json" };
   }
@@ -66,10 +63,13 @@ async function listAll(client: ReferenceClient): Promise<WeightedBackend[]> {
     const answer = await client.expect("GET", path, [200]);
     const list = answer.body as { backends: WeightedBackend[]; next_page_uri: string | null };
     out.push(...list.backends);
-    path = list.next_page_uri === null ? null : (() => {
-      const url = new URL(list.next_page_uri);
-      return `${url.pathname}${url.search}`;
-    })();
+    path =
+      list.next_page_uri === null
+        ? null
+        : (() => {
+            const url = new URL(list.next_page_uri);
+            return `${url.pathname}${url.search}`;
+          })();
   }
   return out;
 }

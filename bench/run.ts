@@ -55,7 +55,14 @@ function table(rows: Array<Record<string, unknown>>): string {
   const cell = (r: Record<string, unknown>, c: string): string => (c === "notes" ? notes(r) : r[c] === undefined ? "" : String(r[c]));
   const cells = [columns, ...rows.map((r) => columns.map((c) => cell(r, c)))];
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? "").length)));
-  return cells.map((row) => row.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+  return cells
+    .map((row) =>
+      row
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -67,7 +67,14 @@ export async function measureServerPg(size: ServerLoadSize): Promise<Measurement
       servers.push(await startBenchServer(builtCli(), { ...settings, discardLog: true }));
     }
     const [sqlite, first, second] = servers.map((s) => s.url) as [string, string, string];
-    const setUp = (name: SetUp["name"], urls: string[], seeded: Seeded): SetUp => ({ name, pools: poolsFor(urls, size.connections), seeded, gets: [], patches: [], errors: 0 });
+    const setUp = (name: SetUp["name"], urls: string[], seeded: Seeded): SetUp => ({
+      name,
+      pools: poolsFor(urls, size.connections),
+      seeded,
+      gets: [],
+      patches: [],
+      errors: 0,
+    });
     setUps.push(setUp("sqlite", [sqlite], sqliteSeed), setUp("pg1", [first], pgSeed), setUp("pg2", [first, second], pgSeed));
     await takeTurns(setUps, size);
     return figures(setUps, size);

@@ -16,7 +16,9 @@ import { PLAN_READ_SIZES } from "./plan-read.js";
 /** Reads and parses every YAML file of `dir` with `yaml` alone; returns the number of documents. */
 function parseAlone(dir: string): number {
   let documents = 0;
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".yaml")).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith(".yaml"))
+    .sort()) {
     for (const doc of parseAllDocuments(readFileSync(join(dir, name), "utf8"))) {
       doc.toJS();
       documents++;

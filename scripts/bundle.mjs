@@ -38,10 +38,7 @@ const SHARED = {
 };
 
 /** Bundled CommonJS modules call require() for Node's own modules: give them one in an ES module. */
-const REQUIRE_BANNER = [
-  'import { createRequire as __edgeplanCreateRequire } from "node:module";',
-  "const require = __edgeplanCreateRequire(import.meta.url);",
-].join("\n");
+const REQUIRE_BANNER = ['import { createRequire as __edgeplanCreateRequire } from "node:module";', "const require = __edgeplanCreateRequire(import.meta.url);"].join("\n");
 
 const localOnly = {
   name: "edgeplan-local-only",

@@ -187,7 +187,10 @@ function registerExport(program: Command, done: Done): void {
 }
 
 function registerUnlock(program: Command, done: Done): void {
-  const cmd = addOptions(program.command("unlock").description("remove the lease a stopped apply left on a stack").argument("<stack>", "the stack to unlock"), COMMON_OPTIONS);
+  const cmd = addOptions(
+    program.command("unlock").description("remove the lease a stopped apply left on a stack").argument("<stack>", "the stack to unlock"),
+    COMMON_OPTIONS,
+  );
   cmd.action(async (stack: string, flags: import("./api/options.js").CommonCliOptions) => {
     const [{ runUnlock }, { processIO }] = await Promise.all([import("./commands/unlock.js"), import("./commands/io.js")]);
     done(await runUnlock(stack, flags, processIO()));
@@ -216,9 +219,7 @@ function registerSchema(program: Command, done: Done): void {
 }
 
 function registerServe(program: Command, done: Done): void {
-  const cmd = program
-    .command("serve")
-    .description("run the API server (docs/api.md) until SIGTERM or SIGINT; prints `listening on http://HOST:PORT` when ready");
+  const cmd = program.command("serve").description("run the API server (docs/api.md) until SIGTERM or SIGINT; prints `listening on http://HOST:PORT` when ready");
   addOptions(cmd, SERVE_OPTIONS).action(async (flags: import("./commands/serve.js").ServeFlags) => {
     const { serveCommand } = await import("./commands/serve.js");
     done(await serveCommand(flags));

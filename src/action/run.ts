@@ -239,8 +239,7 @@ function finish(run: ActionRun, result: RunResult, failure: string | undefined, 
   // A refused apply still shows its plan (the risks it names): keep it under the failure.
   const markdown = failed ? renderFailure(run.command, diagnostics, failure, result.markdown) : (result.markdown ?? "");
   const errors = diagnostics.filter((d) => d.severity === "error").length;
-  const summaryLine =
-    result.summary ?? defaultSummaryLine({ command: run.command, stack: run.stack, exitCode: result.exitCode, hasChanges, errors }, failure);
+  const summaryLine = result.summary ?? defaultSummaryLine({ command: run.command, stack: run.stack, exitCode: result.exitCode, hasChanges, errors }, failure);
   return { result, failure, planFile, diagnostics, hasChanges, markdown, summaryLine };
 }
 

@@ -29,7 +29,7 @@ import { OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
 import { checkBaseUrl, type ClientOptions } from "./options.js";
 import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
 import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
-import { EDGES_PATH, edgePath, modulePath, parseWritePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath, type WriteTarget } from "../model/paths.js";
+import { EDGES_PATH, edgePath, parseWritePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath, type WriteTarget } from "../model/paths.js";
 
 export type { ModuleKind };
 
@@ -83,7 +83,9 @@ function checkWrite(request: WriteRequest): WriteTarget {
   const target = parseWritePath(request.path);
   const what = `${String(request.method)} ${String(request.path)}`;
   if (target === null || !WRITE_METHODS[target.kind].includes(request.method)) {
-    throw new EdgeplanError(`${what}: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan`);
+    throw new EdgeplanError(
+      `${what}: not a write edgeplan makes (a weighted backend's POST, PATCH or DELETE, or a module's PUT or DELETE); make the plan again with edgeplan plan`,
+    );
   }
   if ((request.method === "DELETE") !== (request.body === null || request.body === undefined)) {
     throw new EdgeplanError(`${what}: ${request.method === "DELETE" ? "a DELETE carries no body" : "the request has no body"}; make the plan again with edgeplan plan`);
@@ -513,7 +515,6 @@ class HttpApiClient implements ApiClient {
 function moduleSchema(kind: ModuleKind): z.ZodType {
   return kind === "saml" ? SamlModuleSchema : CircuitBreakerModuleSchema;
 }
-
 
 function headerOf(headers: Answer["headers"], name: string): string | undefined {
   const v = headers[name];

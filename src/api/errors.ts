@@ -56,9 +56,7 @@ export class RouteNotFoundError extends ApiError {
 
 /** `route R does not exist on edge E`, or `edge E does not exist (named with route R)`. */
 export function describeMissing(m: MissingRoute): string {
-  return m.edgeExists
-    ? `route ${m.route} does not exist on edge ${m.edge}`
-    : `edge ${m.edge} does not exist (named with route ${m.route})`;
+  return m.edgeExists ? `route ${m.route} does not exist on edge ${m.edge}` : `edge ${m.edge} does not exist (named with route ${m.route})`;
 }
 
 /**

@@ -27,12 +27,7 @@ export function liveWeightedBackend(wb: WeightedBackend): LiveWeightedBackend {
   return { id, created_at, description, metadata, backends, fingerprint: fingerprintOf({ id, created_at, description, metadata, backends }) };
 }
 
-export function liveRoute(
-  edge: string,
-  route: string,
-  saml: SamlModule | null,
-  circuit_breaker: CircuitBreakerModule | null,
-): LiveRoute {
+export function liveRoute(edge: string, route: string, saml: SamlModule | null, circuit_breaker: CircuitBreakerModule | null): LiveRoute {
   const live: LiveRoute = {
     edge,
     route,

@@ -142,11 +142,7 @@ export async function loadApiKey(apiKeyFile: string | undefined, env: NodeJS.Pro
  * client options. Throws an EdgeplanError naming the flag for every bad value. With `--verbose`, request lines go to
  * stderr. `overrides` supplies the URL and key of an embedded server (`--local`), skipping their lookup.
  */
-export async function clientOptionsFrom(
-  cli: CommonCliOptions,
-  env: NodeJS.ProcessEnv,
-  overrides?: { baseUrl: string; apiKey: string },
-): Promise<ClientOptions> {
+export async function clientOptionsFrom(cli: CommonCliOptions, env: NodeJS.ProcessEnv, overrides?: { baseUrl: string; apiKey: string }): Promise<ClientOptions> {
   const insecureHttp = cli.insecureHttp === true;
   const concurrency = SETTING_PARSERS.concurrency(cli.concurrency ?? CLIENT_DEFAULTS.concurrency);
   const rateLimit = SETTING_PARSERS.rateLimit(cli.rateLimit ?? CLIENT_DEFAULTS.rateLimit);

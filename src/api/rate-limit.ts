@@ -32,10 +32,13 @@ export const systemClock: Clock = {
         clearTimeout(timer);
         resolve();
       };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, Math.max(0, ms));
+      const timer = setTimeout(
+        () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        Math.max(0, ms),
+      );
       signal?.addEventListener("abort", onAbort, { once: true });
     }),
 };

@@ -69,15 +69,7 @@ export type NetworkFailure =
   | { kind: "fatal"; code: string; text: string };
 
 /** Errors raised before a connection existed: the request never left the client. */
-const NOT_SENT_CODES = new Set([
-  "ECONNREFUSED",
-  "EAI_AGAIN",
-  "ENETUNREACH",
-  "EHOSTUNREACH",
-  "ENETDOWN",
-  "EHOSTDOWN",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH", "ENETDOWN", "EHOSTDOWN", "UND_ERR_CONNECT_TIMEOUT"]);
 
 /** Errors after the request may have been written: the server may have acted on it. */
 const MAYBE_SENT_CODES = new Set([

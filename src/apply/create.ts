@@ -72,7 +72,9 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
       backends = await client.listWeightedBackends();
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      throw new OutcomeUnknownError(lost.method, lost.path, lost.status, lost.errorCode, `${lost.reason}; listing to find it failed too (${why})`, lost.operationId, { cause: err });
+      throw new OutcomeUnknownError(lost.method, lost.path, lost.status, lost.errorCode, `${lost.reason}; listing to find it failed too (${why})`, lost.operationId, {
+        cause: err,
+      });
     }
     const found = findByMarker(backends, target.stack, target.name);
     if (found) {

@@ -54,7 +54,10 @@ export function doneVerb(change: Change): string {
 function rolloutVerb(change: WeightedBackendChange): string {
   const r = change.rollout;
   if (r?.phase === "step") {
-    const shares = change.weights.filter((w) => w.after !== null).map((w) => `${w.share_after}%`).join("/");
+    const shares = change.weights
+      .filter((w) => w.after !== null)
+      .map((w) => `${w.share_after}%`)
+      .join("/");
     const next = r.next_due_at === null ? "" : `; next step due at ${r.next_due_at}`;
     return `rollout step ${r.step} of ${r.steps} written (${shares}${next})`;
   }

@@ -148,9 +148,12 @@ function startRenewer(client: ApiClient, lease: Lease, options: LeaseOptions): R
       // Any other failure: the next tick tries again; the TTL leaves room for two misses.
     }
   };
-  const timer = setInterval(() => {
-    inFlight = inFlight.then(renew);
-  }, Math.max(1, Math.floor(options.ttlMs / 3)));
+  const timer = setInterval(
+    () => {
+      inFlight = inFlight.then(renew);
+    },
+    Math.max(1, Math.floor(options.ttlMs / 3)),
+  );
   timer.unref();
   return {
     lost: controller.signal,

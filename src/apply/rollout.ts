@@ -50,7 +50,12 @@ export async function runRolloutCheck(check: RolloutCheck, signal?: AbortSignal)
       last = `HTTP ${res.statusCode}, expected ${check.expect_status ?? "a 2xx status"}`;
     } catch (err) {
       const e = err as { name?: string; code?: string; message?: string };
-      last = e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" ? `no answer within ${check.timeout_ms} ms` : (e.message ?? String(err)).includes(e.code ?? "\0") ? (e.message as string) : `${e.code ?? e.name ?? "error"}: ${e.message ?? String(err)}`;
+      last =
+        e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT"
+          ? `no answer within ${check.timeout_ms} ms`
+          : (e.message ?? String(err)).includes(e.code ?? "\0")
+            ? (e.message as string)
+            : `${e.code ?? e.name ?? "error"}: ${e.message ?? String(err)}`;
     }
   }
   return { ok: false, reason: `check GET ${check.url} failed ${CHECK_ATTEMPTS} times: ${last}` };

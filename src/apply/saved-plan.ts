@@ -42,9 +42,7 @@ export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan>
   const json = parseBounded(await readBounded(path, shownAs), shownAs);
   const version = json !== null && typeof json === "object" ? (json as { format_version?: unknown }).format_version : undefined;
   if (version === undefined) {
-    throw new EdgeplanError(
-      `--plan ${shownAs}: the file is not an edgeplan plan (it has no format_version); make one with: edgeplan plan --out ${shownAs}`,
-    );
+    throw new EdgeplanError(`--plan ${shownAs}: the file is not an edgeplan plan (it has no format_version); make one with: edgeplan plan --out ${shownAs}`);
   }
   if (version !== 1) {
     throw new EdgeplanError(
@@ -135,10 +133,7 @@ export async function fetchSavedPlanLive(client: ApiClient, plan: Plan): Promise
   const touched = buildTouchedByPlan(plan);
   const deletes = plan.changes.filter((c) => c.action === "delete").length;
   if (!planCreates(plan) && deletes <= defaultMaxDeletes(0)) return { live: await fetchTouched(client, touched), stackObjects: 0 };
-  const [listed, modules] = await Promise.all([
-    client.listWeightedBackends(),
-    fetchTouched(client, { weightedBackendIds: [], modules: touched.modules }),
-  ]);
+  const [listed, modules] = await Promise.all([client.listWeightedBackends(), fetchTouched(client, { weightedBackendIds: [], modules: touched.modules })]);
   const weightedBackends = listed.map(liveWeightedBackend);
   const owned = weightedBackends.filter((wb) => !isLeaseObject(wb) && parseLiveMetadata(wb.metadata).marker?.stack === plan.stack).length;
   const moduleChanges = plan.changes.filter((c) => c.kind !== "weighted_backend").length;

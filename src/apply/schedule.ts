@@ -74,10 +74,7 @@ export class ApplySchedule {
     }
     const isDelete = (n: Node): number => (n.change.action === "delete" ? 1 : 0);
     this.order = [...this.nodes.values()]
-      .sort(
-        (a, b) =>
-          isDelete(a) - isDelete(b) || b.height - a.height || b.reach - a.reach || compareText(a.change.address, b.change.address),
-      )
+      .sort((a, b) => isDelete(a) - isDelete(b) || b.height - a.height || b.reach - a.reach || compareText(a.change.address, b.change.address))
       .map((n) => n.change.address);
     this.order.forEach((address, i) => {
       this.rank.set(address, i);

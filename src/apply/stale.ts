@@ -69,8 +69,7 @@ export function diffStale(plan: Pick<Plan, "changes" | "stack">, live: LiveState
     }
     if (route.fingerprints[change.kind] === change.fingerprint) continue;
     const module = route[change.kind];
-    const reason =
-      module === null ? "was deleted since the plan was made" : change.before === null ? "was set since the plan was made" : "changed since the plan was made";
+    const reason = module === null ? "was deleted since the plan was made" : change.before === null ? "was set since the plan was made" : "changed since the plan was made";
     stale.push({ address: change.address, id: null, reason });
   }
   return stale;

@@ -106,11 +106,7 @@ export function buildConvergenceFromReplan(replan: Pick<Plan, "changes">): Conve
  * (weighted backends with their references resolved to the ids the creates answered; modules field by field; a
  * delete must have removed the object).
  */
-export function buildConvergenceFromPlan(
-  plan: Pick<Plan, "changes">,
-  outcome: Pick<ApplyOutcome, "results" | "createdIds">,
-  reread: LiveState,
-): Convergence {
+export function buildConvergenceFromPlan(plan: Pick<Plan, "changes">, outcome: Pick<ApplyOutcome, "results" | "createdIds">, reread: LiveState): Convergence {
   const status = new Map(outcome.results.map((r) => [r.address, r.status]));
   const wbs = new Map(reread.weightedBackends.map((wb) => [wb.id, wb]));
   const routes = new Map(reread.routes.map((r) => [routeKey(r), r]));
@@ -132,11 +128,7 @@ export function buildConvergenceFromPlan(
   return { checked: true, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
 }
 
-function weightedBackendGap(
-  change: WeightedBackendChange,
-  createdIds: Readonly<Record<string, string>>,
-  wbs: ReadonlyMap<string, LiveWeightedBackend>,
-): string | null {
+function weightedBackendGap(change: WeightedBackendChange, createdIds: Readonly<Record<string, string>>, wbs: ReadonlyMap<string, LiveWeightedBackend>): string | null {
   const id = change.id ?? createdIds[change.address];
   const live = id === undefined ? undefined : wbs.get(id);
   if (change.action === "delete") return live ? "still exists" : null;

@@ -24,13 +24,7 @@ import { fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError, diffStale } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
-import {
-  buildConvergenceFromPlan,
-  buildConvergenceFromReplan,
-  buildOutputsFromLive,
-  buildTouchedAfterRun,
-  mergeLive,
-} from "../apply/verify.js";
+import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../apply/verify.js";
 import { buildEstimate } from "../core/estimate.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
@@ -206,11 +200,12 @@ async function reportRun(
   result: ApplyCommandResult,
 ): Promise<void> {
   const { outcome, interruptedBy } = run;
-  const { convergence, outputs } = outcome.interrupted || interruptedBy !== undefined
-    ? { convergence: { checked: false, converged: false, remaining: [] } as Convergence, outputs: [] as SamlOutput[] }
-    : run.finalPlan
-      ? { convergence: buildConvergenceFromReplan(run.finalPlan), outputs: run.finalPlan.outputs }
-      : await checkConvergence({ ...plan, changes: [...run.ran, ...heldChanges(plan, run.held)] }, outcome, ctx.session, ctx.fromManifests);
+  const { convergence, outputs } =
+    outcome.interrupted || interruptedBy !== undefined
+      ? { convergence: { checked: false, converged: false, remaining: [] } as Convergence, outputs: [] as SamlOutput[] }
+      : run.finalPlan
+        ? { convergence: buildConvergenceFromReplan(run.finalPlan), outputs: run.finalPlan.outputs }
+        : await checkConvergence({ ...plan, changes: [...run.ran, ...heldChanges(plan, run.held)] }, outcome, ctx.session, ctx.fromManifests);
   const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: ctx.fromManifests ? "manifests" : "plan", held: run.held };
   if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
   if (plan.targeted) report.targeted = true;

@@ -51,9 +51,7 @@ export function parseRouteFlag(value: string): RouteRef {
   const parts = value.split("/");
   const [edge, route] = parts;
   if (parts.length !== 2 || edge === undefined || route === undefined || !idPattern(ID_PREFIX.edge).test(edge) || !idPattern(ID_PREFIX.route).test(route)) {
-    throw new EdgeplanError(
-      `--route ${JSON.stringify(value)}: expected EDGE_ID/ROUTE_ID, e.g. edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw`,
-    );
+    throw new EdgeplanError(`--route ${JSON.stringify(value)}: expected EDGE_ID/ROUTE_ID, e.g. edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw`);
   }
   return { edge, route };
 }

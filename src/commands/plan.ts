@@ -183,10 +183,7 @@ function listingReached(options: PlanCommandOptions): boolean {
  * embedded server is provisioned from the manifests, so it starts after them. On a manifest error the listing is dropped and the session closed: no request
  * made from the manifests, and no write, is ever sent.
  */
-async function loadWhileListing(
-  options: PlanCommandOptions,
-  io: CommandIO,
-): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<LiveWeightedBackend[]> }> {
+async function loadWhileListing(options: PlanCommandOptions, io: CommandIO): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<LiveWeightedBackend[]> }> {
   if (options.local || !options.listWhileLoading || !listingReached(options)) return loadThenOpen(options, io);
   const opened = await openSession(options, io).then(
     (session) => ({ session, listing: startListing(session.client) }),

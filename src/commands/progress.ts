@@ -56,8 +56,7 @@ export class PlainSchedule {
   /** Whether a line is due now, with `finished` changes ended; marks it printed when it is. */
   take(finished: number, now: number): boolean {
     if (this.total < PLAIN_PROGRESS_MIN) return false;
-    const due =
-      finished >= this.lastCount + this.step || (finished === this.total && this.lastCount < this.total) || now - this.lastAt >= PLAIN_PROGRESS_MS;
+    const due = finished >= this.lastCount + this.step || (finished === this.total && this.lastCount < this.total) || now - this.lastAt >= PLAIN_PROGRESS_MS;
     if (due) {
       this.lastCount = finished;
       this.lastAt = now;

@@ -25,7 +25,14 @@ export type ProjectFillable = { paths: string[]; config?: string | false } & { [
 export async function loadProject(io: CommandIO, config: string | undefined): Promise<ProjectFileResult> {
   // Most folders have no project file; telling so needs no YAML parser, so the loader is imported only for a file
   // (a `plan` then starts its reads sooner).
-  if (config === undefined && !(await access(resolve(io.cwd, PROJECT_FILE)).then(() => true, () => false))) return { settings: {}, diagnostics: [] };
+  if (
+    config === undefined &&
+    !(await access(resolve(io.cwd, PROJECT_FILE)).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return { settings: {}, diagnostics: [] };
   const { loadProjectFile } = await import("../manifest/project-file.js");
   const project = await loadProjectFile(io.cwd, config);
   if (!reportDiagnostics(io, project.diagnostics)) {

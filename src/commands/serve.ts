@@ -4,13 +4,7 @@
  */
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import { parseLatency, parseProbability, parseRateLimit, parseTimeout, parseWholeNumber } from "../model/syntax.js";
-import {
-  DEFAULT_HOST,
-  DEFAULT_PORT,
-  loadFixturesFile,
-  startServer,
-  type ServerOptions,
-} from "../server/index.js";
+import { DEFAULT_HOST, DEFAULT_PORT, loadFixturesFile, startServer, type ServerOptions } from "../server/index.js";
 
 /** The flags of `edgeplan serve`, as commander hands them over. */
 export interface ServeFlags {

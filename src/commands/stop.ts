@@ -52,9 +52,7 @@ export function wireStop(io: CommandIO, external: AbortSignal | undefined, lost?
       return;
     }
     by = signal;
-    io.stderr(
-      `\n${signal} received: no new request will start; waiting for the requests in flight to finish (send ${signal} again to stop at once)\n`,
-    );
+    io.stderr(`\n${signal} received: no new request will start; waiting for the requests in flight to finish (send ${signal} again to stop at once)\n`);
     controller.abort();
   };
   const dispose = (): void => {

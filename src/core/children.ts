@@ -51,12 +51,7 @@ export function resolveChildren(d: DesiredWeightedBackend, nameToId: ReadonlyMap
 }
 
 /** Resolves the children of every matched manifest, reporting the problems that no order of writes could solve. */
-export function resolveAllChildren(
-  index: PlanIndex,
-  matching: Matching,
-  nameToId: ReadonlyMap<string, string>,
-  problems: PlanProblems,
-): Map<string, Resolved> {
+export function resolveAllChildren(index: PlanIndex, matching: Matching, nameToId: ReadonlyMap<string, string>, problems: PlanProblems): Map<string, Resolved> {
   const resolvedByName = new Map<string, Resolved>();
   for (const d of index.desired) {
     if (!matching.matches.has(d.name)) continue; // an error was reported for it

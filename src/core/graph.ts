@@ -115,7 +115,10 @@ export function dependencyLevels(plan: Pick<Plan, "changes">): string[][] {
     }
   }
   const levels: string[][] = [];
-  let frontier = [...remaining.entries()].filter(([, n]) => n === 0).map(([a]) => a).sort();
+  let frontier = [...remaining.entries()]
+    .filter(([, n]) => n === 0)
+    .map(([a]) => a)
+    .sort();
   let placed = 0;
   while (frontier.length > 0) {
     levels.push(frontier);
@@ -131,7 +134,10 @@ export function dependencyLevels(plan: Pick<Plan, "changes">): string[][] {
     frontier = next.sort();
   }
   if (placed < pending.size) {
-    const stuck = [...remaining.entries()].filter(([, n]) => n > 0).map(([a]) => a).sort();
+    const stuck = [...remaining.entries()]
+      .filter(([, n]) => n > 0)
+      .map(([a]) => a)
+      .sort();
     throw new InternalError(`plan: dependency cycle among ${stuck.join(", ")}`);
   }
   return levels;

@@ -33,9 +33,7 @@ export class IgnoredCollector {
 
   /** Sorted by address, then path; only those `keep` says yes to (the scope). */
   sorted(keep: (address: string) => boolean): IgnoredDifference[] {
-    return this.list
-      .filter((i) => keep(i.address))
-      .sort((a, b) => (a.address === b.address ? (a.path < b.path ? -1 : 1) : a.address < b.address ? -1 : 1));
+    return this.list.filter((i) => keep(i.address)).sort((a, b) => (a.address === b.address ? (a.path < b.path ? -1 : 1) : a.address < b.address ? -1 : 1));
   }
 }
 

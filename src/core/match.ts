@@ -82,7 +82,9 @@ function assertUniqueNames(index: PlanIndex): void {
   for (let i = 1; i < index.desired.length; i++) {
     const [prev, cur] = [index.desired[i - 1] as DesiredWeightedBackend, index.desired[i] as DesiredWeightedBackend];
     if (prev.name === cur.name) {
-      throw new InternalError(`plan: weighted backend "${cur.name}" is declared at ${formatPos(prev.source)} and ${formatPos(cur.source)}; the loader reports a name declared twice`);
+      throw new InternalError(
+        `plan: weighted backend "${cur.name}" is declared at ${formatPos(prev.source)} and ${formatPos(cur.source)}; the loader reports a name declared twice`,
+      );
     }
   }
 }

@@ -28,13 +28,7 @@ export interface Orphans {
  * Finds the orphans and decides the fate of each. An orphan is addressed by the name in its marker, or by its id
  * when a manifest or an earlier orphan has that name (names never contain "_", so an id never meets a name).
  */
-export function planOrphans(
-  index: PlanIndex,
-  matching: Matching,
-  resolvedByName: ReadonlyMap<string, Resolved>,
-  prune: boolean,
-  problems: PlanProblems,
-): Orphans {
+export function planOrphans(index: PlanIndex, matching: Matching, resolvedByName: ReadonlyMap<string, Resolved>, prune: boolean, problems: PlanProblems): Orphans {
   const usedNames = new Set(index.desiredNames);
   const entries = unclaimedOwned(index, matching).map((l) => {
     const marker = markerOf(index, l.id) as OwnerMarker;
@@ -60,14 +54,7 @@ export function planOrphans(
 }
 
 /** A manifest that adopts another object by id leaves the object that carried its name's marker behind. */
-function warnIfLeftByAdoption(
-  index: PlanIndex,
-  matching: Matching,
-  l: LiveWeightedBackend,
-  marker: OwnerMarker,
-  prune: boolean,
-  problems: PlanProblems,
-): void {
+function warnIfLeftByAdoption(index: PlanIndex, matching: Matching, l: LiveWeightedBackend, marker: OwnerMarker, prune: boolean, problems: PlanProblems): void {
   const byId = matching.matches.get(marker.name);
   if (byId?.desired.id === undefined || !byId.live) return;
   let fate = "run with --prune to delete it, or adopt it under another name";
@@ -83,12 +70,7 @@ function warnIfLeftByAdoption(
  * why each was kept. Who references an id once the plan is applied: live objects (with their manifest's children
  * when a manifest names them) and new objects. An object being deleted references nothing.
  */
-function keepReferenced(
-  index: PlanIndex,
-  matching: Matching,
-  resolvedByName: ReadonlyMap<string, Resolved>,
-  deleting: Set<string>,
-): Map<string, string> {
+function keepReferenced(index: PlanIndex, matching: Matching, resolvedByName: ReadonlyMap<string, Resolved>, deleting: Set<string>): Map<string, string> {
   const keptReason = new Map<string, string>();
   // Only references to objects being deleted matter, and most plans delete nothing: nothing else is recorded.
   if (deleting.size === 0) return keptReason;
@@ -102,7 +84,10 @@ function keepReferenced(
       });
       if (by.length === 0) continue;
       deleting.delete(id);
-      keptReason.set(id, `kept although --prune is given: ${by.sort().join(", ")} still ${by.length === 1 ? "references" : "reference"} it, so the API would refuse the delete`);
+      keptReason.set(
+        id,
+        `kept although --prune is given: ${by.sort().join(", ")} still ${by.length === 1 ? "references" : "reference"} it, so the API would refuse the delete`,
+      );
       changed = true;
     }
   }

@@ -55,7 +55,8 @@ export function checkPlan(plan: Plan): Disagreement[] {
   checkOrphans(plan, out);
   checkSummary(plan, out);
   for (const o of plan.outputs) {
-    if (o.address !== moduleAddress(o.edge, o.route, "saml")) out.push({ address: o.address, what: `the output is for ${moduleAddress(o.edge, o.route, "saml")}, not this address` });
+    if (o.address !== moduleAddress(o.edge, o.route, "saml"))
+      out.push({ address: o.address, what: `the output is for ${moduleAddress(o.edge, o.route, "saml")}, not this address` });
   }
   return out;
 }
@@ -209,7 +210,8 @@ function withinStep(before: Readonly<Record<string, number>>, after: Readonly<Re
 /** A module change: its address from edge, route and kind; `after` the kind's settings; its request and diffs from them. */
 function checkModuleChange(change: ModuleChange, say: Say): void {
   const spec = moduleSpec(change.kind);
-  if (change.address !== moduleAddress(change.edge, change.route, change.kind)) say(`the address does not match edge ${change.edge}, route ${change.route} and ${change.kind}`);
+  if (change.address !== moduleAddress(change.edge, change.route, change.kind))
+    say(`the address does not match edge ${change.edge}, route ${change.route} and ${change.kind}`);
   const replace = change.action === "replace";
   if (replace ? change.after === null : change.before === null || change.after !== null) {
     return say(`this change does not have the shape of its action: ${replace ? "a replace has an after" : "a delete has a before and no after"}`);
@@ -243,7 +245,10 @@ function checkGraph(plan: Plan, out: Disagreement[]): void {
   for (const c of plan.changes) {
     const unknown = c.depends_on.filter((d) => !addresses.has(d));
     if (unknown.length > 0) out.push({ address: c.address, what: `depends_on names ${unknown.join(", ")}, which the plan does not change` });
-    edges.set(c.address, c.depends_on.filter((d) => addresses.has(d)));
+    edges.set(
+      c.address,
+      c.depends_on.filter((d) => addresses.has(d)),
+    );
   }
   for (const cycle of findCycles([...addresses], edges)) {
     out.push({ address: cycle[0] ?? "", what: `depends_on forms a cycle: ${cycle.join(" -> ")}` });

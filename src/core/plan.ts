@@ -79,10 +79,9 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const orphans = planOrphans(index, matching, resolvedByName, options.prune, problems);
   const ignored = new IgnoredCollector();
   ignored.absorb(routePlan.ignored);
-  const all = [
-    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options),
-    ...routePlan.changes,
-  ].sort((a, b) => compareText(a.address, b.address));
+  const all = [...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options), ...routePlan.changes].sort((a, b) =>
+    compareText(a.address, b.address),
+  );
   const changeById = new Map<string, string>();
   for (const c of all) if (c.kind === "weighted_backend" && c.id !== null) changeById.set(c.id, c.address);
   buildDependencies(all, { changeById, liveParents: buildLiveParents(index.live) });
@@ -102,7 +101,14 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     format_version: PLAN_FORMAT_VERSION,
     stack: options.stack,
     targeted,
-    options: { prune: options.prune, takeover: options.takeover, max_shift: options.maxShift, max_deletes: maxDeletes, targets: [...scope.targets], excludes: [...scope.excludes] },
+    options: {
+      prune: options.prune,
+      takeover: options.takeover,
+      max_shift: options.maxShift,
+      max_deletes: maxDeletes,
+      targets: [...scope.targets],
+      excludes: [...scope.excludes],
+    },
     summary: buildSummary(changes, orphanList),
     risks: buildRisks(changes, { maxShift: options.maxShift, maxDeletes }),
     changes,
@@ -170,8 +176,7 @@ function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: rea
 
 /** The summary of a plan: its changes counted by kind and action, and the orphans it keeps. */
 export function buildSummary(changes: readonly Change[], orphans: readonly Orphan[]): PlanSummary {
-  const count = (kind: "wb" | "module", action: string): number =>
-    changes.filter((c) => (kind === "wb") === (c.kind === "weighted_backend") && c.action === action).length;
+  const count = (kind: "wb" | "module", action: string): number => changes.filter((c) => (kind === "wb") === (c.kind === "weighted_backend") && c.action === action).length;
   return {
     create: count("wb", "create"),
     update: count("wb", "update"),

@@ -8,15 +8,7 @@ import type { DesiredWeightedBackend, RolloutSpec, RolloutState } from "../model
 import { InternalError } from "../model/errors.js";
 import { isJsonObject } from "../model/canonical.js";
 import { MARKER_KEY } from "../model/state.js";
-import {
-  buildRolloutWrite,
-  buildWeights,
-  diffWeightedBackend,
-  exactShareOf,
-  hasTraffic,
-  sameWeights,
-  sortedBackends,
-} from "../kinds/weighted-backend.js";
+import { buildRolloutWrite, buildWeights, diffWeightedBackend, exactShareOf, hasTraffic, sameWeights, sortedBackends } from "../kinds/weighted-backend.js";
 import { rolloutTargetDigest } from "../kinds/weighted-backend-rollout.js";
 import { LIMITS } from "../model/wire.js";
 
@@ -83,7 +75,12 @@ export function buildRolloutSteps(from: Weights, target: Weights, maxStep: numbe
   for (let n = fewest; n <= 2 * fewest + 1; n++) {
     const steps: Array<Record<string, number>> = [];
     for (let k = 1; k < n; k++) {
-      steps.push(roundShares(keys, keys.map((_, i) => (s[i] as number) + (((t[i] as number) - (s[i] as number)) * k) / n)));
+      steps.push(
+        roundShares(
+          keys,
+          keys.map((_, i) => (s[i] as number) + (((t[i] as number) - (s[i] as number)) * k) / n),
+        ),
+      );
     }
     steps.push(last);
     if (withinMaxStep([from, ...steps], keys, maxStep)) return steps;
@@ -220,12 +217,7 @@ function buildStep(
 }
 
 /** The change with the write of `backends` and a marker holding `state` (none: the rollout ends with this write). */
-function withWrite(
-  change: WeightedBackendChange,
-  backends: Weights,
-  state: RolloutState | undefined,
-  rollout: RolloutStep,
-): WeightedBackendChange {
+function withWrite(change: WeightedBackendChange, backends: Weights, state: RolloutState | undefined, rollout: RolloutStep): WeightedBackendChange {
   const before = change.before as WeightedBackendValue;
   const { after, request } = buildRolloutWrite(change, backends, state);
   const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));

@@ -31,7 +31,9 @@ export function pairRoutes(desired: readonly DesiredEdgeRoute[], live: readonly 
     const r = sorted[i] as DesiredEdgeRoute;
     const prev = sorted[i - 1];
     if (prev && prev.edge === r.edge && prev.route === r.route) {
-      throw new InternalError(`plan: edge route ${r.edge}/${r.route} is declared at ${formatPos(prev.source)} and ${formatPos(r.source)}; the loader reports a route declared twice`);
+      throw new InternalError(
+        `plan: edge route ${r.edge}/${r.route} is declared at ${formatPos(prev.source)} and ${formatPos(r.source)}; the loader reports a route declared twice`,
+      );
     }
     const lr = liveRoutes.get(routeKey(r));
     if (!lr) {

@@ -8,7 +8,7 @@ import { EdgeplanError } from "../model/errors.js";
 import type { Change, Orphan } from "../model/plan.js";
 import { moduleAddress } from "../model/plan.js";
 import type { DesiredEdgeRoute, DesiredState } from "../model/state.js";
-import { addressMatches, ADDRESS_KINDS } from "../model/syntax.js";
+import { addressMatches, type ADDRESS_KINDS } from "../model/syntax.js";
 
 export interface Scope {
   /** Address patterns; none: everything is a target. */
@@ -35,7 +35,14 @@ export function inScope(scope: Scope, address: string): boolean {
 export function scopeReachesKind(scope: Scope, kind: (typeof ADDRESS_KINDS)[number]): boolean {
   const firstSegmentMatches = (p: string): boolean => new RegExp(`^${(p.split(/[./]/)[0] ?? "").replace(/\*/g, ".*")}$`).test(kind);
   if (scope.targets.length > 0 && !scope.targets.some(firstSegmentMatches)) return false;
-  return !scope.excludes.some((e) => firstSegmentMatches(e) && e.split(/[./]/).slice(1).every((s) => s === "*"));
+  return !scope.excludes.some(
+    (e) =>
+      firstSegmentMatches(e) &&
+      e
+        .split(/[./]/)
+        .slice(1)
+        .every((s) => s === "*"),
+  );
 }
 
 /**
@@ -90,9 +97,7 @@ export function applyScope(changes: readonly Change[], orphans: readonly Orphan[
       changed = true;
     }
   }
-  const keptChanges = changes
-    .filter((c) => kept.has(c.address))
-    .map((c) => ({ ...c, depends_on: c.depends_on.filter((d) => kept.has(d)) }) as Change);
+  const keptChanges = changes.filter((c) => kept.has(c.address)).map((c) => ({ ...c, depends_on: c.depends_on.filter((d) => kept.has(d)) }) as Change);
   const keptOrphans = orphans
     .filter((o) => inScope(scope, o.address))
     .map((o): Orphan => {

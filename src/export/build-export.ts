@@ -32,7 +32,11 @@ export function buildExport(input: ExportInput): ExportResult {
   const log: ExportLog = { skipped: [], notes: [] };
   // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document. Lease objects
   // (src/model/lease.ts) are edgeplan's own bookkeeping while an apply runs: never exported.
-  const kept = exportableWeightedBackends(input.weightedBackends.filter((wb) => !isLeaseObject(wb)), input, log);
+  const kept = exportableWeightedBackends(
+    input.weightedBackends.filter((wb) => !isLeaseObject(wb)),
+    input,
+    log,
+  );
   const wbs = weightedBackendFiles(kept);
   const routes = routeFiles(input.routes, log, input);
   const files = [...wbs.files, ...routes.files];

@@ -30,9 +30,7 @@ export function routesByEdge(routes: readonly ExportRouteInput[]): Array<[string
     if (!edge.has(r.route)) edge.set(r.route, r);
     byEdge.set(r.edge, edge);
   }
-  return [...byEdge.entries()]
-    .sort(([a], [b]) => compareText(a, b))
-    .map(([edge, byRoute]) => [edge, [...byRoute.values()].sort((a, b) => compareText(a.route, b.route))]);
+  return [...byEdge.entries()].sort(([a], [b]) => compareText(a, b)).map(([edge, byRoute]) => [edge, [...byRoute.values()].sort((a, b) => compareText(a.route, b.route))]);
 }
 
 /** The EdgeRoute document of one route: its value, the modules it holds, and its IdP metadata file (if any). */

@@ -188,14 +188,10 @@ export function buildRolloutWrite(
  * returned. `idsByAddress` maps the address of each create already applied to its new id. Throws InternalError when
  * a reference has no id yet (the applier ran a change before one it depends on).
  */
-export function resolveWeightedBackendBody(
-  change: WeightedBackendChange,
-  idsByAddress: ReadonlyMap<string, string> | Readonly<Record<string, string>>,
-): WeightedBackendBody {
+export function resolveWeightedBackendBody(change: WeightedBackendChange, idsByAddress: ReadonlyMap<string, string> | Readonly<Record<string, string>>): WeightedBackendBody {
   const body = change.request.body;
   if (!body) throw new InternalError(`${change.address}: a ${change.action} sends no body`);
-  const lookup = (address: string): string | undefined =>
-    idsByAddress instanceof Map ? idsByAddress.get(address) : (idsByAddress as Record<string, string>)[address];
+  const lookup = (address: string): string | undefined => (idsByAddress instanceof Map ? idsByAddress.get(address) : (idsByAddress as Record<string, string>)[address]);
   const backends: Record<string, number> = {};
   for (const [key, weight] of Object.entries(body.backends)) {
     const address = change.refs[key];
@@ -258,7 +254,16 @@ export function buildWeightedBackendChange(input: WeightedBackendChangeInput): W
   const before = live === null ? null : buildLiveValue(live, parsedLive);
   const refs: Record<string, string> = {};
   for (const p of [...input.pending].sort()) refs[p] = weightedBackendAddress(p);
-  const common = { kind: "weighted_backend" as const, address: weightedBackendAddress(d.name), name: d.name, source: formatPos(d.source), after, refs, depends_on: [], notes: input.notes };
+  const common = {
+    kind: "weighted_backend" as const,
+    address: weightedBackendAddress(d.name),
+    name: d.name,
+    source: formatPos(d.source),
+    after,
+    refs,
+    depends_on: [],
+    notes: input.notes,
+  };
   const weights = buildWeights(before?.backends ?? null, after.backends, input.names, input.pending);
   if (live === null || before === null) {
     const diffs = diffWeightedBackendSides(null, after);

@@ -5,13 +5,7 @@
  */
 import { canonicalJson, isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
-import type {
-  CircuitBreakerManifest,
-  EdgeRouteManifest,
-  RolloutManifest,
-  SamlManifest,
-  WeightedBackendManifest,
-} from "../model/manifest-schema.js";
+import type { CircuitBreakerManifest, EdgeRouteManifest, RolloutManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
 import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
 import {
   formatPos,
@@ -206,12 +200,7 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
 }
 
 /** The entries of `ignore_changes`, each checked by the kind; undefined after reporting a bad one. */
-function checkIgnoreChanges(
-  written: string[] | undefined,
-  check: (path: string) => string | undefined,
-  pin: Pinner,
-  out: Collector,
-): string[] | undefined {
+function checkIgnoreChanges(written: string[] | undefined, check: (path: string) => string | undefined, pin: Pinner, out: Collector): string[] | undefined {
   let ok = true;
   (written ?? []).forEach((path, i) => {
     const problem = check(path);
@@ -233,10 +222,7 @@ function samlIntent(
   if (written === ABSENT) return { state: "absent", source: at };
   const kind = samlSourceKind(written);
   if (kind === "both") {
-    out.error(
-      pin.key(["saml", "idp_metadata_file"]),
-      "saml has both idp_metadata and idp_metadata_file; keep exactly one of them",
-    );
+    out.error(pin.key(["saml", "idp_metadata_file"]), "saml has both idp_metadata and idp_metadata_file; keep exactly one of them");
     return undefined;
   }
   if (kind === "none") {
@@ -274,10 +260,7 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkModuleIgnore, new Pinner(doc.src), out);
   if (saml === undefined || ignoreChanges === undefined) return undefined;
   if (saml.state === "unmanaged" && circuit_breaker.state === "unmanaged") {
-    out.warning(
-      doc.src.pos,
-      `edge route ${v.edge}/${v.route} manages no module; add saml or circuit_breaker (settings, or absent to delete one), or remove this manifest`,
-    );
+    out.warning(doc.src.pos, `edge route ${v.edge}/${v.route} manages no module; add saml or circuit_breaker (settings, or absent to delete one), or remove this manifest`);
   }
   const ignored = ignoreChanges.length > 0 ? { ignoreChanges } : {};
   return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos };
@@ -358,13 +341,9 @@ function reportCycles(wbDocs: WeightedBackendDoc[], adopted: Map<string, { name:
     const first = cycle[0] as string;
     const doc = byName.get(first);
     const nextName = cycle[1] ?? first;
-    const key =
-      Object.keys(doc?.value.backends ?? {}).find((k) => k === nextName || adopted.get(k)?.name === nextName) ?? nextName;
+    const key = Object.keys(doc?.value.backends ?? {}).find((k) => k === nextName || adopted.get(k)?.name === nextName) ?? nextName;
     const pos = doc ? new Pinner(doc.src).key(["backends", key]) : { file: "", line: 1, col: 1 };
-    out.error(
-      pos,
-      `backends.${key}: reference cycle ${cycle.join(" -> ")}; a weighted backend cannot contain itself, remove one of these references`,
-    );
+    out.error(pos, `backends.${key}: reference cycle ${cycle.join(" -> ")}; a weighted backend cannot contain itself, remove one of these references`);
   }
 }
 

@@ -8,14 +8,7 @@ import { isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
 import { SAML_GENERATED_FIELDS } from "../model/wire.js";
-import {
-  KIND_SCHEMAS,
-  MANIFEST_KINDS,
-  describeValue,
-  type EdgeRouteManifest,
-  type ManifestKind,
-  type WeightedBackendManifest,
-} from "../model/manifest-schema.js";
+import { KIND_SCHEMAS, MANIFEST_KINDS, describeValue, type EdgeRouteManifest, type ManifestKind, type WeightedBackendManifest } from "../model/manifest-schema.js";
 import { closest, didYouMean } from "./suggest.js";
 import { Pinner, type ParsedDocument } from "./yaml-source.js";
 
@@ -45,8 +38,7 @@ export interface CheckResult {
 type Issue = z.core.$ZodIssue;
 type Path = PropertyKey[];
 
-const dotted = (path: ReadonlyArray<PropertyKey>): string =>
-  path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
+const dotted = (path: ReadonlyArray<PropertyKey>): string => path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
 
 const EXPECTED: Record<string, string> = {
   string: "text",
@@ -62,9 +54,7 @@ const EXPECTED: Record<string, string> = {
 function typeHint(expected: string, input: unknown): string {
   if (input === null) return "; give a value or remove the field";
   if (expected === "boolean" && typeof input === "string") {
-    return /^(true|false)$/i.test(input)
-      ? "; write true or false without quotes"
-      : "; YAML 1.2 reads yes, no, on and off as text: write true or false";
+    return /^(true|false)$/i.test(input) ? "; write true or false without quotes" : "; YAML 1.2 reads yes, no, on and off as text: write true or false";
   }
   if ((expected === "number" || expected === "int") && typeof input === "string" && input.trim() !== "" && Number.isFinite(Number(input))) {
     return "; write the number without quotes";
@@ -84,10 +74,7 @@ function genericMessage(iss: z.core.$ZodRawIssue): string | undefined {
     }
     case "invalid_value": {
       const values = iss.values.map((v) => String(v));
-      return (
-        `${describeValue(iss.input)} is not allowed; use ${values.join(" or ")}` +
-        (typeof iss.input === "string" ? didYouMean(iss.input, values) : "")
-      );
+      return `${describeValue(iss.input)} is not allowed; use ${values.join(" or ")}` + (typeof iss.input === "string" ? didYouMean(iss.input, values) : "");
     }
     default:
       return undefined;
@@ -132,8 +119,7 @@ function fieldsAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[]
  * branch (so `saml: {forceauthn: true}` reports the unknown field, not "expected absent").
  */
 function expandUnion(issue: Issue & { code: "invalid_union" }): Issue[] | undefined {
-  const rootFailure = (branch: Issue[]): boolean =>
-    branch.some((i) => i.path.length === 0 && (i.code === "invalid_type" || i.code === "invalid_value"));
+  const rootFailure = (branch: Issue[]): boolean => branch.some((i) => i.path.length === 0 && (i.code === "invalid_type" || i.code === "invalid_value"));
   const meant = issue.errors.filter((branch) => !rootFailure(branch));
   if (meant.length !== 1) return undefined;
   return (meant[0] ?? []).map((i) => ({ ...i, path: [...issue.path, ...i.path] }) as Issue);
@@ -330,9 +316,7 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
   const k = kind as ManifestKind;
   const name = k === "WeightedBackend" && typeof plain.name === "string" ? plain.name : undefined;
   const references =
-    k === "WeightedBackend" && isPlainObject(plain.backends)
-      ? Object.keys(plain.backends).filter((key) => NAME_PATTERN.test(key) && key.length <= NAME_MAX)
-      : undefined;
+    k === "WeightedBackend" && isPlainObject(plain.backends) ? Object.keys(plain.backends).filter((key) => NAME_PATTERN.test(key) && key.length <= NAME_MAX) : undefined;
   const schema = KIND_SCHEMAS[k] as z.ZodType;
   const result = schema.safeParse(plain, { reportInput: true, error: genericMessage });
   let data: unknown;

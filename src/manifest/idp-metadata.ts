@@ -27,8 +27,7 @@ type XmlNode = Record<string, unknown>;
 const asArray = (v: unknown): unknown[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 const textOf = (v: unknown): string | undefined =>
   typeof v === "string" ? v : typeof v === "object" && v !== null && typeof (v as XmlNode)["#text"] === "string" ? ((v as XmlNode)["#text"] as string) : undefined;
-const children = (node: unknown, name: string): unknown[] =>
-  typeof node === "object" && node !== null ? asArray((node as XmlNode)[name]) : [];
+const children = (node: unknown, name: string): unknown[] => (typeof node === "object" && node !== null ? asArray((node as XmlNode)[name]) : []);
 
 /** The `CN=...` of a certificate's subject, for messages. */
 function commonName(subject: string): string {
@@ -68,7 +67,13 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
   const text = xml.startsWith("\uFEFF") ? xml.slice(1) : xml;
   const doctype = text.search(/<!DOCTYPE/i);
   if (doctype >= 0) {
-    return [{ severity: "error", ...lineColOf(text, doctype), message: "IdP metadata holds a DOCTYPE, whose entity declarations can expand without bound; IdP metadata never needs one: remove it" }];
+    return [
+      {
+        severity: "error",
+        ...lineColOf(text, doctype),
+        message: "IdP metadata holds a DOCTYPE, whose entity declarations can expand without bound; IdP metadata never needs one: remove it",
+      },
+    ];
   }
   const parsed = parseXml(text);
   if (!("node" in parsed)) return [parsed.problem];
@@ -186,7 +191,7 @@ function checkSigningCertificates(text: string, descriptors: unknown[], rootPos:
 /** Outcome of reading `idp_metadata_file`: the text, or one error about the reference itself. */
 export type IdpFileResult =
   | { ok: true; text: string; absPath: string }
-  | { ok: false; message: string; /** set when the problem is inside the file (invalid UTF-8) */ absPath?: string; line?: number; col?: number };
+  | { ok: false; message: string /** set when the problem is inside the file (invalid UTF-8) */; absPath?: string; line?: number; col?: number };
 
 /**
  * Reads the IdP metadata file a manifest names. `ref` is relative to the manifest's folder; the file must stay in
@@ -216,7 +221,10 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   const info = await stat(real);
   if (!info.isFile()) return { ok: false, message: `${field} ${ref} is not a file; name the XML file itself` };
   if (info.size > LIMITS.idpMetadataBytes) {
-    return { ok: false, message: `${field} ${ref} is ${info.size} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts; use the IdP's metadata for one entity` };
+    return {
+      ok: false,
+      message: `${field} ${ref} is ${info.size} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts; use the IdP's metadata for one entity`,
+    };
   }
   const bytes = await readFile(real);
   if (bytes.length > LIMITS.idpMetadataBytes) {

@@ -56,10 +56,7 @@ export function commonAncestor(dirs: string[]): string {
  * Finds the manifest files of `paths` (resolved against `cwd`). Problems (a path that does not exist, a link
  * leading out of the root, a folder that cannot be read) are diagnostics; nothing throws for them.
  */
-export async function collectManifestFiles(
-  paths: string[],
-  cwd: string,
-): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string; roots: string[] }> {
+export async function collectManifestFiles(paths: string[], cwd: string): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string; roots: string[] }> {
   const files: ManifestFile[] = [];
   const diagnostics: Diagnostic[] = [];
   const seen = new Set<string>();

@@ -44,7 +44,12 @@ export function decodeManifest(bytes: Uint8Array, file: string): { text: string 
   if (tooLarge) return { diagnostic: tooLarge };
   const nul = bytes.indexOf(0);
   if (nul >= 0) {
-    return { diagnostic: err({ file, ...lineColOfByte(bytes, nul) }, "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml") };
+    return {
+      diagnostic: err(
+        { file, ...lineColOfByte(bytes, nul) },
+        "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml",
+      ),
+    };
   }
   try {
     return { text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
@@ -240,7 +245,8 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     let broken = false;
     for (const e of doc.errors) {
       broken = true;
-      const message = e.code === "DUPLICATE_KEY" ? "this key appears twice in the same mapping; keep one of them" : `YAML syntax: ${firstLine(e.message)}; fix the YAML at this position`;
+      const message =
+        e.code === "DUPLICATE_KEY" ? "this key appears twice in the same mapping; keep one of them" : `YAML syntax: ${firstLine(e.message)}; fix the YAML at this position`;
       diagnostics.push(err(at(e.pos[0]), message));
     }
     for (const w of doc.warnings) {
@@ -277,10 +283,7 @@ export function toPlain(d: ParsedDocument): { value: unknown } | { diagnostic: D
     const message = e instanceof Error ? e.message : String(e);
     if (/alias count/i.test(message)) {
       return {
-        diagnostic: err(
-          d.pos,
-          `the document expands aliases more than ${MAX_ALIAS_COUNT} times, as an alias bomb does; write the values out instead of nesting aliases`,
-        ),
+        diagnostic: err(d.pos, `the document expands aliases more than ${MAX_ALIAS_COUNT} times, as an alias bomb does; write the values out instead of nesting aliases`),
       };
     }
     return { diagnostic: err(d.pos, `YAML: ${firstLine(message)}; fix the document`) };

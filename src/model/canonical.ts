@@ -88,5 +88,3 @@ function sortedCopy(value: unknown): JsonValue | typeof NOT_PLAIN {
   }
   return out;
 }
-
-

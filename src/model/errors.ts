@@ -32,7 +32,13 @@ export class ManifestError extends EdgeplanError {
     readonly diagnostics: Diagnostic[],
     message?: string,
   ) {
-    super(message ?? diagnostics.filter((d) => d.severity === "error").map(formatDiagnostic).join("\n"));
+    super(
+      message ??
+        diagnostics
+          .filter((d) => d.severity === "error")
+          .map(formatDiagnostic)
+          .join("\n"),
+    );
   }
 }
 
@@ -50,9 +56,7 @@ export class ApiError extends EdgeplanError {
   ) {
     super(
       `${method} ${path}: ${status}${errorCode ? ` ${errorCode}` : ""}: ${msg}` +
-        (status === 401 || status === 403
-          ? "; the API key was refused: check EDGEPLAN_API_KEY (or --api-key-file) and that the key belongs to this account"
-          : "") +
+        (status === 401 || status === 403 ? "; the API key was refused: check EDGEPLAN_API_KEY (or --api-key-file) and that the key belongs to this account" : "") +
         (operationId ? ` (operation ${operationId})` : ""),
       options,
     );
@@ -78,7 +82,10 @@ export class UnsafePlanError extends EdgeplanError {
 /** A saved plan whose objects changed since it was made. */
 export class StalePlanError extends EdgeplanError {
   override name = "StalePlanError";
-  constructor(readonly addresses: string[], message: string) {
+  constructor(
+    readonly addresses: string[],
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -58,4 +58,3 @@ export function parseLease(wb: { id: string; metadata: string }): Lease | null {
 export function isLeaseObject(wb: { id: string; metadata: string }): boolean {
   return parseLease(wb) !== null;
 }
-

@@ -58,9 +58,7 @@ export const NameSchema = z
   });
 
 /** A key of `backends`: a backend id, or the name of another WeightedBackend of the same manifests. */
-const BACKEND_KEY_PATTERN = new RegExp(
-  `^(?:(?:${BACKEND_PREFIXES.join("|")})_[0-9A-Za-z]{27}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)$`,
-);
+const BACKEND_KEY_PATTERN = new RegExp(`^(?:(?:${BACKEND_PREFIXES.join("|")})_[0-9A-Za-z]{27}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)$`);
 const backendKeyError = (iss: { input?: unknown }): string => {
   const key = String(iss.input);
   if (key.includes("_")) {
@@ -68,10 +66,7 @@ const backendKeyError = (iss: { input?: unknown }): string => {
   }
   return `key ${JSON.stringify(key)} is neither a backend id nor a valid WeightedBackend name; name a WeightedBackend (${NAME_RULE}) or give a backend id`;
 };
-export const BackendKeySchema = z
-  .string()
-  .max(NAME_MAX, { error: backendKeyError })
-  .regex(BACKEND_KEY_PATTERN, { error: backendKeyError });
+export const BackendKeySchema = z.string().max(NAME_MAX, { error: backendKeyError }).regex(BACKEND_KEY_PATTERN, { error: backendKeyError });
 
 export const WeightSchema = intField(0, LIMITS.weightMax).meta({
   description: `Weight of the child, a whole number from 0 to ${LIMITS.weightMax}. Shares are weight / sum of weights.`,
@@ -92,8 +87,7 @@ function durationText(what: string): z.ZodString {
 export const RolloutCheckManifestSchema = z
   .strictObject({
     url: z.string().meta({
-      description:
-        "GET this URL before each step after the first, and after the last. https, or http to a loopback host; ${EDGEPLAN_VAR_*} allowed.",
+      description: "GET this URL before each step after the first, and after the last. https, or http to a loopback host; ${EDGEPLAN_VAR_*} allowed.",
     }),
     expect_status: intField(100, 599).optional().meta({ description: "The status that counts as healthy. Default: any 2xx." }),
     timeout: durationText("a duration").optional().meta({ description: "Time allowed for an answer, e.g. 10s (at most 60s). Default: 10s." }),
@@ -122,9 +116,12 @@ export const WeightedBackendManifestSchema = z
     apiVersion,
     kind: z.literal("WeightedBackend"),
     name: NameSchema,
-    description: z.string().optional().meta({
-      description: `Human-readable description, at most ${LIMITS.descriptionBytes} bytes of UTF-8. Default: empty.`,
-    }),
+    description: z
+      .string()
+      .optional()
+      .meta({
+        description: `Human-readable description, at most ${LIMITS.descriptionBytes} bytes of UTF-8. Default: empty.`,
+      }),
     metadata: z
       .union([z.record(z.string(), z.unknown()), z.string()])
       .optional()
@@ -141,15 +138,11 @@ export const WeightedBackendManifestSchema = z
     id: z
       .string()
       .regex(idPattern("bkdwd"), {
-        error: (iss) =>
-          `${describeValue(iss.input)} is not a weighted backend id; adopt an existing weighted backend by its id: bkdwd_ ${ID_BODY_RULE}`,
+        error: (iss) => `${describeValue(iss.input)} is not a weighted backend id; adopt an existing weighted backend by its id: bkdwd_ ${ID_BODY_RULE}`,
       })
       .optional()
       .meta({ description: "Adopt this existing weighted backend (bkdwd_...) instead of finding it by owner marker." }),
-    protect: z
-      .boolean()
-      .optional()
-      .meta({ description: "Never delete the live object, even with --prune, until a manifest sets protect: false. Default: false." }),
+    protect: z.boolean().optional().meta({ description: "Never delete the live object, even with --prune, until a manifest sets protect: false. Default: false." }),
     ignore_changes: z
       .array(z.string())
       .optional()
@@ -178,10 +171,7 @@ type ModuleManifestShape<Settings, Extra extends string = never> = { [K in keyof
 export const SamlManifestSchema = z
   .strictObject({
     enabled: z.boolean().optional().meta({ description: "Apply the module to traffic. Default: true." }),
-    options_passthrough: z
-      .boolean()
-      .optional()
-      .meta({ description: "Do not enforce authentication on HTTP OPTIONS requests (CORS preflight). Default: false." }),
+    options_passthrough: z.boolean().optional().meta({ description: "Do not enforce authentication on HTTP OPTIONS requests (CORS preflight). Default: false." }),
     cookie_prefix: z.string().optional().meta({ description: 'Prefix of the session cookie. Default: "".' }),
     inactivity_timeout: intField(0, LIMITS.uint32Max, seconds("inactivity_timeout")).optional().meta({
       description: "Seconds of inactivity after which the session ends (uint32; 0: no limit). Default: 0.",
@@ -189,25 +179,25 @@ export const SamlManifestSchema = z
     maximum_duration: intField(0, LIMITS.uint32Max, seconds("maximum_duration")).optional().meta({
       description: "Maximum seconds of an authenticated session (uint32; 0: no limit). Default: 0.",
     }),
-    idp_metadata: z.string().optional().meta({
-      description: `The IdP's EntityDescriptor XML, inline. Exactly one of idp_metadata and idp_metadata_file. At most ${LIMITS.idpMetadataBytes / 1024} KiB.`,
-    }),
-    idp_metadata_file: z.string().optional().meta({
-      description:
-        "Path of a file holding the IdP's EntityDescriptor XML, relative to this manifest and inside the manifest root; " +
-        "its bytes are sent as they are. Exactly one of idp_metadata and idp_metadata_file.",
-    }),
-    force_authn: z
-      .boolean()
+    idp_metadata: z
+      .string()
       .optional()
-      .meta({ description: "Make the IdP prompt for credentials on every login. Default: false." }),
+      .meta({
+        description: `The IdP's EntityDescriptor XML, inline. Exactly one of idp_metadata and idp_metadata_file. At most ${LIMITS.idpMetadataBytes / 1024} KiB.`,
+      }),
+    idp_metadata_file: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "Path of a file holding the IdP's EntityDescriptor XML, relative to this manifest and inside the manifest root; " +
+          "its bytes are sent as they are. Exactly one of idp_metadata and idp_metadata_file.",
+      }),
+    force_authn: z.boolean().optional().meta({ description: "Make the IdP prompt for credentials on every login. Default: false." }),
     allow_idp_initiated: z.boolean().optional().meta({
       description: "Let the IdP start a login directly. Default: true (the API's default; leaving it out warns).",
     }),
-    authorized_groups: z
-      .array(z.string())
-      .optional()
-      .meta({ description: "Only members of one of these groups may pass. Default: [] (anyone the IdP admits)." }),
+    authorized_groups: z.array(z.string()).optional().meta({ description: "Only members of one of these groups may pass. Default: [] (anyone the IdP admits)." }),
     nameid_format: z
       .enum(NAMEID_FORMATS, {
         error: (iss) => `${describeValue(iss.input)} is not a supported name id format; use one of ${NAMEID_FORMATS.join(", ")}`,
@@ -280,10 +270,7 @@ export const EdgeRouteManifestSchema = z
           (typeof iss.input === "string" && iss.input.startsWith("edghts_") ? " (this is an edge id: are edge and route swapped?)" : ""),
       })
       .meta({ description: "Id of the route of that edge (edghtsrt_...)." }),
-    saml: z
-      .union([SamlManifestSchema, absent])
-      .optional()
-      .meta({ description: "The SAML module: its settings, or absent. Left out: edgeplan does not manage it." }),
+    saml: z.union([SamlManifestSchema, absent]).optional().meta({ description: "The SAML module: its settings, or absent. Left out: edgeplan does not manage it." }),
     circuit_breaker: z
       .union([CircuitBreakerManifestSchema, absent])
       .optional()

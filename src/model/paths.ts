@@ -33,10 +33,7 @@ export function modulePath(edge: string, route: string, kind: ModuleKind): strin
 }
 
 /** What a write's path names: the collection of weighted backends, one of them, or a module of a route. */
-export type WriteTarget =
-  | { kind: "weighted_backends" }
-  | { kind: "weighted_backend"; id: string }
-  | { kind: ModuleKind; edge: string; route: string };
+export type WriteTarget = { kind: "weighted_backends" } | { kind: "weighted_backend"; id: string } | { kind: ModuleKind; edge: string; route: string };
 
 const WEIGHTED_BACKEND_PATH = /^\/backends\/weighted\/([^/?#]+)$/;
 const MODULE_PATH = /^\/edges\/https\/([^/?#]+)\/routes\/([^/?#]+)\/(saml|circuit_breaker)$/;

@@ -52,23 +52,23 @@ const ModuleSettingsSchema = z.record(z.string(), json);
 const weightsMap = z.record(z.string(), z.number().int());
 const timeText = z.string().describe("RFC 3339 time in UTC with milliseconds");
 
-const RolloutStepSchema = z.object({
-  phase: z.enum(["step", "confirm", "return", "halt"]),
-  step: z.number().int().min(1),
-  steps: z.number().int().min(1),
-  status: z.enum(["due", "waiting", "halted"]),
-  due_at: timeText,
-  next_due_at: timeText.nullable(),
-  max_step: z.number().int().min(1).max(100),
-  interval: z.string(),
-  interval_ms: z.number().int().min(1),
-  check: z
-    .object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) })
-    .nullable(),
-  from: weightsMap,
-  target: z.string(),
-  halted_reason: z.string().nullable(),
-}).describe("A step of a progressive rollout: which of how many, whether it is due, and when the next one is");
+const RolloutStepSchema = z
+  .object({
+    phase: z.enum(["step", "confirm", "return", "halt"]),
+    step: z.number().int().min(1),
+    steps: z.number().int().min(1),
+    status: z.enum(["due", "waiting", "halted"]),
+    due_at: timeText,
+    next_due_at: timeText.nullable(),
+    max_step: z.number().int().min(1).max(100),
+    interval: z.string(),
+    interval_ms: z.number().int().min(1),
+    check: z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) }).nullable(),
+    from: weightsMap,
+    target: z.string(),
+    halted_reason: z.string().nullable(),
+  })
+  .describe("A step of a progressive rollout: which of how many, whether it is due, and when the next one is");
 
 export const WeightedBackendChangeSchema = z.object({
   kind: z.literal("weighted_backend"),
@@ -114,81 +114,83 @@ export const ModuleChangeSchema = z.object({
   notes: z.array(z.string()),
 });
 
-export const PlanSchema = z.object({
-  format_version: z.literal(1),
-  stack: z.string(),
-  targeted: z.boolean().default(false).describe("true when --target or --exclude limited the plan: the rest of the stack was not planned"),
-  options: z.object({
-    prune: z.boolean(),
-    takeover: z.boolean(),
-    max_shift: z.number(),
-    max_deletes: count,
-    targets: z.array(z.string()).default([]).describe("--target address patterns; empty: everything"),
-    excludes: z.array(z.string()).default([]).describe("--exclude address patterns"),
-  }),
-  summary: z.object({
-    create: count,
-    update: count,
-    delete: count,
-    adopt: count,
-    takeover: count,
-    rename: count,
-    rollout: count,
-    module_replace: count,
-    module_delete: count,
-    orphans_kept: count,
-    total: count,
-  }),
-  risks: z.array(
-    z.object({
-      rule: z.enum(["auth-removal", "traffic-shift", "no-traffic", "mass-delete"]),
-      addresses: z.array(z.string()),
-      message: z.string(),
+export const PlanSchema = z
+  .object({
+    format_version: z.literal(1),
+    stack: z.string(),
+    targeted: z.boolean().default(false).describe("true when --target or --exclude limited the plan: the rest of the stack was not planned"),
+    options: z.object({
+      prune: z.boolean(),
+      takeover: z.boolean(),
+      max_shift: z.number(),
+      max_deletes: count,
+      targets: z.array(z.string()).default([]).describe("--target address patterns; empty: everything"),
+      excludes: z.array(z.string()).default([]).describe("--exclude address patterns"),
     }),
-  ),
-  changes: z.array(z.union([WeightedBackendChangeSchema, ModuleChangeSchema])),
-  orphans: z.array(
-    z.object({
-      address: z.string(),
-      id: z.string(),
-      name: z.string(),
-      protected: z.boolean(),
-      action: z.enum(["delete", "keep"]),
-      reason: z.string(),
+    summary: z.object({
+      create: count,
+      update: count,
+      delete: count,
+      adopt: count,
+      takeover: count,
+      rename: count,
+      rollout: count,
+      module_replace: count,
+      module_delete: count,
+      orphans_kept: count,
+      total: count,
     }),
-  ),
-  outputs: z.array(
-    z.object({
-      address: z.string(),
-      edge: z.string(),
-      route: z.string(),
-      known_after_apply: z.boolean(),
-      entity_id: z.string().nullable(),
-      assertion_consumer_service_url: z.string().nullable(),
-      single_logout_url: z.string().nullable(),
-      metadata_url: z.string().nullable(),
-      certificate_sha256: z.string().nullable(),
-    }),
-  ),
-  warnings: z.array(z.string()),
-  ignored: z
-    .array(z.object({ address: z.string(), path: z.string(), source: sourceText.nullable() }))
-    .default([])
-    .describe("fields that differ and that ignore_changes leaves as they are live"),
-  estimate: z
-    .object({
-      requests: count.describe("requests apply sends from its first write to its last convergence read, when nothing fails"),
-      writes: count.describe("one per change"),
-      reads: count.describe("reads after the writes that check convergence"),
-      seconds: count.describe("about how long those requests take under the rate limit and concurrency"),
-      rate_limit: z.string().nullable().describe("the client's request budget, N/DURATION; null when off"),
-      concurrency: z.number().int().min(1),
-    })
-    .describe("what applying this plan costs when nothing fails"),
-}).meta({
-  title: "edgeplan plan",
-  description: "A plan of edgeplan (format_version 1): `edgeplan plan --format json`, `plan --out FILE`, read by `apply --plan FILE`.",
-});
+    risks: z.array(
+      z.object({
+        rule: z.enum(["auth-removal", "traffic-shift", "no-traffic", "mass-delete"]),
+        addresses: z.array(z.string()),
+        message: z.string(),
+      }),
+    ),
+    changes: z.array(z.union([WeightedBackendChangeSchema, ModuleChangeSchema])),
+    orphans: z.array(
+      z.object({
+        address: z.string(),
+        id: z.string(),
+        name: z.string(),
+        protected: z.boolean(),
+        action: z.enum(["delete", "keep"]),
+        reason: z.string(),
+      }),
+    ),
+    outputs: z.array(
+      z.object({
+        address: z.string(),
+        edge: z.string(),
+        route: z.string(),
+        known_after_apply: z.boolean(),
+        entity_id: z.string().nullable(),
+        assertion_consumer_service_url: z.string().nullable(),
+        single_logout_url: z.string().nullable(),
+        metadata_url: z.string().nullable(),
+        certificate_sha256: z.string().nullable(),
+      }),
+    ),
+    warnings: z.array(z.string()),
+    ignored: z
+      .array(z.object({ address: z.string(), path: z.string(), source: sourceText.nullable() }))
+      .default([])
+      .describe("fields that differ and that ignore_changes leaves as they are live"),
+    estimate: z
+      .object({
+        requests: count.describe("requests apply sends from its first write to its last convergence read, when nothing fails"),
+        writes: count.describe("one per change"),
+        reads: count.describe("reads after the writes that check convergence"),
+        seconds: count.describe("about how long those requests take under the rate limit and concurrency"),
+        rate_limit: z.string().nullable().describe("the client's request budget, N/DURATION; null when off"),
+        concurrency: z.number().int().min(1),
+      })
+      .describe("what applying this plan costs when nothing fails"),
+  })
+  .meta({
+    title: "edgeplan plan",
+    description: "A plan of edgeplan (format_version 1): `edgeplan plan --format json`, `plan --out FILE`, read by `apply --plan FILE`.",
+  });
 
 /** The saved plan file is the JSON plan itself. */
 export const PlanFileSchema = PlanSchema;

@@ -90,10 +90,7 @@ export interface DesiredWeightedBackend {
 }
 
 /** What a manifest says of one module of a route. */
-export type ModuleIntent<T> =
-  | { state: "unmanaged" }
-  | { state: "absent"; source: SourcePos }
-  | { state: "present"; settings: T; source: SourcePos };
+export type ModuleIntent<T> = { state: "unmanaged" } | { state: "absent"; source: SourcePos } | { state: "present"; settings: T; source: SourcePos };
 
 export interface DesiredEdgeRoute {
   kind: "EdgeRoute";

@@ -60,9 +60,7 @@ export function parseRateLimit(value: string, flag = "--rate-limit"): RateLimit 
   const count = m ? Number(m[1]) : Number.NaN;
   const windowMs = m ? parseDuration(m[2] as string) : undefined;
   if (!m || !Number.isSafeInteger(count) || count < 1 || windowMs === undefined) {
-    throw new EdgeplanError(
-      `${flag}: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${text}"`,
-    );
+    throw new EdgeplanError(`${flag}: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${text}"`);
   }
   return { count, windowMs };
 }
@@ -145,7 +143,10 @@ export function addressMatches(pattern: string, address: string): boolean {
 
 /** True when `hostname` (as `URL.hostname` gives it) is loopback: 127.0.0.0/8, ::1, or localhost. */
 export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  const host = hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
   if (host === "localhost") return true;
   if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return host.split(".").every((p) => Number(p) <= 255);
   if (host === "::1" || host === "0:0:0:0:0:0:0:1") return true;

@@ -112,10 +112,10 @@ export function renderApplyJson(report: ApplyReport): string {
       : report.timedOut !== undefined
         ? "timed_out"
         : outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0
-      ? "failed"
-      : convergence.checked && convergence.converged
-        ? "converged"
-        : "not_converged";
+          ? "failed"
+          : convergence.checked && convergence.converged
+            ? "converged"
+            : "not_converged";
   const doc = {
     format_version: APPLY_REPORT_FORMAT_VERSION,
     kind: "apply_report",
@@ -159,7 +159,13 @@ export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
   }
   const results = resultsInOrder(report.outcome);
   if (results.length > 0) {
-    body.push('<section aria-labelledby="results">', '<h2 id="results">Results</h2>', "<table>", "<thead><tr><th>change</th><th style=\"width:7em\">result</th><th>detail</th></tr></thead>", "<tbody>");
+    body.push(
+      '<section aria-labelledby="results">',
+      '<h2 id="results">Results</h2>',
+      "<table>",
+      '<thead><tr><th>change</th><th style="width:7em">result</th><th>detail</th></tr></thead>',
+      "<tbody>",
+    );
     for (const r of results) {
       const ms = r.ms !== null && r.status === "done" ? ` (${r.ms} ms)` : "";
       body.push(`<tr><td><code>${esc(r.address)}</code></td><td class="${STATUS_CLASS[r.status]}">${STATUS_LABEL[r.status]}</td><td>${esc(r.message + ms)}</td></tr>`);

@@ -6,7 +6,20 @@
  * only; same plan, same bytes. Pure.
  */
 import type { Change, FieldDiff, Plan, WeightChange, WeightedBackendChange } from "../model/plan.js";
-import { estimateLine, IGNORED_HEADING, ignoredOfUnchanged, NO_CHANGES, OUTPUT_FIELDS, outputText, phraseOf, summaryLine, symbolOf, targetedLine, valueText, type ChangeSymbol } from "./common.js";
+import {
+  estimateLine,
+  IGNORED_HEADING,
+  ignoredOfUnchanged,
+  NO_CHANGES,
+  OUTPUT_FIELDS,
+  outputText,
+  phraseOf,
+  summaryLine,
+  symbolOf,
+  targetedLine,
+  valueText,
+  type ChangeSymbol,
+} from "./common.js";
 import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
 import { childName, childTag, shareMove, trafficChanges } from "./mermaid.js";
 
@@ -117,7 +130,9 @@ function barRow(side: string, shares: Array<number | null> | null, weights: Weig
   shares.forEach((share, i) => {
     if (!share) return;
     const width = Math.round(share * 10);
-    rects.push(`<rect class="s${i % SPLIT_COLOURS}" x="${x}" y="0" width="${width}" height="22"><title>${esc(`${childName(weights[i] as WeightChange)}: ${share}%`)}</title></rect>`);
+    rects.push(
+      `<rect class="s${i % SPLIT_COLOURS}" x="${x}" y="0" width="${width}" height="22"><title>${esc(`${childName(weights[i] as WeightChange)}: ${share}%`)}</title></rect>`,
+    );
     x += width;
   });
   return `${head}<svg class="bar" viewBox="0 0 1000 22" preserveAspectRatio="none" role="img" aria-label="${esc(`${side}: ${described}`)}">${rects.join("")}</svg></div>`;
@@ -167,7 +182,9 @@ export function renderHtmlOutputs(outputs: Plan["outputs"]): string[] {
     out.push(`<div class="card"><h3><code>${esc(o.address)}</code></h3>`, "<dl>");
     for (const [field, label] of OUTPUT_FIELDS) {
       const value = o[field];
-      out.push(`<dt>${esc(label)}</dt><dd>${value === null ? `<span class="muted">${esc(outputText(null, o.known_after_apply))}</span>` : `<code>${esc(value)}</code>`}</dd>`);
+      out.push(
+        `<dt>${esc(label)}</dt><dd>${value === null ? `<span class="muted">${esc(outputText(null, o.known_after_apply))}</span>` : `<code>${esc(value)}</code>`}</dd>`,
+      );
     }
     out.push("</dl>", "</div>");
   }

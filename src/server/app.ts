@@ -64,9 +64,7 @@ export function newOperationId(): string {
 function errorPayload(err: HttpError, operationId: string): string {
   const details = { ...err.details, operation_id: operationId };
   return JSON.stringify(
-    err.code === undefined
-      ? { status_code: err.status, msg: err.message, details }
-      : { error_code: err.code, status_code: err.status, msg: err.message, details },
+    err.code === undefined ? { status_code: err.status, msg: err.message, details } : { error_code: err.code, status_code: err.status, msg: err.message, details },
   );
 }
 
@@ -284,11 +282,7 @@ export function createClientErrorListener(log: AppOptions["log"]): (err: Error &
     const operationId = newOperationId();
     const status = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
     const msg =
-      status === 408
-        ? "the request did not arrive in time; send it again"
-        : status === 431
-          ? "the request headers are too large"
-          : "the request is not valid HTTP/1.1";
+      status === 408 ? "the request did not arrive in time; send it again" : status === 431 ? "the request headers are too large" : "the request is not valid HTTP/1.1";
     const payload = JSON.stringify({
       error_code: `ERR_NGROK_${status}`,
       status_code: status,

@@ -38,13 +38,7 @@ export class KeyRing {
     }
     const m = BEARER.exec(header);
     if (!m) {
-      throw new HttpError(
-        401,
-        "ERR_NGROK_201",
-        "the Authorization header is not a Bearer credential; send Authorization: Bearer <API key>",
-        {},
-        CHALLENGE,
-      );
+      throw new HttpError(401, "ERR_NGROK_201", "the Authorization header is not a Bearer credential; send Authorization: Bearer <API key>", {}, CHALLENGE);
     }
     const presented = createHash("sha256")
       .update((m[1] as string).trimEnd(), "utf8")

@@ -143,9 +143,7 @@ export function loadFixturesFile(path: string): Fixtures {
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    throw new ManifestError([
-      { severity: "error", pos: { file: path, line: 1, col: 1 }, message: `cannot read the fixtures file: ${(err as Error).message}` },
-    ]);
+    throw new ManifestError([{ severity: "error", pos: { file: path, line: 1, col: 1 }, message: `cannot read the fixtures file: ${(err as Error).message}` }]);
   }
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });

@@ -156,9 +156,7 @@ function checkOptions(options: ServerOptions): Settings {
     throw new EdgeplanError("serve needs at least one API key: pass --api-key KEY or set EDGEPLAN_SERVE_API_KEYS=KEY1,KEY2");
   }
   if (options.dataFile !== undefined && options.databaseUrl !== undefined) {
-    throw new EdgeplanError(
-      "--data and --database (or EDGEPLAN_SERVE_DATABASE_URL) both name a store; give one: --data FILE for SQLite, --database URL for PostgreSQL",
-    );
+    throw new EdgeplanError("--data and --database (or EDGEPLAN_SERVE_DATABASE_URL) both name a store; give one: --data FILE for SQLite, --database URL for PostgreSQL");
   }
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
@@ -237,7 +235,10 @@ async function listen(server: Server, host: string, port: number): Promise<numbe
 
 function announce(options: ServerOptions, store: Store, fixtures: FixturesSummary | undefined): void {
   if (!options.notice) return;
-  if (store.kind === "postgres") options.notice(`store: PostgreSQL (${options.poolSize ?? DEFAULT_POOL_SIZE} connections); --rate-limit is shared by every replica of the database, --max-inflight counts per replica`);
+  if (store.kind === "postgres")
+    options.notice(
+      `store: PostgreSQL (${options.poolSize ?? DEFAULT_POOL_SIZE} connections); --rate-limit is shared by every replica of the database, --max-inflight counts per replica`,
+    );
   for (const n of faultNotices(options)) options.notice(n);
   if (fixtures) {
     const s = fixtures;

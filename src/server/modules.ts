@@ -21,16 +21,7 @@ import { checkIdpMetadata } from "./idp-metadata.js";
 import { rejectQuery } from "./paging.js";
 import { renderCircuitBreaker, renderSaml, samlUrls } from "./render.js";
 import type { StoredSaml } from "./store.js";
-import {
-  isPlainObject,
-  readBoolean,
-  readNumber,
-  readString,
-  readStringList,
-  readUint32,
-  rejectUnknownFields,
-  type JsonObject,
-} from "./validate.js";
+import { isPlainObject, readBoolean, readNumber, readString, readStringList, readUint32, rejectUnknownFields, type JsonObject } from "./validate.js";
 
 const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(["edge_id", "id", "module"]);
 const NO_FIELDS: ReadonlySet<string> = new Set();
@@ -114,19 +105,11 @@ export function parseSamlSettings(fields: JsonObject, where: string): SamlSettin
     );
   }
   if (settings.idp_metadata === "") {
-    throw fieldError(
-      "ERR_NGROK_7091",
-      f("idp_metadata"),
-      `${f("idp_metadata")}: is required: the XML EntityDescriptor of the identity provider`,
-    );
+    throw fieldError("ERR_NGROK_7091", f("idp_metadata"), `${f("idp_metadata")}: is required: the XML EntityDescriptor of the identity provider`);
   }
   const bytes = Buffer.byteLength(settings.idp_metadata, "utf8");
   if (bytes > LIMITS.idpMetadataBytes) {
-    throw fieldError(
-      "ERR_NGROK_7080",
-      f("idp_metadata"),
-      `${f("idp_metadata")}: is ${bytes} bytes long, more than the limit of ${LIMITS.idpMetadataBytes} bytes`,
-    );
+    throw fieldError("ERR_NGROK_7080", f("idp_metadata"), `${f("idp_metadata")}: is ${bytes} bytes long, more than the limit of ${LIMITS.idpMetadataBytes} bytes`);
   }
   const problem = checkIdpMetadata(settings.idp_metadata);
   if (problem) throw fieldError("ERR_NGROK_7083", f("idp_metadata"), `${f("idp_metadata")}: ${problem}`);

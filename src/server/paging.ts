@@ -34,12 +34,7 @@ export function parsePageQuery(query: string): PageQuery {
     if (key === "limit") {
       const n = DECIMAL.test(value) ? Number(value) : NaN;
       if (!(n >= 1 && n <= LIMITS.pageLimitMax)) {
-        throw new HttpError(
-          400,
-          "ERR_NGROK_233",
-          `limit "${value.slice(0, 40)}" is not a whole number from 1 to ${LIMITS.pageLimitMax}`,
-          { parameter: "limit" },
-        );
+        throw new HttpError(400, "ERR_NGROK_233", `limit "${value.slice(0, 40)}" is not a whole number from 1 to ${LIMITS.pageLimitMax}`, { parameter: "limit" });
       }
       page.limit = n;
     } else {
@@ -79,9 +74,6 @@ export async function buildPage<T extends { id: string }>(
   const more = rows.length > page.limit;
   const items = more ? rows.slice(0, page.limit) : rows;
   const last = items[items.length - 1];
-  const next =
-    more && last
-      ? `${listUrl}?before_id=${encodeURIComponent(last.id)}&limit=${page.limit}`
-      : null;
+  const next = more && last ? `${listUrl}?before_id=${encodeURIComponent(last.id)}&limit=${page.limit}` : null;
   return { items, uri: listUrl, next_page_uri: next };
 }

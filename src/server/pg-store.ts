@@ -23,29 +23,8 @@ import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { rateLimited } from "./faults.js";
 import { rfc3339Seconds, sequencedKsuid } from "./ksuid.js";
 import { migrate, STARTUP_LOCK } from "./pg-schema.js";
-import type {
-  EdgeRecord,
-  FixtureBackendRecord,
-  PageQuery,
-  RateGate,
-  RouteRecord,
-  Store,
-  StoredSaml,
-  StoreTx,
-  TransactionOptions,
-  WeightedBackendRecord,
-} from "./store.js";
-import {
-  checkId,
-  edgeFromRow,
-  fixtureBackendType,
-  routeFromRow,
-  routeOfEdge,
-  weightedFromRow,
-  type EdgeRow,
-  type RouteRow,
-  type WeightedRow,
-} from "./store-rows.js";
+import type { EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, TransactionOptions, WeightedBackendRecord } from "./store.js";
+import { checkId, edgeFromRow, fixtureBackendType, routeFromRow, routeOfEdge, weightedFromRow, type EdgeRow, type RouteRow, type WeightedRow } from "./store-rows.js";
 
 const WB = "id, created_at, description, metadata, backends";
 const EDGE = "id, created_at, description, metadata, hostports";
@@ -333,9 +312,7 @@ class PgTx implements StoreTx {
 
   async listEdges(account: string, page: PageQuery): Promise<EdgeRecord[]> {
     const rows =
-      page.beforeId === undefined
-        ? await this.q<EdgeRow>("edgeList", [account, page.limit])
-        : await this.q<EdgeRow>("edgeListBefore", [account, page.beforeId, page.limit]);
+      page.beforeId === undefined ? await this.q<EdgeRow>("edgeList", [account, page.limit]) : await this.q<EdgeRow>("edgeListBefore", [account, page.beforeId, page.limit]);
     return rows.map(edgeFromRow);
   }
 

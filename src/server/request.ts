@@ -59,11 +59,7 @@ export function readBody(req: IncomingMessage, limit: number): BodyResult | Prom
  */
 export function parseJsonBody(contentTypes: readonly string[] | undefined, bytes: Buffer): JsonObject {
   if (contentTypes !== undefined && contentTypes.length > 1) {
-    throw new HttpError(
-      415,
-      "ERR_NGROK_210",
-      `the request has ${contentTypes.length} Content-Type headers; send exactly one: Content-Type: application/json`,
-    );
+    throw new HttpError(415, "ERR_NGROK_210", `the request has ${contentTypes.length} Content-Type headers; send exactly one: Content-Type: application/json`);
   }
   const contentType = contentTypes?.[0];
   if (contentType === undefined || contentType.trim() === "") {
@@ -72,11 +68,7 @@ export function parseJsonBody(contentTypes: readonly string[] | undefined, bytes
   const semicolon = contentType.indexOf(";");
   const media = (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
   if (media !== "application/json") {
-    throw new HttpError(
-      415,
-      "ERR_NGROK_210",
-      `the Content-Type ${JSON.stringify(media.slice(0, 100))} is not supported; send Content-Type: application/json`,
-    );
+    throw new HttpError(415, "ERR_NGROK_210", `the Content-Type ${JSON.stringify(media.slice(0, 100))} is not supported; send Content-Type: application/json`);
   }
   if (bytes.length === 0) throw new HttpError(400, "ERR_NGROK_213", "the body is empty; send a JSON object");
   const text = bytes.toString("utf8");

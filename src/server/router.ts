@@ -6,13 +6,7 @@ import { ID_PREFIX } from "../model/wire.js";
 import type { Handler } from "./context.js";
 import { getEdge, getRoute, listEdges } from "./edges.js";
 import { deleteCircuitBreaker, deleteSaml, getCircuitBreaker, getSaml, putCircuitBreaker, putSaml } from "./modules.js";
-import {
-  createWeightedBackend,
-  deleteWeightedBackend,
-  getWeightedBackend,
-  listWeightedBackends,
-  updateWeightedBackend,
-} from "./weighted-backends.js";
+import { createWeightedBackend, deleteWeightedBackend, getWeightedBackend, listWeightedBackends, updateWeightedBackend } from "./weighted-backends.js";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 

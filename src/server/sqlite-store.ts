@@ -15,20 +15,11 @@ import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { RateLimiter } from "./faults.js";
 import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
 import type { EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, WeightedBackendRecord } from "./store.js";
-import {
-  checkId,
-  edgeFromRow,
-  fixtureBackendType,
-  routeFromRow,
-  routeOfEdge,
-  weightedFromRow,
-  type EdgeRow,
-  type RouteRow,
-  type WeightedRow,
-} from "./store-rows.js";
+import { checkId, edgeFromRow, fixtureBackendType, routeFromRow, routeOfEdge, weightedFromRow, type EdgeRow, type RouteRow, type WeightedRow } from "./store-rows.js";
 
 /** The schema, one step per version; a file at version N gets steps N+1.. at open, in one transaction. */
-const MIGRATIONS = [`
+const MIGRATIONS = [
+  `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS weighted_backends (
   account TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL,
@@ -155,10 +146,7 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   listWeightedBackends(account: string, page: PageQuery): WeightedBackendRecord[] {
-    const rows =
-      page.beforeId === undefined
-        ? this.s.wbList.all(account, page.limit)
-        : this.s.wbListBefore.all(account, page.beforeId, page.limit);
+    const rows = page.beforeId === undefined ? this.s.wbList.all(account, page.limit) : this.s.wbListBefore.all(account, page.beforeId, page.limit);
     return rows.map(weightedFromRow);
   }
 
@@ -225,10 +213,7 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   listEdges(account: string, page: PageQuery): EdgeRecord[] {
-    const rows =
-      page.beforeId === undefined
-        ? this.s.edgeList.all(account, page.limit)
-        : this.s.edgeListBefore.all(account, page.beforeId, page.limit);
+    const rows = page.beforeId === undefined ? this.s.edgeList.all(account, page.limit) : this.s.edgeListBefore.all(account, page.beforeId, page.limit);
     return rows.map(edgeFromRow);
   }
 
@@ -312,12 +297,8 @@ export class SqliteStore implements Store, StoreTx {
 function prepare(db: Database.Database) {
   return {
     metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
-    metaSet: db.prepare<[string, string]>(
-      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    ),
-    wbGet: db.prepare<[string, string], WeightedRow>(
-      "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id = ?",
-    ),
+    metaSet: db.prepare<[string, string]>("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
+    wbGet: db.prepare<[string, string], WeightedRow>("SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id = ?"),
     wbList: db.prepare<[string, number], WeightedRow>(
       "SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? ORDER BY id DESC LIMIT ?",
     ),
@@ -328,40 +309,26 @@ function prepare(db: Database.Database) {
     wbInsert: db.prepare<[string, string, string, string, string, string]>(
       "INSERT INTO weighted_backends (account, id, created_at, description, metadata, backends) VALUES (?, ?, ?, ?, ?, ?)",
     ),
-    wbUpdate: db.prepare<[string, string, string, string, string]>(
-      "UPDATE weighted_backends SET description = ?, metadata = ?, backends = ? WHERE account = ? AND id = ?",
-    ),
+    wbUpdate: db.prepare<[string, string, string, string, string]>("UPDATE weighted_backends SET description = ?, metadata = ?, backends = ? WHERE account = ? AND id = ?"),
     wbDelete: db.prepare<[string, string]>("DELETE FROM weighted_backends WHERE account = ? AND id = ?"),
     childrenDelete: db.prepare<[string, string]>("DELETE FROM backend_children WHERE account = ? AND parent = ?"),
     childInsert: db.prepare<[string, string, string]>("INSERT INTO backend_children (account, parent, child) VALUES (?, ?, ?)"),
-    parents: db.prepare<[string, string, number], { parent: string }>(
-      "SELECT parent FROM backend_children WHERE account = ? AND child = ? ORDER BY parent LIMIT ?",
-    ),
+    parents: db.prepare<[string, string, number], { parent: string }>("SELECT parent FROM backend_children WHERE account = ? AND child = ? ORDER BY parent LIMIT ?"),
     weightedChildren: db.prepare<[string, string], { child: string }>(
       "SELECT child FROM backend_children WHERE account = ? AND parent = ? AND child >= 'bkdwd_' AND child < 'bkdwd`'",
     ),
     wbExists: db.prepare<[string, string], { one: number }>("SELECT 1 AS one FROM weighted_backends WHERE account = ? AND id = ?"),
-    fbGet: db.prepare<[string, string], FixtureBackendRecord>(
-      "SELECT id, type, created_at FROM fixture_backends WHERE account = ? AND id = ?",
-    ),
-    fbInsert: db.prepare<[string, string, string, string]>(
-      "INSERT INTO fixture_backends (account, id, type, created_at) VALUES (?, ?, ?, ?)",
-    ),
-    edgeGet: db.prepare<[string, string], EdgeRow>(
-      "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id = ?",
-    ),
-    edgeList: db.prepare<[string, number], EdgeRow>(
-      "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? ORDER BY id DESC LIMIT ?",
-    ),
+    fbGet: db.prepare<[string, string], FixtureBackendRecord>("SELECT id, type, created_at FROM fixture_backends WHERE account = ? AND id = ?"),
+    fbInsert: db.prepare<[string, string, string, string]>("INSERT INTO fixture_backends (account, id, type, created_at) VALUES (?, ?, ?, ?)"),
+    edgeGet: db.prepare<[string, string], EdgeRow>("SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id = ?"),
+    edgeList: db.prepare<[string, number], EdgeRow>("SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? ORDER BY id DESC LIMIT ?"),
     edgeListBefore: db.prepare<[string, string, number], EdgeRow>(
       "SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id < ? ORDER BY id DESC LIMIT ?",
     ),
     edgeInsert: db.prepare<[string, string, string, string, string, string]>(
       "INSERT INTO edges (account, id, created_at, description, metadata, hostports) VALUES (?, ?, ?, ?, ?, ?)",
     ),
-    routeGet: db.prepare<[string, string], RouteRow>(
-      "SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes WHERE account = ? AND id = ?",
-    ),
+    routeGet: db.prepare<[string, string], RouteRow>("SELECT id, edge_id, created_at, match, match_type, saml, circuit_breaker FROM routes WHERE account = ? AND id = ?"),
     // Without statistics, SQLite prefers walking the account's whole primary key (already in id order) to the
     // index, which made every edge read cost as much as reading every route of the account.
     routesOfEdge: db.prepare<[string, string], RouteRow>(

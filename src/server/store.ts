@@ -118,12 +118,7 @@ export interface StoreTx {
    * returned unchanged when present; without, a new route. `init` defaults to `match: "/"`, `match_type:
    * "path_prefix"`. Throws when `routeId` already belongs to another edge.
    */
-  ensureRoute(
-    account: string,
-    edgeId: string,
-    routeId?: string,
-    init?: { match?: string; match_type?: string },
-  ): Awaitable<RouteRecord>;
+  ensureRoute(account: string, edgeId: string, routeId?: string, init?: { match?: string; match_type?: string }): Awaitable<RouteRecord>;
   setSaml(account: string, routeId: string, saml: StoredSaml | null): Awaitable<void>;
   setCircuitBreaker(account: string, routeId: string, cb: CircuitBreakerSettings | null): Awaitable<void>;
 

@@ -25,11 +25,7 @@ function readBackendsMap(value: unknown): Record<string, number> {
   if (!isPlainObject(value)) throw invalidField("backends", `expected an object of backend id to weight, got ${describeType(value)}`);
   const keys = Object.keys(value);
   if (keys.length > LIMITS.childrenPerWeightedBackend) {
-    throw fieldError(
-      "ERR_NGROK_6511",
-      "backends",
-      `backends: ${keys.length} children is more than the limit of ${LIMITS.childrenPerWeightedBackend} per weighted backend`,
-    );
+    throw fieldError("ERR_NGROK_6511", "backends", `backends: ${keys.length} children is more than the limit of ${LIMITS.childrenPerWeightedBackend} per weighted backend`);
   }
   const out: Record<string, number> = {};
   for (const key of keys) {

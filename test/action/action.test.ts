@@ -7,7 +7,15 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { runAction as run, type ActionOptions, type ActionOutcome, type ActionRunners, type ApplyRunOptions, type PlanRunOptions, type RunResult } from "../../src/action/run.js";
+import {
+  runAction as run,
+  type ActionOptions,
+  type ActionOutcome,
+  type ActionRunners,
+  type ApplyRunOptions,
+  type PlanRunOptions,
+  type RunResult,
+} from "../../src/action/run.js";
 import type { CommandIO } from "../../src/commands/io.js";
 import { ManifestError } from "../../src/model/errors.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
@@ -113,7 +121,8 @@ function setup(overrides: Partial<RunnerOptions> & { inputs?: Record<string, str
   return { runner, io };
 }
 
-const PLAN_MD = "### edgeplan plan: stack `prod`\n\n**Plan: 1 to create, 0 to update, 0 to delete.**\n\n| change | address |\n|---|---|\n| create | `weighted_backend.checkout` |\n";
+const PLAN_MD =
+  "### edgeplan plan: stack `prod`\n\n**Plan: 1 to create, 0 to update, 0 to delete.**\n\n| change | address |\n|---|---|\n| create | `weighted_backend.checkout` |\n";
 
 /** Everything the action wrote where a person or a later step can read it. */
 function everything(io: { out: string; err: string }, runner: ReturnType<typeof runnerEnv>): string {
@@ -122,7 +131,10 @@ function everything(io: { out: string; err: string }, runner: ReturnType<typeof 
     .filter((line) => !line.startsWith("::add-mask::"))
     .join("\n");
   const sent = gh.calls.map((c) => JSON.stringify(c.body ?? "")).join("\n");
-  const stored = [...gh.comments.values()].flat().map((c) => c.body).join("\n");
+  const stored = [...gh.comments.values()]
+    .flat()
+    .map((c) => c.body)
+    .join("\n");
   return [stdout, io.err, sent, stored, runner.summary(), JSON.stringify(runner.outputs())].join("\n");
 }
 
@@ -160,9 +172,7 @@ describe("edgeplan action on a pull request", () => {
     const comments = gh.comments.get("acme/routes#7")!;
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toBe(
-      "<!-- edgeplan:plan stack=prod -->\n" +
-        PLAN_MD.trim() +
-        "\n\n<sub>Commit a1b2c3d · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>\n",
+      "<!-- edgeplan:plan stack=prod -->\n" + PLAN_MD.trim() + "\n\n<sub>Commit a1b2c3d · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>\n",
     );
     // Masks first, then the log; the command's output sits between stop and resume lines.
     const lines = io.out.split("\n");
@@ -284,7 +294,12 @@ describe("edgeplan action on a pull request", () => {
     const outcome = await runAction(io, runners({ exitCode: 0 }));
     expect(outcome.exitCode).toBe(1);
     expect(io.out).toBe(`::add-mask::${CANARY}\n::add-mask::${TOKEN}\n::error title=edgeplan::input prune: "maybe" is not a boolean; use true or false\n`);
-    expect(runner.outputs()).toEqual({ "has-changes": "false", exitcode: "1", "plan-file": "", summary: 'edgeplan could not start: input prune: "maybe" is not a boolean; use true or false' });
+    expect(runner.outputs()).toEqual({
+      "has-changes": "false",
+      exitcode: "1",
+      "plan-file": "",
+      summary: 'edgeplan could not start: input prune: "maybe" is not a boolean; use true or false',
+    });
   });
 
   it("reports an API error as a failure without the key", async () => {
@@ -339,9 +354,7 @@ describe("edgeplan action on push", () => {
     const risky = "#### Risks\n\n- `traffic-shift` weighted_backend.checkout: 90% of traffic moves\n";
     const r3 = await runAction(shown.io, runners({ exitCode: 1, markdown: risky, hasChanges: true }));
     expect(r3.exitCode).toBe(1);
-    expect(shown.runner.summary()).toBe(
-      "### edgeplan apply: stack `prod`\n\n**The apply failed.**\n\n```text\ndebug: Authorization: Bearer ***\n```\n\n" + risky + "\n",
-    );
+    expect(shown.runner.summary()).toBe("### edgeplan apply: stack `prod`\n\n**The apply failed.**\n\n```text\ndebug: Authorization: Bearer ***\n```\n\n" + risky + "\n");
     expect(shown.runner.outputs()).toMatchObject({ "has-changes": "false", exitcode: "1" });
 
     const partial = setup({ event: "push", ref: "refs/heads/main" });

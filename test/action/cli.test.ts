@@ -35,9 +35,7 @@ describe("edgeplan action (built CLI)", () => {
     const runner = runnerEnv({ event: "push", ref: "refs/heads/main", githubApiUrl: gh.url, inputs: {} });
     const run = await runActionCli(runner.env, runner.workspace);
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain(
-      "::error title=edgeplan::no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})\n",
-    );
+    expect(run.stdout).toContain("::error title=edgeplan::no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})\n");
     expect(run.stderr.split("\n")[0]).toBe('edgeplan action: apply of stack "default" (event push)');
     expect(runner.summary()).toContain("### edgeplan apply: stack `default`\n\n**The apply failed.**");
   });

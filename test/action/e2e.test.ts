@@ -63,15 +63,7 @@ function checkout(files: Record<string, string>): string {
 }
 
 const checkoutYaml = (stable: number, canary: number): string =>
-  [
-    "kind: WeightedBackend",
-    "name: checkout",
-    "description: Checkout canary",
-    "backends:",
-    `  ${STABLE}: ${stable}`,
-    `  ${CANARY_BACKEND}: ${canary}`,
-    "",
-  ].join("\n");
+  ["kind: WeightedBackend", "name: checkout", "description: Checkout canary", "backends:", `  ${STABLE}: ${stable}`, `  ${CANARY_BACKEND}: ${canary}`, ""].join("\n");
 
 const routeYaml = [
   "kind: EdgeRoute",
@@ -159,7 +151,9 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     const comments = gh.comments.get("acme/routes#21")!;
     expect(comments).toHaveLength(1);
     const body1 = comments[0]!.body;
-    expect(body1.startsWith("<!-- edgeplan:plan stack=e2e -->\n### edgeplan plan: stack `e2e`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.**\n")).toBe(true);
+    expect(
+      body1.startsWith("<!-- edgeplan:plan stack=e2e -->\n### edgeplan plan: stack `e2e`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.**\n"),
+    ).toBe(true);
     expect(body1).toContain("weighted_backend.checkout");
     expect(body1).toContain("<sub>Commit 5e5e5e5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>");
     expect(first.runner.summary()).toContain("**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.**");
@@ -212,14 +206,7 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
 
   it("annotates a broken manifest at its lines, sends nothing to the API and fails", async () => {
     const ws = checkout({
-      "manifests/checkout.yaml": [
-        "kind: WeightedBackend",
-        "name: checkout",
-        "backends:",
-        `  ${STABLE}: 10001`,
-        "descripton: typo",
-        "",
-      ].join("\n"),
+      "manifests/checkout.yaml": ["kind: WeightedBackend", "name: checkout", "backends:", `  ${STABLE}: 10001`, "descripton: typo", ""].join("\n"),
     });
     const requestsBefore = server.logLines.length;
     const { run, runner } = await act(ws);
@@ -274,9 +261,7 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     // What the server holds now: the weighted backend with its weights and owner marker, the circuit breaker.
     const api = apiClient(server.url, server.apiKey);
     const list = await api.get("/backends/weighted");
-    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) =>
-      b.metadata.includes('"stack":"merge"'),
-    );
+    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) => b.metadata.includes('"stack":"merge"'));
     expect(mine.map((b) => b.backends)).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
     const cb = await api.get(`/edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker`);
     expect(cb.json).toMatchObject({ tripped_duration: 30, rolling_window: 60, num_buckets: 12, volume_threshold: 50, error_threshold_percentage: 0.25 });
@@ -296,9 +281,7 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expect(refused.runner.summary()).toContain("**The apply failed.**");
     const unchanged = await api.get("/backends/weighted");
     expect(
-      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[])
-        .filter((b) => b.metadata.includes('"stack":"merge"'))
-        .map((b) => b.backends),
+      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) => b.metadata.includes('"stack":"merge"')).map((b) => b.backends),
     ).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
 
     const acked = await act(ws, { ...push, inputs: { ...push.inputs, ack: "traffic-shift" } });

@@ -32,16 +32,16 @@ describe("inputs", () => {
     expect(inputEnvName("api-key")).toBe("INPUT_API-KEY");
     expect(inputEnvName("github-token")).toBe("INPUT_GITHUB-TOKEN");
     env({
-        command: " apply ",
-        paths: "manifests\nmore, other",
-        stack: "prod",
-        "api-url": "https://api.example.com",
-        "api-key": "k",
-        prune: "True",
-        ack: "traffic-shift,\nmass-delete\ntraffic-shift",
-        comment: "FALSE",
-        "github-token": "t",
-        "drift-issue": "true",
+      command: " apply ",
+      paths: "manifests\nmore, other",
+      stack: "prod",
+      "api-url": "https://api.example.com",
+      "api-key": "k",
+      prune: "True",
+      ack: "traffic-shift,\nmass-delete\ntraffic-shift",
+      comment: "FALSE",
+      "github-token": "t",
+      "drift-issue": "true",
     });
     expect(readActionInputs()).toEqual({
       command: "apply",
@@ -65,17 +65,13 @@ describe("inputs", () => {
 
   it("refuses wrong values with a message naming the input", () => {
     env({ command: "destroy" });
-    expect(() => readActionInputs()).toThrow(
-      'input command: "destroy" is not a command of the action; use plan or apply (or leave it out)',
-    );
+    expect(() => readActionInputs()).toThrow('input command: "destroy" is not a command of the action; use plan or apply (or leave it out)');
     env({ prune: "yes" });
     expect(() => readActionInputs()).toThrow('input prune: "yes" is not a boolean; use true or false');
     env({ "drift-issue": "on" });
     expect(() => readActionInputs()).toThrow('input drift-issue: "on" is not a boolean; use true or false');
     env({ ack: "traffic-shift, everything" });
-    expect(() => readActionInputs()).toThrow(
-      'input ack: unknown rule "everything"; the rules are auth-removal, traffic-shift, no-traffic, mass-delete',
-    );
+    expect(() => readActionInputs()).toThrow('input ack: unknown rule "everything"; the rules are auth-removal, traffic-shift, no-traffic, mass-delete');
   });
 });
 

@@ -307,7 +307,9 @@ describe("DELETE after a lost answer", () => {
   });
 
   it("treats module-not-set on a retried module delete as done", async () => {
-    const { stub, client } = await setup((_req, res, n) => (n === 1 ? apiError(res, 504, undefined, "gateway timeout") : apiError(res, 404, "ERR_NGROK_7400", "module not set")));
+    const { stub, client } = await setup((_req, res, n) =>
+      n === 1 ? apiError(res, 504, undefined, "gateway timeout") : apiError(res, 404, "ERR_NGROK_7400", "module not set"),
+    );
     await client.send(deleteModule(EDGE, ROUTE, "saml"));
     expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
       `DELETE /edges/https/${EDGE}/routes/${ROUTE}/saml`,
@@ -331,13 +333,13 @@ describe("answers", () => {
       res.writeHead(200, { "content-type": "text/html" });
       res.end("<html>login</html>");
     });
-    expect((await errorOf(client.getWeightedBackend(WB))).message).toBe(
-      `GET /backends/weighted/${WB}: 200: the answer is not JSON; check that --api-url points at the API`,
-    );
+    expect((await errorOf(client.getWeightedBackend(WB))).message).toBe(`GET /backends/weighted/${WB}: 200: the answer is not JSON; check that --api-url points at the API`);
   });
 
   it("explains 401 and 403 as a key problem", async () => {
-    const { client } = await setup((_req, res, n) => apiError(res, n === 1 ? 401 : 403, n === 1 ? "ERR_NGROK_203" : "ERR_NGROK_403", "unknown key", { "www-authenticate": "Bearer" }));
+    const { client } = await setup((_req, res, n) =>
+      apiError(res, n === 1 ? 401 : 403, n === 1 ? "ERR_NGROK_203" : "ERR_NGROK_403", "unknown key", { "www-authenticate": "Bearer" }),
+    );
     for (const status of [401, 403]) {
       const err = await errorOf(client.listWeightedBackends());
       expect(err.message).toBe(
@@ -424,7 +426,18 @@ describe("edges and modules", () => {
         description: "",
         metadata: "",
         hostports: [],
-        routes: [{ id: ROUTE, edge_id: EDGE, uri: `${stub.url}/edges/https/${EDGE}/routes/${ROUTE}`, created_at: "2025-09-04T10:11:37Z", match: "/", match_type: "path_prefix", saml: null, circuit_breaker: null }],
+        routes: [
+          {
+            id: ROUTE,
+            edge_id: EDGE,
+            uri: `${stub.url}/edges/https/${EDGE}/routes/${ROUTE}`,
+            created_at: "2025-09-04T10:11:37Z",
+            match: "/",
+            match_type: "path_prefix",
+            saml: null,
+            circuit_breaker: null,
+          },
+        ],
       }),
     );
     const [route] = await readRoutes(client, [{ edge: EDGE, route: ROUTE, modules: ["saml", "circuit_breaker"] }]);

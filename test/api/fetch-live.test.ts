@@ -167,9 +167,7 @@ describe("fetchTouched", () => {
         { edge: E1, route: R2, module: "circuit_breaker" },
       ],
     });
-    expect(sorted(stub.requests)).toEqual(
-      [`GET /backends/weighted/${idOf("bkdwd", 1)}`, `GET /backends/weighted/${idOf("bkdwd", 2)}`, `GET /edges/https/${E1}`].sort(),
-    );
+    expect(sorted(stub.requests)).toEqual([`GET /backends/weighted/${idOf("bkdwd", 1)}`, `GET /backends/weighted/${idOf("bkdwd", 2)}`, `GET /edges/https/${E1}`].sort());
     // The deleted one is absent; only the asked-for modules are reported.
     expect(live.weightedBackends.map((w) => w.id)).toEqual([idOf("bkdwd", 1)]);
     expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([

@@ -3,11 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/api/client.js";
-import {
-  checkBaseUrl,
-  clientOptionsFrom,
-  loadApiKey,
-} from "../../src/api/options.js";
+import { checkBaseUrl, clientOptionsFrom, loadApiKey } from "../../src/api/options.js";
 import { isLoopbackHost } from "../../src/model/syntax.js";
 import { EdgeplanError } from "../../src/model/errors.js";
 
@@ -98,9 +94,7 @@ describe("loadApiKey and clientOptionsFrom", () => {
     expect((await errorOf(loadApiKey(join(dir, "nope"), {}))).message).toBe(`--api-key-file ${join(dir, "nope")}: cannot read the API key file (no such file)`);
     expect((await errorOf(loadApiKey(join(dir, "empty"), {}))).message).toBe(`--api-key-file ${join(dir, "empty")}: the API key file is empty`);
     const spaced = await errorOf(loadApiKey(join(dir, "spaced"), {}));
-    expect(spaced.message).toBe(
-      `--api-key-file ${join(dir, "spaced")}: the API key contains spaces, control or non-ASCII characters, which cannot be sent in a header`,
-    );
+    expect(spaced.message).toBe(`--api-key-file ${join(dir, "spaced")}: the API key contains spaces, control or non-ASCII characters, which cannot be sent in a header`);
     expect(spaced.message).not.toContain("two words");
   });
 
@@ -153,19 +147,11 @@ describe("loadApiKey and clientOptionsFrom", () => {
   it("names the flag of every bad value", async () => {
     const env = { EDGEPLAN_API_KEY: KEY };
     const url = "http://127.0.0.1:1";
-    expect((await errorOf(clientOptionsFrom({}, env))).message).toBe(
-      "no API URL: pass --api-url URL or set EDGEPLAN_API_URL (or use --local for an embedded server)",
-    );
-    expect((await errorOf(clientOptionsFrom({ apiUrl: url, concurrency: "0" }, env))).message).toBe(
-      '--concurrency: expected a whole number from 1 to 256, got "0"',
-    );
-    expect((await errorOf(clientOptionsFrom({ apiUrl: url, concurrency: "2.5" }, env))).message).toBe(
-      '--concurrency: expected a whole number from 1 to 256, got "2.5"',
-    );
-    expect((await errorOf(clientOptionsFrom({ apiUrl: url, retries: "many" }, env))).message).toBe(
-      '--retries: expected a whole number from 0 to 20, got "many"',
-    );
-    expect((await errorOf(clientOptionsFrom({ apiUrl: url, rateLimit: "fast" }, env))).message).toContain('--rate-limit: expected N/DURATION');
+    expect((await errorOf(clientOptionsFrom({}, env))).message).toBe("no API URL: pass --api-url URL or set EDGEPLAN_API_URL (or use --local for an embedded server)");
+    expect((await errorOf(clientOptionsFrom({ apiUrl: url, concurrency: "0" }, env))).message).toBe('--concurrency: expected a whole number from 1 to 256, got "0"');
+    expect((await errorOf(clientOptionsFrom({ apiUrl: url, concurrency: "2.5" }, env))).message).toBe('--concurrency: expected a whole number from 1 to 256, got "2.5"');
+    expect((await errorOf(clientOptionsFrom({ apiUrl: url, retries: "many" }, env))).message).toBe('--retries: expected a whole number from 0 to 20, got "many"');
+    expect((await errorOf(clientOptionsFrom({ apiUrl: url, rateLimit: "fast" }, env))).message).toContain("--rate-limit: expected N/DURATION");
     expect((await errorOf(clientOptionsFrom({ apiUrl: url, timeout: "0" }, env))).message).toContain("--timeout: expected milliseconds");
     expect((await errorOf(clientOptionsFrom({ apiUrl: url, versionHeader: "Bad Header" }, env))).message).toBe(
       '--version-header: "Bad Header" is not a valid header name (letters, digits and - only, e.g. Ngrok-Version)',

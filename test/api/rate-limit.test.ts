@@ -81,7 +81,7 @@ describe("SlidingWindowLimiter", () => {
     // Margin: 5 ms + 1/1000 of the window = 6 ms.
     expect(starts.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
     for (const s of starts.slice(5, 10)) expect(s).toBeCloseTo(10 + 1000 + 6, 2);
-    for (const s of starts.slice(10)) expect(s).toBeCloseTo(2 * (10 + 1000 + 6) , 2);
+    for (const s of starts.slice(10)) expect(s).toBeCloseTo(2 * (10 + 1000 + 6), 2);
     expect(worstWindow(runs, 1000)).toBe(5);
     expect(clock.pending).toBe(0);
   });

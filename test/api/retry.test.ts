@@ -1,12 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  backoffDelay,
-  classifyNetworkError,
-  decideStatus,
-  errorCodeOf,
-  parseRetryAfter,
-  retryDelay,
-} from "../../src/api/retry.js";
+import { backoffDelay, classifyNetworkError, decideStatus, errorCodeOf, parseRetryAfter, retryDelay } from "../../src/api/retry.js";
 
 const backoff = { baseMs: 100, capMs: 1000 };
 

@@ -45,7 +45,9 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(first.stdout).toContain("\nApply complete: 5 done.\n");
       expect(first.stdout).toContain("\nConverged: the live state matches the manifests.\n");
       // The outputs come from the module as the server holds it now.
-      expect(first.stdout).toContain(`Outputs: copy these into the IdP:\n  edge_route.${EDGE}/${R1}.saml\n    entity id:           https://idp.edgeplan.localhost/saml/${R1}\n`);
+      expect(first.stdout).toContain(
+        `Outputs: copy these into the IdP:\n  edge_route.${EDGE}/${R1}.saml\n    entity id:           https://idp.edgeplan.localhost/saml/${R1}\n`,
+      );
       expect(first.stdout).toMatch(/certificate SHA-256: [0-9A-F]{2}(:[0-9A-F]{2}){31}\n/);
       expect(first.stderr).toMatch(/^weighted_backend\.a: created bkdwd_\w{27} \(\d+ ms\)$/m);
       expect(first.stderr).toMatch(new RegExp(`^edge_route\\.${EDGE}/${R2}\\.circuit_breaker: set \\(\\d+ ms\\)$`, "m"));
@@ -70,7 +72,12 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(second.stderr).toContain(`weighted_backend.b2: renamed from "b" ${v1.get("b")?.id}`);
       expect(second.stderr).toContain(`weighted_backend.f: adopted ${toAdopt.id}`);
       expect(second.stderr).toContain(`weighted_backend.o: taken over ${toTakeOver.id}`);
-      expect(w.changeWrites(mark).map((l) => l.method).sort()).toEqual(["DELETE", "DELETE", "PATCH", "PATCH", "PATCH", "PATCH", "PUT"]);
+      expect(
+        w
+          .changeWrites(mark)
+          .map((l) => l.method)
+          .sort(),
+      ).toEqual(["DELETE", "DELETE", "PATCH", "PATCH", "PATCH", "PATCH", "PUT"]);
 
       const v2 = await w.owned();
       expect([...v2.keys()].sort()).toEqual(["a", "b2", "f", "o"]);
@@ -129,11 +136,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(pruned.code).toBe(0);
       expect(pruned.stdout).toContain("Plan: 0 to create, 0 to update, 3 to delete.");
       // The server refuses to delete an object another one still references: the order is the only way this passes.
-      expect(w.changeWrites(mark).map((l) => `${l.method} ${idOf(l.path)} ${l.status}`)).toEqual([
-        `DELETE ${a.id} 204`,
-        `DELETE ${b.id} 204`,
-        `DELETE ${c.id} 204`,
-      ]);
+      expect(w.changeWrites(mark).map((l) => `${l.method} ${idOf(l.path)} ${l.status}`)).toEqual([`DELETE ${a.id} 204`, `DELETE ${b.id} 204`, `DELETE ${c.id} 204`]);
       expect([...(await w.owned()).keys()]).toEqual(["keep"]);
     });
   });
@@ -282,7 +285,9 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
 
       const refused = await w.cli(APPLY);
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toMatch(/^edgeplan: the plan has 1 risk that must be acknowledged before it is applied:\n {2}traffic-shift \(--ack traffic-shift\): weighted_backend\.x: traffic moves/);
+      expect(refused.stderr).toMatch(
+        /^edgeplan: the plan has 1 risk that must be acknowledged before it is applied:\n {2}traffic-shift \(--ack traffic-shift\): weighted_backend\.x: traffic moves/,
+      );
       expect(refused.stderr).toContain("\nNo change was sent. If the plan is what you want, apply it with --ack traffic-shift (or --force to acknowledge every risk).\n");
 
       const unknown = await w.cli([...APPLY, "--ack", "trafic-shift"]);

@@ -67,7 +67,10 @@ describe("runApply", () => {
     const rec = io(w);
     const result = await runApply({ paths: ["m"], autoApprove: true, format: "json", rateLimit: "off" }, rec);
     expect(result.exitCode).toBe(0);
-    const docs = rec.out.split(/^}\n/m).filter((d) => d.trim() !== "").map((d) => JSON.parse(`${d}}`) as Record<string, unknown>);
+    const docs = rec.out
+      .split(/^}\n/m)
+      .filter((d) => d.trim() !== "")
+      .map((d) => JSON.parse(`${d}}`) as Record<string, unknown>);
     expect(docs).toHaveLength(2);
     expect(docs[0]).toMatchObject({ format_version: 1, stack: "default", summary: { create: 1, total: 1 } });
     const id = (await w.owned()).get("x")?.id;

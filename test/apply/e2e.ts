@@ -83,9 +83,7 @@ export interface RunningCli {
 const worlds: World[] = [];
 
 /** Starts a server (in memory, with the fixtures above unless others are given) and a temporary folder. Close them with `closeWorlds`. */
-export async function startWorld(
-  faults: { dropRate?: number; latency?: [number, number]; faultSeed?: number; fixtures?: typeof FIXTURES } = {},
-): Promise<World> {
+export async function startWorld(faults: { dropRate?: number; latency?: [number, number]; faultSeed?: number; fixtures?: typeof FIXTURES } = {}): Promise<World> {
   const server = await startTestServer({ fixtures: FIXTURES, ...faults });
   const dir = mkdtempSync(join(tmpdir(), "edgeplan-apply-"));
   const raw = apiClient(server.url, server.apiKey);

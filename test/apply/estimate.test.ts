@@ -14,7 +14,10 @@ import { closeWorlds, FIXTURES, HR1, HR2, IDP_XML, startWorld, wbYaml, type Worl
 
 afterAll(closeWorlds);
 
-const EDGES = [1, 2, 3].map((e) => ({ id: fakeId("edghts", 8100 + e), routes: [1, 2].map((r) => ({ id: fakeId("edghtsrt", 8100 + e * 10 + r), match: `/r${r}`, match_type: "path_prefix" as const })) }));
+const EDGES = [1, 2, 3].map((e) => ({
+  id: fakeId("edghts", 8100 + e),
+  routes: [1, 2].map((r) => ({ id: fakeId("edghtsrt", 8100 + e * 10 + r), match: `/r${r}`, match_type: "path_prefix" as const })),
+}));
 const ROUTES = EDGES.flatMap((e) => e.routes.map((r) => ({ edge: e.id, route: r.id })));
 const CB = (buckets: number): string =>
   `circuit_breaker:\n  tripped_duration: 120\n  rolling_window: 300\n  num_buckets: ${buckets}\n  volume_threshold: 20\n  error_threshold_percentage: 0.2\n`;
@@ -51,7 +54,10 @@ function fromFirstWrite(w: World, mark: number): { requests: number; writes: num
   expect(first).toBeGreaterThanOrEqual(0);
   const run = lines.slice(first);
   const writes = run.filter((l) => l.method !== "GET").length;
-  expect(run.every((l) => l.status < 400 || (l.method === "GET" && l.status === 404)), "nothing failed").toBe(true);
+  expect(
+    run.every((l) => l.status < 400 || (l.method === "GET" && l.status === 404)),
+    "nothing failed",
+  ).toBe(true);
   return { requests: run.length, writes, reads: run.length - writes };
 }
 

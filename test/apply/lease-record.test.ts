@@ -50,11 +50,7 @@ describe("lease objects", () => {
     expect(lockOptionsFrom({})).toEqual({ timeoutMs: 300_000, ttlMs: 60_000 });
     expect(lockOptionsFrom({ lockTimeout: "0", lockTtl: "2s" })).toEqual({ timeoutMs: 0, ttlMs: 2000 });
     expect(lockOptionsFrom({ lockTimeout: "90s", lockTtl: "1.5m" })).toEqual({ timeoutMs: 90_000, ttlMs: 90_000 });
-    expect(() => lockOptionsFrom({ lockTimeout: "5 min" })).toThrow(
-      '--lock-timeout: expected milliseconds from 0 to 86400000 (or a duration such as 30s), got "5 min"',
-    );
-    expect(() => lockOptionsFrom({ lockTtl: "500ms" })).toThrow(
-      '--lock-ttl: expected milliseconds from 1000 to 86400000 (or a duration such as 30s), got "500ms"',
-    );
+    expect(() => lockOptionsFrom({ lockTimeout: "5 min" })).toThrow('--lock-timeout: expected milliseconds from 0 to 86400000 (or a duration such as 30s), got "5 min"');
+    expect(() => lockOptionsFrom({ lockTtl: "500ms" })).toThrow('--lock-ttl: expected milliseconds from 1000 to 86400000 (or a duration such as 30s), got "500ms"');
   });
 });

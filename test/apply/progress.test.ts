@@ -13,8 +13,7 @@ import { closeWorlds, HR1, startWorld, wbYaml } from "./e2e.js";
 afterAll(closeWorlds);
 
 const PROGRESS = /^(\d+)\/(\d+) changes done(?: \(.*\))?, \d+\.\d requests\/s, (?:about \d+ (?:s|min) left|finished|time left unknown)$/;
-const manifestsOf = (n: number): Record<string, string> =>
-  Object.fromEntries(Array.from({ length: n }, (_, i) => [`w${i}.yaml`, wbYaml(`w${i}`, { [HR1]: 100 })]));
+const manifestsOf = (n: number): Record<string, string> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`w${i}.yaml`, wbYaml(`w${i}`, { [HR1]: 100 })]));
 const done = (address: string): ChangeResult => ({ address, kind: "weighted_backend", action: "create", status: "done", id: null, ms: 1, message: "created" });
 
 describe.concurrent("apply progress in a CI log (no terminal)", { timeout: 90_000 }, () => {
@@ -93,7 +92,12 @@ describe("the live line on a terminal", () => {
     const io = { ...captureIO(), stderrTerminal: tty };
     let requests = 0;
     const estimate = { requests: 11, writes: 10, reads: 1, seconds: 1, rate_limit: null, concurrency: 4 };
-    const progress = startProgress(io, { total: 10, estimate, budget: { rateLimit: null, concurrency: 4 }, client: { stats: () => ({ requests, retries: 0, byStatus: {}, status429: 0 }) } });
+    const progress = startProgress(io, {
+      total: 10,
+      estimate,
+      budget: { rateLimit: null, concurrency: 4 },
+      client: { stats: () => ({ requests, retries: 0, byStatus: {}, status429: 0 }) },
+    });
     for (let i = 0; i < 10; i++) {
       requests++;
       progress.line(`weighted_backend.w${i}: created`);

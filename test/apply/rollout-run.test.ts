@@ -51,7 +51,10 @@ describe("prepareRolloutRun", () => {
     expect(stepGraceMs(60_000)).toBe(6000);
     expect(stepGraceMs(3_600_000)).toBe(360_000);
     const asked: string[] = [];
-    const checker: Checker = async (c) => (asked.push(c.url), { ok: true });
+    const checker: Checker = async (c) => {
+      asked.push(c.url);
+      return { ok: true };
+    };
     expect((await prepareRolloutRun([step2()], checker, () => NOW + 6000)).changes).toEqual([step2()]);
     const late = await prepareRolloutRun([step2()], checker, () => NOW + 6001);
     expect(late.changes).toEqual([]);
@@ -60,8 +63,7 @@ describe("prepareRolloutRun", () => {
       {
         address: "weighted_backend.web",
         status: "waiting",
-        message:
-          "step 2 of 2 was planned for 2026-01-01T00:00:00.000Z, more than 6s ago; plan again: the next step counts its interval from the time this write records",
+        message: "step 2 of 2 was planned for 2026-01-01T00:00:00.000Z, more than 6s ago; plan again: the next step counts its interval from the time this write records",
       },
     ]);
     expect(asked).toEqual(["https://status.example.com/ok"]);

@@ -32,19 +32,16 @@ async function recordingProxy(target: string): Promise<{ url: string; exchanges:
     req.on("data", (c: Buffer) => sent.push(c));
     req.on("end", () => {
       const body = Buffer.concat(sent);
-      const out = httpRequest(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-        (up) => {
-          const answer: Buffer[] = [];
-          up.on("data", (c: Buffer) => answer.push(c));
-          up.on("end", () => {
-            const text = Buffer.concat(answer);
-            exchanges.push({ method: req.method ?? "", path: req.url ?? "", body: body.toString("utf8"), status: up.statusCode ?? 0, answer: text.toString("utf8") });
-            res.writeHead(up.statusCode ?? 502, up.headers);
-            res.end(text);
-          });
-        },
-      );
+      const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+        const answer: Buffer[] = [];
+        up.on("data", (c: Buffer) => answer.push(c));
+        up.on("end", () => {
+          const text = Buffer.concat(answer);
+          exchanges.push({ method: req.method ?? "", path: req.url ?? "", body: body.toString("utf8"), status: up.statusCode ?? 0, answer: text.toString("utf8") });
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          res.end(text);
+        });
+      });
       out.on("error", () => res.destroy());
       out.end(body);
     });
@@ -54,7 +51,11 @@ async function recordingProxy(target: string): Promise<{ url: string; exchanges:
   return {
     url: `http://127.0.0.1:${port}`,
     exchanges,
-    close: () => new Promise((r) => (server.closeAllConnections(), server.close(() => r()))),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -91,7 +92,11 @@ function expectedBody(change: PlannedChange, createdIds: Map<string, string>): s
     expect(id, `the id of ${address} is known`).toBeDefined();
     backends[id as string] = weight;
   }
-  const sorted = Object.fromEntries(Object.keys(backends).sort().map((k) => [k, backends[k]]));
+  const sorted = Object.fromEntries(
+    Object.keys(backends)
+      .sort()
+      .map((k) => [k, backends[k]]),
+  );
   return JSON.stringify({ ...body, backends: sorted });
 }
 
@@ -146,7 +151,10 @@ describe("a saved plan's requests are what apply sends", { timeout: 90_000 }, ()
       const leaseId = (JSON.parse(leasePost?.answer ?? "{}") as { id?: string }).id;
       expect(leaseId).toMatch(/^bkdwd_/);
       const sent = writes.filter((e) => e !== leasePost && e.path !== `/backends/weighted/${leaseId}`);
-      expect(sent.every((e) => e.status < 300), JSON.stringify(sent.filter((e) => e.status >= 300))).toBe(true);
+      expect(
+        sent.every((e) => e.status < 300),
+        JSON.stringify(sent.filter((e) => e.status >= 300)),
+      ).toBe(true);
 
       const createdIds = new Map<string, string>();
       for (const e of sent.filter((x) => x.method === "POST")) createdIds.set(`weighted_backend.${markerName(e.body)}`, (JSON.parse(e.answer) as { id: string }).id);

@@ -60,9 +60,12 @@ async function applyTampered(w: World, plan: unknown, extra: string[] = []): Pro
 function expectSelfRefusal(r: Refused, lines: string[]): void {
   const n = lines.length;
   expect(r.stderr).toBe(
-    [`edgeplan: the saved plan t.json does not agree with itself (${n} ${n === 1 ? "disagreement" : "disagreements"}), so it is not applied:`, ...lines.map((l) => `  ${l}`), ADVICE("t.json"), ""].join(
-      "\n",
-    ),
+    [
+      `edgeplan: the saved plan t.json does not agree with itself (${n} ${n === 1 ? "disagreement" : "disagreements"}), so it is not applied:`,
+      ...lines.map((l) => `  ${l}`),
+      ADVICE("t.json"),
+      "",
+    ].join("\n"),
   );
   expect(r.sent).toEqual([]);
 }
@@ -81,8 +84,7 @@ function expectLiveRefusal(w: World, r: Refused, lines: string[], mark: number):
   expect(w.changeWrites(mark)).toEqual([]);
 }
 
-const wbChange = (plan: Plan, name: string): WeightedBackendChange =>
-  plan.changes.find((c) => c.kind === "weighted_backend" && c.name === name) as WeightedBackendChange;
+const wbChange = (plan: Plan, name: string): WeightedBackendChange => plan.changes.find((c) => c.kind === "weighted_backend" && c.name === name) as WeightedBackendChange;
 const moduleChange = (plan: Plan, kind: "saml" | "circuit_breaker"): ModuleChange => plan.changes.find((c) => c.kind === kind) as ModuleChange;
 const json = (v: unknown): string => JSON.stringify(v);
 
@@ -99,7 +101,11 @@ describe.concurrent("apply --plan: a tampered saved plan is refused, and the ser
 
   it("a weighted backend create whose body differs from the change it shows", async () => {
     const w = await startWorld();
-    const plan = await savedPlan(w, { "x.yaml": wbYaml("x", { [HR1]: 1 }) }, { "x.yaml": wbYaml("x", { [HR1]: 1 }), "n.yaml": wbYaml("n", { [HR1]: 100 }, { description: "new" }) });
+    const plan = await savedPlan(
+      w,
+      { "x.yaml": wbYaml("x", { [HR1]: 1 }) },
+      { "x.yaml": wbYaml("x", { [HR1]: 1 }), "n.yaml": wbYaml("n", { [HR1]: 100 }, { description: "new" }) },
+    );
     const n = wbChange(plan, "n");
     (n.request.body as { description: string }).description = "something else";
     const r = await applyTampered(w, plan);
@@ -200,7 +206,9 @@ describe.concurrent("apply --plan: a tampered saved plan is refused, and the ser
     const mark = w.log().length;
     const refused = await w.cli(["apply", "--plan", "loose.json", "--auto-approve"]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^edgeplan: the plan has 1 risk that must be acknowledged before it is applied:\n {2}traffic-shift \(--ack traffic-shift\): weighted_backend\.x: traffic moves by more than 50 percentage points/);
+    expect(refused.stderr).toMatch(
+      /^edgeplan: the plan has 1 risk that must be acknowledged before it is applied:\n {2}traffic-shift \(--ack traffic-shift\): weighted_backend\.x: traffic moves by more than 50 percentage points/,
+    );
     expect(w.changeWrites(mark)).toEqual([]);
     const applied = await w.cli(["apply", "--plan", "loose.json", "--auto-approve", "--max-shift", "95"]);
     expect(applied.code).toBe(0);
@@ -257,7 +265,9 @@ describe.concurrent("apply --plan: a tampered saved plan is refused, and the ser
     const plan = await savedPlan(w, { "x.yaml": wbYaml("x", { [HR1]: 1 }) }, { "x.yaml": wbYaml("x", { [HR1]: 2 }), "n.yaml": wbYaml("n", { [HR1]: 1 }) });
     plan.summary = { ...plan.summary, create: 0, update: 0, total: 0 };
     const r = await applyTampered(w, plan);
-    expectSelfRefusal(r, ["summary: the summary does not count the plan's changes: create 0 where the plan has 1, update 0 where the plan has 1, total 0 where the plan has 2"]);
+    expectSelfRefusal(r, [
+      "summary: the summary does not count the plan's changes: create 0 where the plan has 1, update 0 where the plan has 1, total 0 where the plan has 2",
+    ]);
   });
 
   it("a changed stack", async () => {
@@ -286,9 +296,7 @@ describe.concurrent("apply --plan: a tampered saved plan is refused, and the ser
     const mark = w.log().length;
     const run = await w.cli(["apply", "--plan", "big.json", "--auto-approve"]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe(
-      "edgeplan: --plan big.json: the file has more than 268435456 bytes, more than any saved plan; make one with: edgeplan plan --out big.json\n",
-    );
+    expect(run.stderr).toBe("edgeplan: --plan big.json: the file has more than 268435456 bytes, more than any saved plan; make one with: edgeplan plan --out big.json\n");
     expect(w.log(mark)).toEqual([]);
   });
 });

@@ -38,12 +38,7 @@ describe("ApplySchedule", () => {
       wbChange("z", "create"),
       wbChange("y", "create", ["z"]),
     ]);
-    expect(s.ready()).toEqual([
-      "weighted_backend.z",
-      "edge_route.edghts_x/edghtsrt_1.saml",
-      A,
-      "weighted_backend.old",
-    ]);
+    expect(s.ready()).toEqual(["weighted_backend.z", "edge_route.edghts_x/edghtsrt_1.saml", A, "weighted_backend.old"]);
   });
 
   it("deletes a chain from the top down: a delete waits for the delete of the object that referenced it", () => {

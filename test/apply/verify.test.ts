@@ -7,33 +7,12 @@ import { buildRiskRefusal, parseAckRules, unacknowledgedRisks } from "../../src/
 import type { ApplyOutcome, ApplyReport, ChangeResult } from "../../src/model/apply-report.js";
 import { buildApplyHeadline, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../../src/render/apply-report.js";
 import { buildStalePlanError, buildTouchedByPlan, diffStale } from "../../src/apply/stale.js";
-import {
-  buildConvergenceFromPlan,
-  buildConvergenceFromReplan,
-  buildOutputsFromLive,
-  buildTouchedAfterRun,
-  mergeLive,
-} from "../../src/apply/verify.js";
+import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../../src/apply/verify.js";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { EdgeplanError, StalePlanError, UnsafePlanError } from "../../src/model/errors.js";
 import type { Plan } from "../../src/model/plan.js";
 import type { LiveState } from "../../src/model/state.js";
-import {
-  absent,
-  CB,
-  desiredRoute,
-  desiredWb,
-  EDGE,
-  hrId,
-  liveRouteOf,
-  liveWb,
-  markerMetadata,
-  present,
-  ROUTE,
-  samlModule,
-  samlSettings,
-  wbId,
-} from "../core/builders.js";
+import { absent, CB, desiredRoute, desiredWb, EDGE, hrId, liveRouteOf, liveWb, markerMetadata, present, ROUTE, samlModule, samlSettings, wbId } from "../core/builders.js";
 
 const OPTIONS = { stack: "default", prune: true, takeover: false, maxShift: DEFAULT_MAX_SHIFT };
 const SAML_ADDR = `edge_route.${EDGE}/${ROUTE}.saml`;
@@ -42,11 +21,7 @@ const CB_ADDR = `edge_route.${EDGE}/${ROUTE}.circuit_breaker`;
 /** a: update (description), m: create, n: create referencing m, gone: delete (prune), SAML set, circuit breaker deleted. */
 function scenario(): { plan: Plan; live: LiveState; desired: Parameters<typeof buildPlan>[0] } {
   const desired = {
-    weightedBackends: [
-      desiredWb("a", { description: "A" }),
-      desiredWb("m", { backends: { [hrId(1)]: 100 } }),
-      desiredWb("n", { backends: { m: 100 } }),
-    ],
+    weightedBackends: [desiredWb("a", { description: "A" }), desiredWb("m", { backends: { [hrId(1)]: 100 } }), desiredWb("n", { backends: { m: 100 } })],
     edgeRoutes: [desiredRoute(present(samlSettings()), absent())],
   };
   const live: LiveState = {
@@ -235,9 +210,7 @@ describe("approval", () => {
   it("takes repeated and comma-separated --ack values, and refuses unknown rules listing the rules", () => {
     expect(parseAckRules(["traffic-shift", "mass-delete,auth-removal"])).toEqual(["auth-removal", "traffic-shift", "mass-delete"]);
     expect(() => parseAckRules(["traffic-shift", "trafic", "x"])).toThrow(EdgeplanError);
-    expect(() => parseAckRules(["trafic"])).toThrow(
-      '--ack: unknown rule "trafic"; the rules are auth-removal, traffic-shift, no-traffic, mass-delete',
-    );
+    expect(() => parseAckRules(["trafic"])).toThrow('--ack: unknown rule "trafic"; the rules are auth-removal, traffic-shift, no-traffic, mass-delete');
   });
 
   it("refuses risks that are not acknowledged, naming each and the flag", () => {
@@ -265,9 +238,7 @@ describe("approval", () => {
     expect(lines[0]).toBe("the plan has 2 risks that must be acknowledged before it is applied:");
     expect(lines[1]).toMatch(/^ {2}auth-removal \(--ack auth-removal\): edge_route\..*\.saml: the SAML module is deleted/);
     expect(lines[2]).toMatch(/^ {2}no-traffic \(--ack no-traffic\): weighted_backend\.z: /);
-    expect(lines[3]).toBe(
-      "No change was sent. If the plan is what you want, apply it with --ack auth-removal --ack no-traffic (or --force to acknowledge every risk).",
-    );
+    expect(lines[3]).toBe("No change was sent. If the plan is what you want, apply it with --ack auth-removal --ack no-traffic (or --force to acknowledge every risk).");
   });
 });
 

@@ -80,8 +80,7 @@ describe("fleet arithmetic", () => {
 });
 
 describe("TrafficCounter", () => {
-  const line = (method: string, path: string, status: number, time: string, ms: number): string =>
-    JSON.stringify({ time, method, path, status, ms, operation_id: "op_x" });
+  const line = (method: string, path: string, status: number, time: string, ms: number): string => JSON.stringify({ time, method, path, status, ms, operation_id: "op_x" });
 
   it("counts request log lines by status and endpoint, and spans first arrival to last answer", () => {
     const t = new TrafficCounter();
@@ -101,9 +100,7 @@ describe("TrafficCounter", () => {
   });
 
   it("groups paths by shape", () => {
-    expect(pathShape("/edges/https/edghts_2rFLmpE8q3WRHfs3a2LFkfhVsOU/routes/edghtsrt_2rFLrPDVjzfYgym9MMvkYSSNdqk/saml")).toBe(
-      "/edges/https/:id/routes/:id/saml",
-    );
+    expect(pathShape("/edges/https/edghts_2rFLmpE8q3WRHfs3a2LFkfhVsOU/routes/edghtsrt_2rFLrPDVjzfYgym9MMvkYSSNdqk/saml")).toBe("/edges/https/:id/routes/:id/saml");
   });
 });
 

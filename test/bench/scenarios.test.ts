@@ -28,7 +28,18 @@ function expectTimes(result: Record<string, unknown>, fields: string[]): void {
 
 describe("bench scenarios at a tiny size", () => {
   it("registers every scenario of the benchmark once", () => {
-    expect(SCENARIOS.map((s) => s.name)).toEqual(["plan-read", "apply-write", "rate-limited", "diff-cpu", "validate", "validate-large", "cold-start", "action-start", "server", "server-pg"]);
+    expect(SCENARIOS.map((s) => s.name)).toEqual([
+      "plan-read",
+      "apply-write",
+      "rate-limited",
+      "diff-cpu",
+      "validate",
+      "validate-large",
+      "cold-start",
+      "action-start",
+      "server",
+      "server-pg",
+    ]);
   });
 
   it("plan-read: the list pages plus one read per edge; the reference reads every module", async () => {
@@ -135,12 +146,16 @@ describe("bench scenarios at a tiny size", () => {
   }, 60_000);
 
   // Needs PostgreSQL, like the `postgres` test project (skipped with its notice when it is not installed).
-  it.runIf(postgresTestsRun())("server-pg: answers every GET and PATCH on SQLite, one PostgreSQL replica and two", async () => {
-    const r = await measureServerPg({ objects: 20, connections: 4, phaseMs: 200 });
-    expect(r.errors).toBe(0);
-    for (const f of ["sqlite_get_per_s", "sqlite_patch_per_s", "pg1_get_per_s", "pg1_patch_per_s", "pg2_get_per_s", "pg2_patch_per_s"]) {
-      expect(r[f] as number, f).toBeGreaterThan(0);
-    }
-    expect(r.pg2_vs_pg1_gets).toBe(Math.round(((r.pg2_get_per_s as number) / (r.pg1_get_per_s as number)) * 100) / 100);
-  }, 60_000);
+  it.runIf(postgresTestsRun())(
+    "server-pg: answers every GET and PATCH on SQLite, one PostgreSQL replica and two",
+    async () => {
+      const r = await measureServerPg({ objects: 20, connections: 4, phaseMs: 200 });
+      expect(r.errors).toBe(0);
+      for (const f of ["sqlite_get_per_s", "sqlite_patch_per_s", "pg1_get_per_s", "pg1_patch_per_s", "pg2_get_per_s", "pg2_patch_per_s"]) {
+        expect(r[f] as number, f).toBeGreaterThan(0);
+      }
+      expect(r.pg2_vs_pg1_gets).toBe(Math.round(((r.pg2_get_per_s as number) / (r.pg1_get_per_s as number)) * 100) / 100);
+    },
+    60_000,
+  );
 });

@@ -13,6 +13,11 @@ describe("edgeplan demo", () => {
     // The first plan creates everything the examples declare; the last one has nothing to do.
     expect(res.stdout).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to replace.");
     expect(res.stdout).toContain("Converged: the live state matches the manifests.");
-    expect(res.stdout.trimEnd().split("\n").filter((l) => l === "No changes. Live state matches the manifests.")).toHaveLength(1);
+    expect(
+      res.stdout
+        .trimEnd()
+        .split("\n")
+        .filter((l) => l === "No changes. Live state matches the manifests."),
+    ).toHaveLength(1);
   });
 });

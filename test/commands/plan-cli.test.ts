@@ -39,7 +39,12 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
     expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.");
     // One page of weighted backends and one read of the edge: nothing else.
-    expect(w.log(from).map((l) => `${l.method} ${l.path}`).sort()).toEqual([`GET /backends/weighted`, `GET /edges/https/${EDGE}`]);
+    expect(
+      w
+        .log(from)
+        .map((l) => `${l.method} ${l.path}`)
+        .sort(),
+    ).toEqual([`GET /backends/weighted`, `GET /edges/https/${EDGE}`]);
     expect(w.writes(from)).toEqual([]);
 
     expect((await w.cli(["plan", "m", "--detailed-exitcode"])).code).toBe(2);
@@ -81,7 +86,12 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(res.stderr).toMatch(/^m\/checkout\.yaml:5:\d+: .*10001/m);
     expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API but the listing of its weighted backends\n");
     expect(res.stdout).toBe("");
-    expect(w.log(from).map((l) => `${l.method} ${l.path}`).filter((l) => l !== "GET /backends/weighted")).toEqual([]);
+    expect(
+      w
+        .log(from)
+        .map((l) => `${l.method} ${l.path}`)
+        .filter((l) => l !== "GET /backends/weighted"),
+    ).toEqual([]);
   });
 
   it("exits 1 with a key problem explained when the key is refused, and never prints the key", async () => {

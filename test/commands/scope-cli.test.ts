@@ -18,14 +18,22 @@ const route = (buckets: number): string =>
   `kind: EdgeRoute\nedge: ${EDGE}\nroute: ${R1}\ncircuit_breaker:\n  tripped_duration: 60\n  rolling_window: 120\n  num_buckets: ${buckets}\n  error_threshold_percentage: 0.5\n`;
 
 /** The requests of the log from `from` on, as `METHOD path`, sorted. */
-const requests = (w: World, from: number): string[] => w.log(from).map((l) => `${l.method} ${l.path}`).sort();
+const requests = (w: World, from: number): string[] =>
+  w
+    .log(from)
+    .map((l) => `${l.method} ${l.path}`)
+    .sort();
 /**
  * The requests of one apply begun at `from` inside its lease (docs/reliability.md, section 6), sorted: its create
  * and delete are checked and left out; the listing that decides who holds it stays in.
  */
 const applyRequests = (w: World, from: number): string[] => {
   w.changeWrites(from);
-  return w.log(from).slice(1, -1).map((l) => `${l.method} ${l.path}`).sort();
+  return w
+    .log(from)
+    .slice(1, -1)
+    .map((l) => `${l.method} ${l.path}`)
+    .sort();
 };
 
 /** Applies a first version of everything, then changes all three objects in the manifests. */
@@ -44,7 +52,7 @@ describe("--target and --exclude (built CLI, real server)", () => {
     const from = w.log().length;
     const run = await w.cli(["apply", "m", "--auto-approve", "--target", "weighted_backend.checkout"]);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.startsWith("Targeted plan (only weighted_backend.checkout): the rest of stack \"default\" is not planned")).toBe(true);
+    expect(run.stdout.startsWith('Targeted plan (only weighted_backend.checkout): the rest of stack "default" is not planned')).toBe(true);
     expect(run.stdout).toContain("Plan: 0 to create, 1 to update, 0 to delete.");
     expect(run.stdout).toContain("Converged: the live state matches the manifests within the targets.");
     expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PATCH /backends/weighted/${ids.get("checkout")}`]);
@@ -187,7 +195,7 @@ describe("edgeplan.yaml (built CLI, real server)", () => {
     w.manifests({ "checkout.yaml": checkout(9000, 1000) });
     writeFileSync(join(w.dir, "edgeplan.yaml"), "paths: [m]\nrate_limit: 10/s\napi_key: secret\nconcurency: 3\n");
     const expected =
-      "edgeplan.yaml:2:13: rate_limit: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or \"off\"; got \"10/s\"\n" +
+      'edgeplan.yaml:2:13: rate_limit: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "10/s"\n' +
       "edgeplan.yaml:3:1: api_key: the API key never goes in edgeplan.yaml (it would be committed): set EDGEPLAN_API_KEY or pass --api-key-file FILE\n" +
       "edgeplan.yaml:4:1: unknown field concurency; did you mean concurrency?\n";
     const run = await w.cli(["plan"]);

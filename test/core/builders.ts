@@ -2,16 +2,7 @@
 import { liveRoute, liveWeightedBackend } from "../../src/api/live-state.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, type PlanOptions } from "../../src/core/plan.js";
 import type { Plan, WeightedBackendChange, ModuleChange } from "../../src/model/plan.js";
-import type {
-  DesiredEdgeRoute,
-  DesiredState,
-  DesiredWeightedBackend,
-  LiveRoute,
-  LiveState,
-  LiveWeightedBackend,
-  ModuleIntent,
-  SourcePos,
-} from "../../src/model/state.js";
+import type { DesiredEdgeRoute, DesiredState, DesiredWeightedBackend, LiveRoute, LiveState, LiveWeightedBackend, ModuleIntent, SourcePos } from "../../src/model/state.js";
 import type { CircuitBreakerSettings, SamlModule, SamlSettings } from "../../src/model/wire.js";
 
 /** A well-formed id whose order follows `n` (ids sort in creation order). */
@@ -27,10 +18,7 @@ export function pos(line: number, file = "manifests/main.yaml", col = 1): Source
   return { file, line, col };
 }
 
-export function desiredWb(
-  name: string,
-  fields: Partial<Omit<DesiredWeightedBackend, "kind" | "name">> = {},
-): DesiredWeightedBackend {
+export function desiredWb(name: string, fields: Partial<Omit<DesiredWeightedBackend, "kind" | "name">> = {}): DesiredWeightedBackend {
   return {
     kind: "WeightedBackend",
     name,
@@ -50,10 +38,7 @@ export function markerMetadata(stack: string, name: string, user: Record<string,
   return JSON.stringify({ ...user, edgeplan: protect ? { stack, name, protect: true } : { stack, name } });
 }
 
-export function liveWb(
-  n: number,
-  fields: { description?: string; metadata?: string; backends?: Record<string, number> } = {},
-): LiveWeightedBackend {
+export function liveWb(n: number, fields: { description?: string; metadata?: string; backends?: Record<string, number> } = {}): LiveWeightedBackend {
   const wbid = wbId(n);
   return liveWeightedBackend({
     id: wbid,
@@ -78,7 +63,7 @@ export const IDP_XML = [
   '<?xml version="1.0" encoding="UTF-8"?>',
   '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="http://www.okta.com/exk1">',
   '  <md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">',
-  '    <md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified</md:NameIDFormat>',
+  "    <md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified</md:NameIDFormat>",
   '    <md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="https://example.okta.com/app/sso/saml"/>',
   '    <md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://example.okta.com/app/sso/saml"/>',
   "  </md:IDPSSODescriptor>",

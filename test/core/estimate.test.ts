@@ -19,7 +19,10 @@ describe("buildEstimate", () => {
         wbs: [desiredWb("a", { backends: { [hrId(1)]: 5 } }), desiredWb("b")],
         routes: [desiredRoute(absent(), present(CB)), desiredRoute(absent(), present(CB), { edge: edge2, route: route2 })],
       },
-      { wbs: [liveWb(1, { metadata: markerMetadata("default", "a") }), ...others(300)], routes: [liveRouteOf(null, null), liveRouteOf(null, null, { edge: edge2, route: route2 })] },
+      {
+        wbs: [liveWb(1, { metadata: markerMetadata("default", "a") }), ...others(300)],
+        routes: [liveRouteOf(null, null), liveRouteOf(null, null, { edge: edge2, route: route2 })],
+      },
     );
     expect(p.changes.map((c) => c.address)).toEqual([
       moduleAddress(EDGE, ROUTE, "circuit_breaker"),
@@ -52,7 +55,22 @@ describe("buildEstimate", () => {
   it("reads by id, and the outputs' SAML modules too, for a saved plan's check", () => {
     const p = plan({ wbs: [desiredWb("a")] }, { wbs: others(1000) });
     const saved = buildEstimate(
-      { changes: p.changes, outputs: [{ address: "x", edge: EDGE, route: ROUTE, known_after_apply: false, entity_id: null, assertion_consumer_service_url: null, single_logout_url: null, metadata_url: null, certificate_sha256: null }] },
+      {
+        changes: p.changes,
+        outputs: [
+          {
+            address: "x",
+            edge: EDGE,
+            route: ROUTE,
+            known_after_apply: false,
+            entity_id: null,
+            assertion_consumer_service_url: null,
+            single_logout_url: null,
+            metadata_url: null,
+            certificate_sha256: null,
+          },
+        ],
+      },
       { budget: { rateLimit: null, concurrency: 4 }, outputRoutes: true },
     );
     expect(saved).toMatchObject({ requests: 3, writes: 1, reads: 2 });

@@ -22,10 +22,7 @@ describe("plans over metadata with keys named like Object.prototype methods", ()
     const user = { valueOf: "v", toString: "t", constructor: "c" };
     const same = plan({ wbs: [desiredWb("a", { metadata: user })] }, { wbs: [liveWb(1, { metadata: markerMetadata("default", "a", user) })] });
     expect(same.changes).toEqual([]);
-    const changed = plan(
-      { wbs: [desiredWb("a", { metadata: { ...user, valueOf: "w" } })] },
-      { wbs: [liveWb(1, { metadata: markerMetadata("default", "a", user) })] },
-    );
+    const changed = plan({ wbs: [desiredWb("a", { metadata: { ...user, valueOf: "w" } })] }, { wbs: [liveWb(1, { metadata: markerMetadata("default", "a", user) })] });
     expect(changed.changes.map((c) => [c.address, c.action])).toEqual([["weighted_backend.a", "update"]]);
   });
 });

@@ -11,23 +11,7 @@ import { findRenames } from "../../src/core/renames.js";
 import { managedModuleCount, pairRoutes } from "../../src/core/routes.js";
 import { ManifestError } from "../../src/model/errors.js";
 import type { DesiredWeightedBackend, LiveWeightedBackend } from "../../src/model/state.js";
-import {
-  absent,
-  CB,
-  desiredRoute,
-  desiredWb,
-  EDGE,
-  hrId,
-  liveRouteOf,
-  liveWb,
-  markerMetadata,
-  pos,
-  present,
-  ROUTE,
-  state,
-  unmanaged,
-  wbId,
-} from "./builders.js";
+import { CB, desiredRoute, desiredWb, EDGE, hrId, liveRouteOf, liveWb, markerMetadata, pos, present, ROUTE, state, unmanaged, wbId } from "./builders.js";
 
 function phases(wbs: DesiredWeightedBackend[], live: LiveWeightedBackend[], takeover = false) {
   const s = state({ wbs }, { wbs: live });
@@ -56,13 +40,7 @@ describe("matching", () => {
       liveWb(4, { metadata: markerMetadata("default", "web") }),
       liveWb(5, { metadata: markerMetadata("default", "web") }),
     ];
-    const wbs = [
-      desiredWb("adopted", { id: wbId(1) }),
-      desiredWb("taken", { id: wbId(2) }),
-      desiredWb("renamed", { id: wbId(3) }),
-      desiredWb("web"),
-      desiredWb("fresh"),
-    ];
+    const wbs = [desiredWb("adopted", { id: wbId(1) }), desiredWb("taken", { id: wbId(2) }), desiredWb("renamed", { id: wbId(3) }), desiredWb("web"), desiredWb("fresh")];
     const { matching, problems } = phases(wbs, live, true);
     const summary = [...matching.matches.values()].map((m) => `${m.desired.name}:${m.action}:${m.live?.id ?? "-"}`);
     expect(summary.sort()).toEqual([`adopted:adopt:${wbId(1)}`, `renamed:rename:${wbId(3)}`, `taken:takeover:${wbId(2)}`, `web:update:${wbId(4)}`]);
@@ -75,11 +53,7 @@ describe("matching", () => {
 
   it("reports an unknown id and another stack's object without takeover", () => {
     const live = [liveWb(1), liveWb(2, { metadata: markerMetadata("other", "x") })];
-    const wbs = [
-      desiredWb("a", { id: wbId(9), source: pos(1) }),
-      desiredWb("b", { id: wbId(2), source: pos(2) }),
-      desiredWb("c", { id: wbId(1), source: pos(3) }),
-    ];
+    const wbs = [desiredWb("a", { id: wbId(9), source: pos(1) }), desiredWb("b", { id: wbId(2), source: pos(2) }), desiredWb("c", { id: wbId(1), source: pos(3) })];
     const { problems } = phases(wbs, live);
     expect(errorsOf(problems)).toEqual([
       `1: weighted backend "a": id ${wbId(9)} does not exist in this account; correct the id, or remove \`id:\` to create a new object`,
@@ -132,9 +106,7 @@ describe("children", () => {
     const nameToId = matchedIds(matching);
     findRenames(index, matching, nameToId);
     resolveAllChildren(index, matching, nameToId, problems);
-    expect(errorsOf(problems)).toEqual([
-      `2: weighted backend "b": its children lead back to it (b -> a -> b); the API refuses cycles, remove one of these references`,
-    ]);
+    expect(errorsOf(problems)).toEqual([`2: weighted backend "b": its children lead back to it (b -> a -> b); the API refuses cycles, remove one of these references`]);
   });
 });
 
@@ -164,10 +136,7 @@ describe("routes", () => {
   it("pairs managed routes with the live ones, reports a missing route, and counts managed modules", () => {
     const other = { edge: EDGE, route: ROUTE.replace(/1$/, "2") };
     const problems = new PlanProblems();
-    const routes = [
-      desiredRoute(unmanaged, present(CB)),
-      desiredRoute(unmanaged, present(CB), { ...other, source: pos(30) }),
-    ];
+    const routes = [desiredRoute(unmanaged, present(CB)), desiredRoute(unmanaged, present(CB), { ...other, source: pos(30) })];
     const pairs = pairRoutes(routes, [liveRouteOf(null, CB)], problems);
     expect(pairs.map((p) => `${p.desired.edge}/${p.desired.route}`)).toEqual([`${EDGE}/${ROUTE}`]);
     expect(managedModuleCount(pairs)).toBe(1);

@@ -138,7 +138,9 @@ describe("checkPlanAgainstLive names each change the live side does not allow", 
     const taken = edited("017-takeover", (_p, live) => setMarker(live, { stack: "default", name: "checkout" })).live;
     expect(taken).toContain(`${CHECKOUT}: ${CHECKOUT_ID} belongs to stack "default" as "checkout", so it is not taken over: only another stack's object is`);
     const renamed = edited("014-rename", (_p, live) => setMarker(live, { stack: "other", name: "checkout" })).live;
-    expect(renamed).toContain(`weighted_backend.checkout-eu: ${CHECKOUT_ID} belongs to stack "other" as "checkout", so it is not renamed to "checkout-eu" by stack "default"`);
+    expect(renamed).toContain(
+      `weighted_backend.checkout-eu: ${CHECKOUT_ID} belongs to stack "other" as "checkout", so it is not renamed to "checkout-eu" by stack "default"`,
+    );
   });
 
   it("a delete of an object whose live marker is protected", () => {

@@ -72,10 +72,7 @@ describe("create", () => {
 describe("update and no change", () => {
   it("shows no change when metadata differs only in key order and spacing", () => {
     const metadata = '{ "edgeplan" : {"stack":"default", "name":"checkout"},\n  "team": "payments", "a": [1, 2] }';
-    const p = plan(
-      { wbs: [desiredWb("checkout", { metadata: { team: "payments", a: [1, 2] }, description: "x" })] },
-      { wbs: [liveWb(1, { metadata, description: "x" })] },
-    );
+    const p = plan({ wbs: [desiredWb("checkout", { metadata: { team: "payments", a: [1, 2] }, description: "x" })] }, { wbs: [liveWb(1, { metadata, description: "x" })] });
     expect(p.changes).toEqual([]);
     expect(p.orphans).toEqual([]);
     expect(p.summary.total).toBe(0);
@@ -220,9 +217,7 @@ describe("adopt, takeover and id", () => {
   });
 
   it("reports every id that does not exist, each at its position", () => {
-    const msg = planError(() =>
-      plan({ wbs: [desiredWb("b", { id: wbId(8), source: pos(5) }), desiredWb("a", { id: wbId(9), source: pos(2) })] }, { wbs: [liveWb(1)] }),
-    );
+    const msg = planError(() => plan({ wbs: [desiredWb("b", { id: wbId(8), source: pos(5) }), desiredWb("a", { id: wbId(9), source: pos(2) })] }, { wbs: [liveWb(1)] }));
     expect(msg).toBe(
       [
         `manifests/main.yaml:2:1: weighted backend "a": id ${wbId(9)} does not exist in this account; correct the id, or remove \`id:\` to create a new object`,
@@ -280,10 +275,7 @@ describe("orphans, prune and protect", () => {
     const p = plan(
       {},
       {
-        wbs: [
-          liveWb(1, { metadata: markerMetadata("default", "child") }),
-          liveWb(2, { metadata: markerMetadata("other", "parent"), backends: { [wbId(1)]: 1 } }),
-        ],
+        wbs: [liveWb(1, { metadata: markerMetadata("default", "child") }), liveWb(2, { metadata: markerMetadata("other", "parent"), backends: { [wbId(1)]: 1 } })],
       },
       { prune: true },
     );
@@ -373,7 +365,12 @@ describe("references by name", () => {
   it("refuses two children that name the same object", () => {
     const msg = planError(() =>
       plan(
-        { wbs: [desiredWb("a", { backends: { [hrId(1)]: 1 } }), desiredWb("b", { backends: { a: 1, [wbId(1)]: 2 }, fieldSources: { [`backends.${wbId(1)}`]: pos(7, "m.yaml", 3) } })] },
+        {
+          wbs: [
+            desiredWb("a", { backends: { [hrId(1)]: 1 } }),
+            desiredWb("b", { backends: { a: 1, [wbId(1)]: 2 }, fieldSources: { [`backends.${wbId(1)}`]: pos(7, "m.yaml", 3) } }),
+          ],
+        },
         { wbs: [liveWb(1, { metadata: markerMetadata("default", "a"), backends: { [hrId(1)]: 1 } })] },
       ),
     );
@@ -400,10 +397,7 @@ describe("cycles through ids", () => {
 
 describe("modules", () => {
   it("sets a module the route lacks, replaces one that differs, leaves an equal one alone", () => {
-    const p = plan(
-      { routes: [desiredRoute(present(samlSettings({ authorized_groups: ["eng", "ops"] })), present(CB))] },
-      { routes: [liveRouteOf(samlModule(ROUTE), null)] },
-    );
+    const p = plan({ routes: [desiredRoute(present(samlSettings({ authorized_groups: ["eng", "ops"] })), present(CB))] }, { routes: [liveRouteOf(samlModule(ROUTE), null)] });
     const cb = moduleChange(p, CB_ADDR);
     expect(cb.action).toBe("replace");
     expect(cb.before).toBeNull();
@@ -421,16 +415,16 @@ describe("modules", () => {
 
   it("fills API defaults on the desired side so that leaving them out is no change", () => {
     const partial = { tripped_duration: 120, rolling_window: 300, num_buckets: 5, error_threshold_percentage: 0.2 };
-    const p = plan(
-      { routes: [desiredRoute(unmanaged, present(partial as typeof CB))] },
-      { routes: [liveRouteOf(null, { ...partial, enabled: true, volume_threshold: 0 })] },
-    );
+    const p = plan({ routes: [desiredRoute(unmanaged, present(partial as typeof CB))] }, { routes: [liveRouteOf(null, { ...partial, enabled: true, volume_threshold: 0 })] });
     expect(p.changes).toEqual([]);
   });
 
   it("compares IdP metadata as the exact string and shows a line diff", () => {
     const xml = samlSettings().idp_metadata as string;
-    const p = plan({ routes: [desiredRoute(present(samlSettings({ idp_metadata: xml.replace(/\n/g, "\r\n") })), unmanaged)] }, { routes: [liveRouteOf(samlModule(ROUTE), null)] });
+    const p = plan(
+      { routes: [desiredRoute(present(samlSettings({ idp_metadata: xml.replace(/\n/g, "\r\n") })), unmanaged)] },
+      { routes: [liveRouteOf(samlModule(ROUTE), null)] },
+    );
     const d = moduleChange(p, SAML_ADDR).diffs[0];
     expect(d?.path).toBe("idp_metadata");
     expect(d?.lines).toEqual(["  (the texts differ only in line endings or the final newline)"]);
@@ -530,9 +524,7 @@ describe("input checks", () => {
       new InternalError(`plan: weighted backend "a" is declared at manifests/main.yaml:1:1 and manifests/main.yaml:4:1; the loader reports a name declared twice`),
     );
     const ids = { weightedBackends: [desiredWb("a", { id: wbId(1) }), desiredWb("b", { id: wbId(1) })], edgeRoutes: [] };
-    expect(() => buildPlan(ids, live, options)).toThrow(
-      new InternalError(`plan: id ${wbId(1)} is adopted by "a" and "b"; the loader reports an id adopted twice`),
-    );
+    expect(() => buildPlan(ids, live, options)).toThrow(new InternalError(`plan: id ${wbId(1)} is adopted by "a" and "b"; the loader reports an id adopted twice`));
     const routes = { weightedBackends: [], edgeRoutes: [desiredRoute(absent(), unmanaged, { source: pos(12) }), desiredRoute(absent(), unmanaged, { source: pos(2) })] };
     expect(() => buildPlan(routes, live, options)).toThrow(
       new InternalError(`plan: edge route ${EDGE}/${ROUTE} is declared at manifests/main.yaml:2:1 and manifests/main.yaml:12:1; the loader reports a route declared twice`),

@@ -76,8 +76,7 @@ const liveArb = fc
   .map((specs) =>
     specs.map((s, i) => {
       const user = s.team ? { team: "t" } : {};
-      const metadata =
-        s.owner === "none" ? (s.team ? '{"team":"t"}' : "") : s.owner === "junk" ? "owner=bob" : markerMetadata(s.owner, s.name, user, s.protect);
+      const metadata = s.owner === "none" ? (s.team ? '{"team":"t"}' : "") : s.owner === "junk" ? "owner=bob" : markerMetadata(s.owner, s.name, user, s.protect);
       // Children only among older objects: the API refuses cycles.
       const olderChildren = s.children.filter((c) => c <= i).map(wbId);
       return liveWeightedBackend({
@@ -249,9 +248,7 @@ describe("plan properties", () => {
         expect(touching.map((c) => c.fingerprint)).toEqual(touching.map((c) => liveById.get(c.id as string)?.fingerprint));
         // A delete: only with --prune, of an unprotected object of this stack.
         const deletes = touching.filter((c) => c.action === "delete");
-        expect(deletes.map((c) => [input.options.prune, c.previous_owner?.stack, c.previous_owner?.protect])).toEqual(
-          deletes.map(() => [true, "default", undefined]),
-        );
+        expect(deletes.map((c) => [input.options.prune, c.previous_owner?.stack, c.previous_owner?.protect])).toEqual(deletes.map(() => [true, "default", undefined]));
         // Another stack's object: only taken over, and only with --takeover.
         const foreign = touching.filter((c) => c.previous_owner && c.previous_owner.stack !== "default");
         expect(foreign.map((c) => [c.action, input.options.takeover])).toEqual(foreign.map(() => ["takeover", true]));

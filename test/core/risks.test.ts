@@ -18,8 +18,7 @@ import {
   unmanaged,
 } from "./builders.js";
 
-const owned = (n: number, name: string, backends: Record<string, number> = { [hrId(1)]: 100 }) =>
-  liveWb(n, { metadata: markerMetadata("default", name), backends });
+const owned = (n: number, name: string, backends: Record<string, number> = { [hrId(1)]: 100 }) => liveWb(n, { metadata: markerMetadata("default", name), backends });
 
 describe("traffic-shift", () => {
   const live = { wbs: [owned(1, "a", { [hrId(1)]: 9000, [hrId(2)]: 1000 })] };
@@ -61,10 +60,7 @@ describe("traffic-shift", () => {
 
 describe("no-traffic", () => {
   it("flags a create with every weight 0 and an update to no children", () => {
-    const p = plan(
-      { wbs: [desiredWb("zero", { backends: { [hrId(1)]: 0 } }), desiredWb("empty", { backends: {} })] },
-      { wbs: [owned(1, "empty")] },
-    );
+    const p = plan({ wbs: [desiredWb("zero", { backends: { [hrId(1)]: 0 } }), desiredWb("empty", { backends: {} })] }, { wbs: [owned(1, "empty")] });
     expect(p.risks.filter((r) => r.rule === "no-traffic")).toEqual([
       {
         rule: "no-traffic",
@@ -93,10 +89,7 @@ describe("auth-removal", () => {
     const route2 = ROUTE.replace(/1$/, "2");
     const p = plan(
       {
-        routes: [
-          desiredRoute(absent(), absent()),
-          desiredRoute(present(samlSettings({ enabled: false })), unmanaged, { route: route2 }),
-        ],
+        routes: [desiredRoute(absent(), absent()), desiredRoute(present(samlSettings({ enabled: false })), unmanaged, { route: route2 })],
       },
       { routes: [liveRouteOf(samlModule(ROUTE), CB), liveRouteOf(samlModule(route2), null, { route: route2 })] },
     );

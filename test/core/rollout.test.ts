@@ -83,14 +83,18 @@ function live(backends: Record<string, number>, rollout?: RolloutState) {
 }
 
 function plan(d: DesiredWeightedBackend, l: ReturnType<typeof live> | null, extra: { now?: number; retry?: boolean; maxShift?: number } = {}) {
-  return buildPlan({ weightedBackends: [d], edgeRoutes: [] }, { weightedBackends: l ? [l] : [], routes: [] }, {
-    stack: "default",
-    prune: false,
-    takeover: false,
-    maxShift: extra.maxShift ?? DEFAULT_MAX_SHIFT,
-    now: extra.now ?? NOW,
-    retryRollouts: extra.retry ? ["web"] : [],
-  });
+  return buildPlan(
+    { weightedBackends: [d], edgeRoutes: [] },
+    { weightedBackends: l ? [l] : [], routes: [] },
+    {
+      stack: "default",
+      prune: false,
+      takeover: false,
+      maxShift: extra.maxShift ?? DEFAULT_MAX_SHIFT,
+      now: extra.now ?? NOW,
+      retryRollouts: extra.retry ? ["web"] : [],
+    },
+  );
 }
 
 const only = (p: ReturnType<typeof plan>): WeightedBackendChange => {
@@ -106,7 +110,15 @@ describe("the plan of a rollout", () => {
     const p = plan(desired(target), live({ [A]: 100, [B]: 0 }), { maxShift: 10 });
     const c = only(p);
     expect(c.action).toBe("rollout");
-    expect(c.rollout).toMatchObject({ phase: "step", step: 1, steps: 4, status: "due", due_at: "2026-01-01T00:00:00.000Z", next_due_at: "2026-01-01T00:05:00.000Z", check: null });
+    expect(c.rollout).toMatchObject({
+      phase: "step",
+      step: 1,
+      steps: 4,
+      status: "due",
+      due_at: "2026-01-01T00:00:00.000Z",
+      next_due_at: "2026-01-01T00:05:00.000Z",
+      check: null,
+    });
     expect(c.request.body?.backends).toEqual({ [A]: 7500, [B]: 2500 });
     expect(JSON.parse(c.request.body?.metadata ?? "")).toEqual({
       edgeplan: { name: "web", stack: "default", rollout: { at: "2026-01-01T00:00:00.000Z", from: { [A]: 100, [B]: 0 }, step: 1, target: digest } },

@@ -45,9 +45,7 @@ describe("a scoped plan", () => {
     const p = plan({ wbs: [parent, child, other] }, { wbs: [liveWb(1, { metadata: markerMetadata("default", "other") })] }, { targets: ["weighted_backend.parent"] });
     expect(p.targeted).toBe(true);
     expect(p.changes.map((c) => `${c.action} ${c.address}`)).toEqual(["create weighted_backend.child", "create weighted_backend.parent"]);
-    expect(p.warnings).toEqual([
-      "weighted_backend.child is pulled into this targeted plan: weighted_backend.parent references it by name, and it must be created first",
-    ]);
+    expect(p.warnings).toEqual(["weighted_backend.child is pulled into this targeted plan: weighted_backend.parent references it by name, and it must be created first"]);
     expect(p.summary.total).toBe(2);
   });
 
@@ -66,10 +64,7 @@ describe("a scoped plan", () => {
   });
 
   it("keeps an orphan whose delete waits for a change the targets leave out", () => {
-    const live = [
-      liveWb(1, { metadata: markerMetadata("default", "old-child") }),
-      liveWb(2, { metadata: markerMetadata("default", "keeper"), backends: { [wbId(1)]: 1 } }),
-    ];
+    const live = [liveWb(1, { metadata: markerMetadata("default", "old-child") }), liveWb(2, { metadata: markerMetadata("default", "keeper"), backends: { [wbId(1)]: 1 } })];
     const p = plan({ wbs: [desiredWb("keeper")] }, { wbs: live }, { prune: true, targets: ["weighted_backend.old-*"] });
     expect(p.changes).toEqual([]);
     expect(p.orphans.map((o) => [o.address, o.action, o.reason])).toEqual([

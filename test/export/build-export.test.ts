@@ -293,7 +293,7 @@ describe("buildExport: routes", () => {
         "saml:\n" +
         "  enabled: true\n" +
         "  options_passthrough: false\n" +
-        '  cookie_prefix: $${x}\n' +
+        "  cookie_prefix: $${x}\n" +
         "  inactivity_timeout: 0\n" +
         "  maximum_duration: 0\n" +
         `  idp_metadata_file: idp/${routeId(1)}.xml\n` +

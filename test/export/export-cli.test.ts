@@ -263,10 +263,7 @@ describe("edgeplan export", () => {
     await writeFile(path.join(cwd, "manifests", "admin.yaml"), `kind: EdgeRoute\nedge: ${E2}\nroute: ${R4}\ncircuit_breaker: absent\n`);
     const r = await cli("export", "manifests", "--out", "from-paths");
     expect(r.code).toBe(0);
-    expect(r.stdout.split("\n").filter((l) => l.includes("/routes/"))).toEqual([
-      `wrote from-paths/routes/${E2}.yaml`,
-      `wrote from-paths/routes/idp/${R4}.xml`,
-    ]);
+    expect(r.stdout.split("\n").filter((l) => l.includes("/routes/"))).toEqual([`wrote from-paths/routes/${E2}.yaml`, `wrote from-paths/routes/idp/${R4}.xml`]);
     const text = await readFile(path.join(cwd, "from-paths", "routes", `${E2}.yaml`), "utf8");
     expect(text).toContain(`route: ${R4}\nsaml:\n  enabled: true\n`);
     expect(text).toContain("  force_authn: true\n");
@@ -276,9 +273,7 @@ describe("edgeplan export", () => {
   it("refuses a malformed --route and a route that does not exist, writing nothing", async () => {
     const bad = await cli("export", "--out", "bad", "--route", R1);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toBe(
-      `edgeplan: --route "${R1}": expected EDGE_ID/ROUTE_ID, e.g. edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw\n`,
-    );
+    expect(bad.stderr).toBe(`edgeplan: --route "${R1}": expected EDGE_ID/ROUTE_ID, e.g. edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw\n`);
     const missing = await cli("export", "--out", "bad", "--route", `${E2}/${R1}`);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe(
@@ -295,9 +290,7 @@ describe("edgeplan export", () => {
         `kind: WeightedBackend\nname: shared\nid: ${ids.green}\ndescription: Shared\nbackends:\n  ${HR}: 1\n`,
     );
     // The child that was an id is now a reference by name.
-    expect(await readFile(path.join(cwd, "takeover", "weighted-backends", "storefront-eu.yaml"), "utf8")).toContain(
-      "backends:\n  checkout: 50\n  shared: 50\n",
-    );
+    expect(await readFile(path.join(cwd, "takeover", "weighted-backends", "storefront-eu.yaml"), "utf8")).toContain("backends:\n  checkout: 50\n  shared: 50\n");
     expect(r.stderr).toContain("next: edgeplan plan --stack blue --takeover takeover\n");
     const plan = await cli("plan", "takeover", "--takeover", "--format", "json");
     expect(plan.code).toBe(0);
@@ -314,7 +307,7 @@ describe("edgeplan export", () => {
 
     const again = await cli("export", "--out", "again");
     expect(again.code).toBe(0);
-    expect(again.stderr).toContain("exported 4 weighted backends (4 owned by stack \"blue\") and 3 routes of 2 edges to again;");
+    expect(again.stderr).toContain('exported 4 weighted backends (4 owned by stack "blue") and 3 routes of 2 edges to again;');
     expect(await readFile(path.join(cwd, "again", "weighted-backends", "storefront-eu.yaml"), "utf8")).toBe(
       `${WB_HEADER}kind: WeightedBackend\nname: storefront-eu\ndescription: Storefront (EU)\nmetadata:\n  team: web\nbackends:\n  ${ids.green}: 50\n  checkout: 50\n`,
     );

@@ -89,56 +89,51 @@ describe("plan right after export", () => {
   it("loads without an error and plans nothing but adoptions (property)", async () => {
     let exported = 0;
     await fc.assert(
-      fc.asyncProperty(
-        fc.array(wbSpec, { maxLength: 7 }),
-        fc.array(routeSpec, { maxLength: 4 }),
-        fc.boolean(),
-        async (wbSpecs, routeSpecs, takeover) => {
-          const weightedBackends = liveWbs(wbSpecs);
-          const routes: ExportRouteInput[] = routeSpecs.map((r, i) => ({
-            edge: edgeId(r.edge),
-            route: routeId(i + 1),
-            saml: r.saml ? saml(routeId(i + 1), r.saml) : null,
-            circuit_breaker: r.cb ? cb(r.cb) : null,
-          }));
-          const result = buildExport({ stack: STACK, takeover, weightedBackends, routes });
-          if (result.files.length === 0) return;
-          exported++;
+      fc.asyncProperty(fc.array(wbSpec, { maxLength: 7 }), fc.array(routeSpec, { maxLength: 4 }), fc.boolean(), async (wbSpecs, routeSpecs, takeover) => {
+        const weightedBackends = liveWbs(wbSpecs);
+        const routes: ExportRouteInput[] = routeSpecs.map((r, i) => ({
+          edge: edgeId(r.edge),
+          route: routeId(i + 1),
+          saml: r.saml ? saml(routeId(i + 1), r.saml) : null,
+          circuit_breaker: r.cb ? cb(r.cb) : null,
+        }));
+        const result = buildExport({ stack: STACK, takeover, weightedBackends, routes });
+        if (result.files.length === 0) return;
+        exported++;
 
-          const dir = await mkdtemp(path.join(tmpdir(), "edgeplan-export-prop-"));
-          dirs.push(dir);
-          for (const f of result.files) {
-            const target = path.join(dir, ...f.path.split("/"));
-            await mkdir(path.dirname(target), { recursive: true });
-            await writeFile(target, f.text);
-          }
-          const loaded = await loadDesired([dir], { cwd: dir, env: {} });
-          expect(loaded.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+        const dir = await mkdtemp(path.join(tmpdir(), "edgeplan-export-prop-"));
+        dirs.push(dir);
+        for (const f of result.files) {
+          const target = path.join(dir, ...f.path.split("/"));
+          await mkdir(path.dirname(target), { recursive: true });
+          await writeFile(target, f.text);
+        }
+        const loaded = await loadDesired([dir], { cwd: dir, env: {} });
+        expect(loaded.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
 
-          const plan = buildPlan(loaded.desired, buildLiveState(weightedBackends, routes), { stack: STACK, prune: false, takeover, maxShift: 50 });
-          const count = (m: string): number => result.weightedBackends.filter((w) => w.match === m).length;
-          expect(plan.summary).toEqual({
-            create: 0,
-            update: 0,
-            delete: 0,
-            adopt: count("adopt"),
-            takeover: count("takeover"),
-            rename: count("rename"),
-            rollout: 0,
-            module_replace: 0,
-            module_delete: 0,
-            orphans_kept: plan.orphans.length,
-            total: result.weightedBackends.length - count("owned"),
-          });
-          // Orphans are only the owned duplicates export skipped.
-          expect(plan.orphans.map((o) => o.id).sort()).toEqual(
-            result.skipped
-              .filter((s) => s.reason.startsWith("it carries the same owner marker"))
-              .map((s) => s.what.replace("weighted backend ", ""))
-              .sort(),
-          );
-        },
-      ),
+        const plan = buildPlan(loaded.desired, buildLiveState(weightedBackends, routes), { stack: STACK, prune: false, takeover, maxShift: 50 });
+        const count = (m: string): number => result.weightedBackends.filter((w) => w.match === m).length;
+        expect(plan.summary).toEqual({
+          create: 0,
+          update: 0,
+          delete: 0,
+          adopt: count("adopt"),
+          takeover: count("takeover"),
+          rename: count("rename"),
+          rollout: 0,
+          module_replace: 0,
+          module_delete: 0,
+          orphans_kept: plan.orphans.length,
+          total: result.weightedBackends.length - count("owned"),
+        });
+        // Orphans are only the owned duplicates export skipped.
+        expect(plan.orphans.map((o) => o.id).sort()).toEqual(
+          result.skipped
+            .filter((s) => s.reason.startsWith("it carries the same owner marker"))
+            .map((s) => s.what.replace("weighted backend ", ""))
+            .sort(),
+        );
+      }),
       { numRuns: 40 },
     );
     // Most worlds must have written files, or the property says little.

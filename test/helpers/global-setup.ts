@@ -9,7 +9,6 @@ import { POSTGRES_SKIPPED, postgresTestsRun } from "../../bench/postgres-cluster
 import { CLI } from "./cli-path.js";
 import { ensureNode24 } from "./node24.js";
 
-
 declare module "vitest" {
   export interface ProvidedContext {
     /** The path of a Node 24 binary. */

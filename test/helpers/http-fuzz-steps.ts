@@ -9,8 +9,32 @@ import { NAMEID_FORMATS } from "../../src/model/wire.js";
 
 /** Characters that encoders, stores and parsers treat specially. */
 const SPECIAL = [
-  "\u0000", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d\ude00", "\ufffd", "\uffff", "\ufffe", "\u{10ffff}", "é", "€",
-  "\u0301", "\u2028", "\u200d", "\ufeff", "\u0001", "\u001f", "\u007f", "\\", '"', "<", "&", "%00", "'", "\r\n",
+  "\u0000",
+  "\ud800",
+  "\udbff",
+  "\udc00",
+  "\udfff",
+  "\ud83d\ude00",
+  "\ufffd",
+  "\uffff",
+  "\ufffe",
+  "\u{10ffff}",
+  "é",
+  "€",
+  "\u0301",
+  "\u2028",
+  "\u200d",
+  "\ufeff",
+  "\u0001",
+  "\u001f",
+  "\u007f",
+  "\\",
+  '"',
+  "<",
+  "&",
+  "%00",
+  "'",
+  "\r\n",
 ];
 
 const piece = fc.oneof(
@@ -25,10 +49,7 @@ const long = fc
   .tuple(fc.constantFrom("a", "é", "€", "😀", "\ud800", "\u0000"), fc.integer({ min: 50, max: 1100 }), fc.string({ maxLength: 3 }))
   .map(([c, n, tail]) => c.repeat(n) + tail);
 
-export const text: fc.Arbitrary<string> = fc.oneof(
-  { weight: 10, arbitrary: fc.array(piece, { maxLength: 6 }).map((p) => p.join("")) },
-  { weight: 1, arbitrary: long },
-);
+export const text: fc.Arbitrary<string> = fc.oneof({ weight: 10, arbitrary: fc.array(piece, { maxLength: 6 }).map((p) => p.join("")) }, { weight: 1, arbitrary: long });
 
 const wrongType: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer(),
@@ -76,10 +97,7 @@ const child: fc.Arbitrary<ChildRef> = fc.record({
   weight: fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 0, max: 10_000 }) }, { weight: 1, arbitrary: fc.constantFrom(-1, 10_001, 2.5, "7", null) }),
 });
 
-const wbFields = fc.record(
-  { description: textField, metadata: textField, extra: fc.constantFrom("uri", "created_at", "bogus", "__proto__") },
-  { requiredKeys: [] },
-);
+const wbFields = fc.record({ description: textField, metadata: textField, extra: fc.constantFrom("uri", "created_at", "bogus", "__proto__") }, { requiredKeys: [] });
 /** `null`: no `backends` field. */
 const children = fc.option(fc.array(child, { maxLength: 5 }), { freq: 6 });
 /** Bytes that are not UTF-8, written raw into a string of the body: the server reads them as U+FFFD. */

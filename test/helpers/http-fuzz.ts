@@ -57,7 +57,9 @@ export function conventionProblem(r: HttpResponse): string | undefined {
 
 /** Percent-encodes every byte but the unreserved ones, as a client library would. */
 function encodeQueryValue(s: string): string {
-  return [...Buffer.from(s, "utf8")].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`)).join("");
+  return [...Buffer.from(s, "utf8")]
+    .map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`))
+    .join("");
 }
 
 const ODD_ANSWERS: Record<OddKind, [number, string | undefined]> = {

@@ -70,9 +70,7 @@ export async function ringRace(clients: ApiClient[], rounds: number): Promise<Ri
   for (let round = 0; round < rounds; round++) {
     const k = 2 + (round % (POOL - 1));
     const ring = Array.from({ length: k }, (_, i) => pool[(round * 3 + i * (round % 2 === 0 ? 1 : POOL - 1)) % POOL] as string);
-    const answers = await Promise.all(
-      ring.map((id, i) => client(i + round).patch(`/backends/weighted/${id}`, { backends: { [ring[(i + 1) % k] as string]: 1 } })),
-    );
+    const answers = await Promise.all(ring.map((id, i) => client(i + round).patch(`/backends/weighted/${id}`, { backends: { [ring[(i + 1) % k] as string]: 1 } })));
     answers.forEach((r, i) => {
       if (r.status >= 500) report.serverErrors.push(`round ${round}: PATCH ${ring[i]} answered ${r.status} ${r.json?.error_code ?? r.text}`);
     });

@@ -81,9 +81,7 @@ export function spawnServer(args: string[] = [], env: Record<string, string> = {
   let err = "";
   proc.stdout?.setEncoding("utf8").on("data", (s: string) => (out += s));
   proc.stderr?.setEncoding("utf8").on("data", (s: string) => (err += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once("exit", (code, signal) => resolve({ code, signal })),
-  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
   const handle = (url: string): SpawnedServer => ({
     url,
     apiKey,
@@ -164,9 +162,7 @@ export async function startTestServer(opts: Partial<ServerOptions> = {}): Promis
   const logLines: Record<string, unknown>[] = [];
   const notices: string[] = [];
   const store: Partial<ServerOptions> =
-    TEST_STORE === "postgres" && opts.dataFile === undefined && opts.databaseUrl === undefined
-      ? { databaseUrl: await freshDatabase(), poolSize: 4 }
-      : {};
+    TEST_STORE === "postgres" && opts.dataFile === undefined && opts.databaseUrl === undefined ? { databaseUrl: await freshDatabase(), poolSize: 4 } : {};
   const server = await startServer({
     host: "127.0.0.1",
     port: 0,

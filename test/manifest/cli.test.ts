@@ -44,10 +44,7 @@ describe("edgeplan validate", () => {
 
   it("exits 0 with warnings only, and reads EDGEPLAN_VAR_* from its environment", async () => {
     const dir = mkdtempSync(path.join(tmp, "warn-"));
-    writeFileSync(
-      path.join(dir, "empty.yaml"),
-      "kind: WeightedBackend\nname: empty\ndescription: ${EDGEPLAN_VAR_WHY}\nbackends: {}\n",
-    );
+    writeFileSync(path.join(dir, "empty.yaml"), "kind: WeightedBackend\nname: empty\ndescription: ${EDGEPLAN_VAR_WHY}\nbackends: {}\n");
     const { code, stdout, stderr } = await run(["validate", "empty.yaml"], dir, { EDGEPLAN_VAR_WHY: "drained" });
     expect(stderr).toBe("empty.yaml:4:1: warning: weighted backend empty receives no traffic: it has no children; add children to backends\n");
     expect(stdout).toBe("1 file, 1 object: 0 errors, 1 warning\n");

@@ -36,7 +36,9 @@ async function validateOutput(dir: string): Promise<string> {
   return `${stderr.text}${stdout.text}exit ${code}\n`;
 }
 
-const cases = readdirSync(corpus).filter((name) => /^\d{3}-/.test(name)).sort();
+const cases = readdirSync(corpus)
+  .filter((name) => /^\d{3}-/.test(name))
+  .sort();
 
 describe("corpus of invalid manifests", () => {
   it("holds at least 40 failure modes", () => {

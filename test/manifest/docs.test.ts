@@ -7,12 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import {
-  CircuitBreakerManifestSchema,
-  EdgeRouteManifestSchema,
-  SamlManifestSchema,
-  WeightedBackendManifestSchema,
-} from "../../src/model/manifest-schema.js";
+import { CircuitBreakerManifestSchema, EdgeRouteManifestSchema, SamlManifestSchema, WeightedBackendManifestSchema } from "../../src/model/manifest-schema.js";
 import { CIRCUIT_BREAKER_DEFAULTS, SAML_DEFAULTS } from "../../src/model/wire.js";
 import { PROJECT_KEYS } from "../../src/model/project-schema.js";
 

@@ -29,8 +29,7 @@ function tree(name: string, files: Record<string, string | Uint8Array>): string 
   return dir;
 }
 
-const route = (idpFile: string): string =>
-  `kind: EdgeRoute\nedge: ${EDGE}\nroute: ${ROUTE}\nsaml:\n  idp_metadata_file: ${idpFile}\n  allow_idp_initiated: false\n`;
+const route = (idpFile: string): string => `kind: EdgeRoute\nedge: ${EDGE}\nroute: ${ROUTE}\nsaml:\n  idp_metadata_file: ${idpFile}\n  allow_idp_initiated: false\n`;
 
 async function messages(paths: string[], cwd: string): Promise<string[]> {
   const result = await loadDesired(paths, { cwd, env: {} });
@@ -137,14 +136,15 @@ describe("hostile manifest files", () => {
 
   it("refuses nesting a million levels deep without exhausting the stack or the heap", async () => {
     const dir = tree("deep", { "deep.yaml": `kind: WeightedBackend\nname: a\nbackends: ${"[".repeat(1_000_000)}\n` });
-    expect(await messages(["."], dir)).toEqual([
-      "deep.yaml:3:74: collections are nested more than 64 levels deep; a manifest needs a few levels, flatten it",
-    ]);
+    expect(await messages(["."], dir)).toEqual(["deep.yaml:3:74: collections are nested more than 64 levels deep; a manifest needs a few levels, flatten it"]);
   });
 
   it("refuses an alias bomb that would expand to a billion nodes", async () => {
     let text = "kind: WeightedBackend\nname: a\nbackends: {}\nmetadata:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
-    for (let i = 1; i <= 9; i++) text += `  l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(", ")}]\n`;
+    for (let i = 1; i <= 9; i++)
+      text += `  l${i}: &l${i} [${Array(10)
+        .fill(`*l${i - 1}`)
+        .join(", ")}]\n`;
     const dir = tree("bomb", { "bomb.yaml": text });
     expect(await messages(["."], dir)).toEqual([
       "bomb.yaml:1:1: the document expands aliases more than 100 times, as an alias bomb does; write the values out instead of nesting aliases",
@@ -175,7 +175,10 @@ describe("finding manifests", () => {
   });
 
   it("reads a file reached twice once, and gives the deepest common folder as root of several paths", async () => {
-    const dir = tree("twice", { "x/one.yaml": `kind: WeightedBackend\nname: one\nbackends: {${CHILD1}: 1}\n`, "y/two.yaml": `kind: WeightedBackend\nname: two\nbackends: {${CHILD1}: 1}\n` });
+    const dir = tree("twice", {
+      "x/one.yaml": `kind: WeightedBackend\nname: one\nbackends: {${CHILD1}: 1}\n`,
+      "y/two.yaml": `kind: WeightedBackend\nname: two\nbackends: {${CHILD1}: 1}\n`,
+    });
     const result = await loadDesired(["x", "x/one.yaml", "y"], { cwd: dir, env: {} });
     expect(result.diagnostics).toEqual([]);
     expect(result.files).toEqual(["x/one.yaml", "y/two.yaml"]);
@@ -188,7 +191,11 @@ describe("finding manifests", () => {
   });
 
   it("reports a path that does not exist, a link leading out of the root, and a folder without manifests", async () => {
-    const dir = tree("paths", { "outside/x.yaml": "kind: WeightedBackend\n", "empty/readme.md": "#\n", "m/ok.yaml": `kind: WeightedBackend\nname: ok\nbackends: {${CHILD1}: 1}\n` });
+    const dir = tree("paths", {
+      "outside/x.yaml": "kind: WeightedBackend\n",
+      "empty/readme.md": "#\n",
+      "m/ok.yaml": `kind: WeightedBackend\nname: ok\nbackends: {${CHILD1}: 1}\n`,
+    });
     symlinkSync(path.join(dir, "outside/x.yaml"), path.join(dir, "m/link.yaml"));
     expect(await messages(["nope", "m"], dir)).toEqual([
       "m/link.yaml:1:1: symbolic link leads outside the manifest root m/; copy the files into the root instead",

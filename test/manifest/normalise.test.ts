@@ -55,8 +55,7 @@ describe("weighted backends", () => {
 
   it("count the owner marker, with protect, in the metadata size", () => {
     // {"edgeplan":{"name":"a","stack":"default"},"x":""} is 50 bytes: a value of 4046 bytes makes exactly 4096.
-    const doc = (protect: string, size: number): string =>
-      `kind: WeightedBackend\nname: a\n${protect}metadata: {x: "${"y".repeat(size)}"}\nbackends: {${CHILD1}: 1}\n`;
+    const doc = (protect: string, size: number): string => `kind: WeightedBackend\nname: a\n${protect}metadata: {x: "${"y".repeat(size)}"}\nbackends: {${CHILD1}: 1}\n`;
     expect(desiredOf(doc("", 4046)).messages).toEqual([]);
     expect(desiredOf(doc("", 4047)).messages).toEqual([
       "m.yaml:3:11: metadata is 4097 bytes once edgeplan's owner marker is added, more than the 4096 bytes the API accepts; make it smaller",
@@ -75,9 +74,7 @@ describe("weighted backends", () => {
   });
 
   it("leave documents with errors out of the desired state, even when later rules run on what is left", () => {
-    const { desired, messages } = desiredOf(
-      `kind: WeightedBackend\nname: a\nowner: x\nbackends: {b: 1}\n---\nkind: WeightedBackend\nname: b\nbackends: {${CHILD1}: 1}\n`,
-    );
+    const { desired, messages } = desiredOf(`kind: WeightedBackend\nname: a\nowner: x\nbackends: {b: 1}\n---\nkind: WeightedBackend\nname: b\nbackends: {${CHILD1}: 1}\n`);
     expect(messages).toEqual([
       "m.yaml:3:1: unknown field owner; remove it (the fields here are apiVersion, kind, name, description, metadata, backends, id, protect, ignore_changes, rollout)",
     ]);

@@ -42,9 +42,7 @@ describe("the project file", () => {
   it("reports every problem at its line, with the flags' own words", async () => {
     const dir = folder({ "edgeplan.yaml": "stack: [a]\nconcurrency: 0\ntimeout: 2h\nmax_deletes: -1\n---\nstack: b\n" });
     const result = await loadProjectFile(dir);
-    expect(result.diagnostics.map(formatDiagnostic)).toEqual([
-      "edgeplan.yaml:6:1: the project file holds one document; remove this one",
-    ]);
+    expect(result.diagnostics.map(formatDiagnostic)).toEqual(["edgeplan.yaml:6:1: the project file holds one document; remove this one"]);
     writeFileSync(join(dir, "edgeplan.yaml"), "stack: [a]\nconcurrency: 0\ntimeout: 2h\nmax_deletes: -1\n");
     expect((await loadProjectFile(dir)).diagnostics.map(formatDiagnostic)).toEqual([
       "edgeplan.yaml:1:8: stack: expected text, got a list",

@@ -81,7 +81,13 @@ describe("examples", () => {
       expect(() => statSync(target)).not.toThrow();
       const kinds = new Set([...text.matchAll(/^kind: (\w+)$/gm)].map((m) => m[1]));
       const expected =
-        path.basename(file) === "edgeplan.yaml" ? "project.schema.json" : kinds.size > 1 ? "manifest.schema.json" : kinds.has("WeightedBackend") ? "weighted-backend.schema.json" : "edge-route.schema.json";
+        path.basename(file) === "edgeplan.yaml"
+          ? "project.schema.json"
+          : kinds.size > 1
+            ? "manifest.schema.json"
+            : kinds.has("WeightedBackend")
+              ? "weighted-backend.schema.json"
+              : "edge-route.schema.json";
       expect([expected, "manifest.schema.json"]).toContain(path.basename(target));
     });
   }

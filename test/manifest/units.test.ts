@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { closest, didYouMean, editDistance } from "../../src/manifest/suggest.js";
 import { substitute } from "../../src/manifest/interpolate.js";
-import {
-  MAX_NESTING,
-  decodeManifest,
-  findExcessiveNesting,
-  firstInvalidUtf8,
-  parseManifestText,
-} from "../../src/manifest/yaml-source.js";
+import { MAX_NESTING, decodeManifest, findExcessiveNesting, firstInvalidUtf8, parseManifestText } from "../../src/manifest/yaml-source.js";
 import { checkIdpMetadataXml, lineColOf } from "../../src/manifest/idp-metadata.js";
 import { looksLikeManifest, sortDiagnostics } from "../../src/manifest/load.js";
 import { formatSummary } from "../../src/commands/validate.js";
@@ -68,8 +62,10 @@ describe("hostile YAML", () => {
   });
 
   it("leaves ordinary manifests alone, brackets in strings and block scalars included", () => {
-    const text = 'kind: WeightedBackend\nname: a\ndescription: "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["\nmetadata: |\n  ' +
-      "{".repeat(100) + "\nbackends:\n  - - - x\n";
+    const text =
+      'kind: WeightedBackend\nname: a\ndescription: "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["\nmetadata: |\n  ' +
+      "{".repeat(100) +
+      "\nbackends:\n  - - - x\n";
     expect(findExcessiveNesting(text)).toBeUndefined();
   });
 
@@ -123,7 +119,7 @@ describe("IdP metadata XML", () => {
 
   it("warns about a signing certificate it cannot read", () => {
     const xml =
-      '<EntityDescriptor><IDPSSODescriptor>\n<KeyDescriptor><KeyInfo><X509Data><X509Certificate>bm90IGEgY2VydA==</X509Certificate></X509Data></KeyInfo></KeyDescriptor>' +
+      "<EntityDescriptor><IDPSSODescriptor>\n<KeyDescriptor><KeyInfo><X509Data><X509Certificate>bm90IGEgY2VydA==</X509Certificate></X509Data></KeyInfo></KeyDescriptor>" +
       "</IDPSSODescriptor></EntityDescriptor>";
     expect(checkIdpMetadataXml(xml, now)).toEqual([
       {
@@ -154,7 +150,14 @@ describe("loader helpers", () => {
 
   it("sort diagnostics by file, line and column, keeping the order of equal positions, and drop repeats", () => {
     const d = (file: string, line: number, col: number, message: string): Diagnostic => ({ severity: "error", pos: { file, line, col }, message });
-    const sorted = sortDiagnostics([d("b.yaml", 1, 1, "4"), d("a.yaml", 10, 1, "3"), d("a.yaml", 2, 5, "2"), d("a.yaml", 2, 5, "2"), d("a.yaml", 2, 1, "1"), d("a.yaml", 2, 5, "2b")]);
+    const sorted = sortDiagnostics([
+      d("b.yaml", 1, 1, "4"),
+      d("a.yaml", 10, 1, "3"),
+      d("a.yaml", 2, 5, "2"),
+      d("a.yaml", 2, 5, "2"),
+      d("a.yaml", 2, 1, "1"),
+      d("a.yaml", 2, 5, "2b"),
+    ]);
     expect(sorted.map((x) => x.message)).toEqual(["1", "2", "2b", "3", "4"]);
   });
 

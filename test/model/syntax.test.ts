@@ -10,14 +10,11 @@ import { EdgeplanError } from "../../src/model/errors.js";
 import { parseCheckTimeout, parseCheckUrl, parseDuration, parseInterval, parseRateLimit, parseTimeout, parseWholeNumber } from "../../src/model/syntax.js";
 import { runCli } from "../helpers/server.js";
 
-const RATE_MESSAGE = (bad: string): string =>
-  `--rate-limit: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${bad}"`;
+const RATE_MESSAGE = (bad: string): string => `--rate-limit: expected N/DURATION such as 120/60s, 20/1s or 500/100ms (N >= 1; units ms, s, m, h), or "off"; got "${bad}"`;
 
 describe("parseDuration", () => {
   it("reads a number with a unit into whole milliseconds", () => {
-    expect([parseDuration("500ms"), parseDuration("30s"), parseDuration("1.5s"), parseDuration("5m"), parseDuration("1h")]).toEqual([
-      500, 30_000, 1500, 300_000, 3_600_000,
-    ]);
+    expect([parseDuration("500ms"), parseDuration("30s"), parseDuration("1.5s"), parseDuration("5m"), parseDuration("1h")]).toEqual([500, 30_000, 1500, 300_000, 3_600_000]);
   });
   it("refuses other units, no number, zero and fractions of a millisecond", () => {
     for (const bad of ["1min", "s", "10", "0s", "0.5ms", "1d", "-1s", "1 s", ""]) expect(parseDuration(bad), bad).toBeUndefined();

@@ -39,17 +39,18 @@ describe("the npm package", () => {
     expect(readdirSync(app)).toEqual([tgz]);
 
     // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
-    await run("npm", ["install", `./${tgz}`, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
+    await run("npm", ["install", `./${tgz}`, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd: app,
+      env: { ...env, JOBS: "max" },
+      timeout: 280_000,
+    });
     const edgeplan = join(app, "node_modules", ".bin", "edgeplan");
     mkdirSync(join(app, "manifests"));
 
     const shown = await run(edgeplan, ["--version"], { cwd: app, env });
     expect(shown.stdout).toBe(`${version}\n`);
 
-    writeFileSync(
-      join(app, "manifests", "checkout.yaml"),
-      `kind: WeightedBackend\nname: checkout\nbackends:\n  ${STABLE}: 9000\n  ${CANARY}: 1000\n`,
-    );
+    writeFileSync(join(app, "manifests", "checkout.yaml"), `kind: WeightedBackend\nname: checkout\nbackends:\n  ${STABLE}: 9000\n  ${CANARY}: 1000\n`);
     writeFileSync(
       join(app, "fixtures.yaml"),
       `edges:\n  - id: ${EDGE}\n    hostports: ["api.example.com:443"]\n    routes:\n      - {id: ${ROUTE}, match: /v1, match_type: path_prefix}\n` +
@@ -66,8 +67,6 @@ describe("the npm package", () => {
     // The demo plans and applies the examples shipped in the package, then plans again.
     const demo = await run(edgeplan, ["demo"], { cwd: app, env });
     expect(demo.stderr).toContain("== 1/3 plan: what applying node_modules/edgeplan/examples to an empty local server would do");
-    expect(demo.stderr.trimEnd().split("\n").pop()).toBe(
-      "Demo done: the second plan has nothing to do. Try `edgeplan plan --local examples` in your own folder next.",
-    );
+    expect(demo.stderr.trimEnd().split("\n").pop()).toBe("Demo done: the second plan has nothing to do. Try `edgeplan plan --local examples` in your own folder next.");
   }, 300_000);
 });

@@ -66,9 +66,7 @@ describe("start-up", () => {
     await sql(db, "UPDATE edgeplan_schema SET version = 99");
     const r = await runCli(["serve", "--port", "0", "--api-key", KEY, "--database", db]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(
-      "edgeplan: the database has edgeplan schema 99, newer than this edgeplan knows (1); upgrade edgeplan, or point --database at another database\n",
-    );
+    expect(r.stderr).toBe("edgeplan: the database has edgeplan schema 99, newer than this edgeplan knows (1); upgrade edgeplan, or point --database at another database\n");
     expect(await sql(db, "SELECT version FROM edgeplan_schema")).toEqual([{ version: 99 }]);
   });
 
@@ -76,9 +74,7 @@ describe("start-up", () => {
     const db = await freshDatabase();
     const s = await spawnServer(["--rate-limit", "100/1s"], { EDGEPLAN_SERVE_DATABASE_URL: db }, { apiKey: KEY });
     running.push(s);
-    expect(s.stderr()).toContain(
-      "store: PostgreSQL (10 connections); --rate-limit is shared by every replica of the database, --max-inflight counts per replica",
-    );
+    expect(s.stderr()).toContain("store: PostgreSQL (10 connections); --rate-limit is shared by every replica of the database, --max-inflight counts per replica");
     expect((await apiClient(s.url, KEY).post("/backends/weighted", { backends: {} })).status).toBe(201);
     expect((await sql<{ n: number }>(db, "SELECT count(*)::int AS n FROM weighted_backends"))[0]?.n).toBe(1);
   });

@@ -31,7 +31,7 @@ const pos = (line: number) => ({ file: "manifests/world.yaml", line, col: 1 });
 export const wbId = (n: number): string => `bkdwd_${String(n).padStart(27, "0")}`;
 
 const metadataArb = fc.constantFrom<Record<string, unknown>>({}, { team: "payments" }, { team: "payments", tags: ["a", "b"] }, { z: { b: 1, a: [1, 2] }, a: null });
-const descriptionArb = fc.constantFrom("", "Checkout", "ünïcödé 🚀 \"quoted\"");
+const descriptionArb = fc.constantFrom("", "Checkout", 'ünïcödé 🚀 "quoted"');
 const weightArb = fc.oneof(fc.constantFrom(0, 1, 10_000), fc.integer({ min: 0, max: 10_000 }));
 
 export const samlSettingsArb: fc.Arbitrary<SamlSettings> = fc.record({
@@ -90,9 +90,7 @@ export const liveArb: fc.Arbitrary<LiveSpec> = fc
       }),
       { maxLength: 6 },
     ),
-    routes: fc.tuple(
-      ...ROUTES.map(() => fc.record({ saml: fc.option(samlSettingsArb, { freq: 2 }), cb: fc.option(cbSettingsArb, { freq: 2 }) })),
-    ),
+    routes: fc.tuple(...ROUTES.map(() => fc.record({ saml: fc.option(samlSettingsArb, { freq: 2 }), cb: fc.option(cbSettingsArb, { freq: 2 }) }))),
   })
   .map(({ wbs: all, routes }) => {
     // One object per owner marker: two objects with one marker are a state edgeplan warns about, not one it makes.
@@ -105,15 +103,23 @@ export const liveArb: fc.Arbitrary<LiveSpec> = fc
       return true;
     });
     return {
-    backends: wbs.map((s, i) => {
-      const older = [...new Set(s.older.filter(() => i > 0).map((n) => wbId((n % i) + 1)))];
-      const children = Object.fromEntries([...s.fixtures, ...older].map((c) => [c, s.weight]));
-      const marker = s.protect ? { stack: s.owner === "mine" ? STACK : "other", name: s.name, protect: true } : { stack: s.owner === "mine" ? STACK : "other", name: s.name };
-      const metadata =
-        s.owner === "none" ? (Object.keys(s.metadata).length === 0 ? "" : JSON.stringify(s.metadata)) : s.owner === "junk" ? "owner=bob; not json" : JSON.stringify({ ...s.metadata, edgeplan: marker });
-      return liveWb(wbId(i + 1), s.description, metadata, children);
-    }),
-    routes: ROUTES.map((r, i) => ({ ...r, saml: routes[i]?.saml ?? null, circuit_breaker: routes[i]?.cb ?? null })),
+      backends: wbs.map((s, i) => {
+        const older = [...new Set(s.older.filter(() => i > 0).map((n) => wbId((n % i) + 1)))];
+        const children = Object.fromEntries([...s.fixtures, ...older].map((c) => [c, s.weight]));
+        const marker = s.protect
+          ? { stack: s.owner === "mine" ? STACK : "other", name: s.name, protect: true }
+          : { stack: s.owner === "mine" ? STACK : "other", name: s.name };
+        const metadata =
+          s.owner === "none"
+            ? Object.keys(s.metadata).length === 0
+              ? ""
+              : JSON.stringify(s.metadata)
+            : s.owner === "junk"
+              ? "owner=bob; not json"
+              : JSON.stringify({ ...s.metadata, edgeplan: marker });
+        return liveWb(wbId(i + 1), s.description, metadata, children);
+      }),
+      routes: ROUTES.map((r, i) => ({ ...r, saml: routes[i]?.saml ?? null, circuit_breaker: routes[i]?.cb ?? null })),
     };
   });
 
@@ -129,7 +135,10 @@ export function desiredArb(live: LiveSpec): fc.Arbitrary<DesiredState> {
           metadata: metadataArb,
           fixtures: fc.subarray(FIXTURES),
           refs: fc.subarray(NAMES),
-          liveRefs: fc.subarray(live.backends.map((b) => b.id), { maxLength: Math.min(2, live.backends.length) }),
+          liveRefs: fc.subarray(
+            live.backends.map((b) => b.id),
+            { maxLength: Math.min(2, live.backends.length) },
+          ),
           weights: fc.array(weightArb, { minLength: 8, maxLength: 8 }),
           protect: fc.constantFrom(false, false, false, true),
           adopt: fc.option(fc.nat(), { freq: 4 }),

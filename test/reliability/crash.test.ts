@@ -46,7 +46,12 @@ describe("apply killed with SIGKILL at random points", () => {
         const env = { EDGEPLAN_API_URL: server.url, EDGEPLAN_API_KEY: apiKey };
         // A killed apply leaves its lease behind: with a TTL of 1 s, the next apply waits about that long, then goes on.
         const args = (cmd: string): string[] => [
-          cmd, "manifests", "--stack", stack, "--prune", ...(cmd === "apply" ? ["--auto-approve", "--force", "--lock-ttl", "1s"] : []),
+          cmd,
+          "manifests",
+          "--stack",
+          stack,
+          "--prune",
+          ...(cmd === "apply" ? ["--auto-approve", "--force", "--lock-ttl", "1s"] : []),
         ];
         let midRun = 0;
         for (let trial = 0; trial < 10; trial++) {
@@ -206,7 +211,10 @@ describe("serve killed with SIGKILL under load", () => {
       expect(total).toBeLessThanOrEqual(tracked.length + 8);
       // An object no client tracked is a create whose answer the kill cut off: it holds its first description.
       const untracked = listed.filter((b) => !sent.has(b.id));
-      expect(untracked.filter((b) => !/^w\d+-\d+-v0$/.test(b.description)), "untracked objects with a later description").toEqual([]);
+      expect(
+        untracked.filter((b) => !/^w\d+-\d+-v0$/.test(b.description)),
+        "untracked objects with a later description",
+      ).toEqual([]);
     } finally {
       await second.stop();
       dir.remove();

@@ -135,15 +135,20 @@ describe.concurrent("fault matrix", () => {
         });
       // spawnServer runs in the repository; the data and fixtures paths must be absolute.
       const fixtures = join(dir.path, "fixtures.yaml");
-      const serveAt = (flags: string[]): Promise<SpawnedServer> =>
-        spawnServer(["--fixtures", fixtures, "--data", data, ...flags], {}, { apiKey });
+      const serveAt = (flags: string[]): Promise<SpawnedServer> => spawnServer(["--fixtures", fixtures, "--data", data, ...flags], {}, { apiKey });
 
       const acknowledged = new Map<string, string>();
       const checkStore = (underFault: boolean): void => {
         const { byMarker } = markersInStore(data, apiKey);
-        expect([...byMarker].filter(([, ids]) => ids.length !== 1), "markers carried by more than one object").toEqual([]);
+        expect(
+          [...byMarker].filter(([, ids]) => ids.length !== 1),
+          "markers carried by more than one object",
+        ).toEqual([]);
         const reported = [...acknowledged];
-        expect(reported.map(([name]) => byMarker.get(`${stack}/${name}`)), "the reported creates, in the store").toEqual(reported.map(([, id]) => [id]));
+        expect(
+          reported.map(([name]) => byMarker.get(`${stack}/${name}`)),
+          "the reported creates, in the store",
+        ).toEqual(reported.map(([, id]) => [id]));
         expect(byMarker.size).toBeLessThanOrEqual(underFault && c.nothingWritten ? 0 : names.length);
       };
 

@@ -159,9 +159,7 @@ describe("hostile requests", () => {
     });
 
     it("a declared 1 GiB body is refused at once, without waiting for it, and the connection is closed", async () => {
-      const r = await underAttack(() =>
-        rawExchange(port, post(`Content-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n`, "{"), { limitMs: 5_000 }),
-      );
+      const r = await underAttack(() => rawExchange(port, post(`Content-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n`, "{"), { limitMs: 5_000 }));
       expect(r.status).toBe(413);
       expect(r.closedByServer).toBe(true);
     });
@@ -199,7 +197,11 @@ describe("hostile requests", () => {
 
     it("two Content-Type headers get 415 ERR_NGROK_210, even when both are JSON (nothing is written)", async () => {
       const body = '{"backends":{},"description":"two types"}';
-      for (const types of [["application/json", "text/plain"], ["text/plain", "application/json"], ["application/json", "application/json"]]) {
+      for (const types of [
+        ["application/json", "text/plain"],
+        ["text/plain", "application/json"],
+        ["application/json", "application/json"],
+      ]) {
         const head = types.map((t) => `Content-Type: ${t}\r\n`).join("");
         const r = await underAttack(() => rawExchange(port, post(`${head}Content-Length: ${body.length}\r\n`, body)));
         expect([r.status, r.json?.error_code, r.json?.msg]).toEqual([
@@ -296,8 +298,7 @@ describe("hostile requests", () => {
   });
 
   describe("paths and ids", () => {
-    const get = (path: string): Promise<RawResult> =>
-      rawExchange(port, [`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Connection: close\r\n\r\n`]);
+    const get = (path: string): Promise<RawResult> => rawExchange(port, [`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Connection: close\r\n\r\n`]);
 
     it("malformed ids get 404 ERR_NGROK_222, cut to 80 characters in the answer", async () => {
       for (const id of ["bkdwd_short", `bkdwd_${"!".repeat(27)}`, `bkdhr_${"a".repeat(27)}`, `bkdwd_${"a".repeat(10_000)}`, "%00", "..%2f..%2fetc%2fpasswd", "%2e%2e"]) {
@@ -372,7 +373,9 @@ describe("hostile requests", () => {
       const body = JSON.stringify({ description: "abandoned", backends: {} });
       const r = await rawExchange(
         slow.port,
-        [`POST /backends/weighted HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${slow.apiKey}\r\nNgrok-Version: 2\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`],
+        [
+          `POST /backends/weighted HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${slow.apiKey}\r\nNgrok-Version: 2\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        ],
         { limitMs: 100 },
       );
       expect(r.status).toBeUndefined();

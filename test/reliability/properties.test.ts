@@ -122,18 +122,36 @@ describe("plan properties over random worlds", () => {
           const before = markers(initial.values());
           const created = [...sim.backends.values()].filter((b) => !initial.has(b.id));
           const unmarked = created.filter((b) => parseLiveMetadata(b.metadata).marker?.stack !== STACK);
-          expect(unmarked.map((b) => b.id), "created without this stack's marker").toEqual([]);
+          expect(
+            unmarked.map((b) => b.id),
+            "created without this stack's marker",
+          ).toEqual([]);
           const createdMarkers = [...markers(created)];
-          expect(createdMarkers.filter(([, ids]) => ids.length !== 1), "markers created more than once").toEqual([]);
-          expect(createdMarkers.filter(([name]) => before.has(name)), "created although an object carried the marker").toEqual([]);
+          expect(
+            createdMarkers.filter(([, ids]) => ids.length !== 1),
+            "markers created more than once",
+          ).toEqual([]);
+          expect(
+            createdMarkers.filter(([name]) => before.has(name)),
+            "created although an object carried the marker",
+          ).toEqual([]);
           const ownMarker = (b: WeightedBackend): boolean => parseLiveMetadata(b.metadata).marker?.stack === STACK;
           // What belongs to no manifest of this stack is left exactly as it was.
           const foreign = [...initial.values()].filter((b) => !ownMarker(b) && !adopted.has(b.id));
-          expect(foreign.map((b) => sim.backends.get(b.id)), "objects of no manifest of this stack").toEqual(foreign);
+          expect(
+            foreign.map((b) => sim.backends.get(b.id)),
+            "objects of no manifest of this stack",
+          ).toEqual(foreign);
           // Deleted: only orphans of this stack, only with --prune.
           const deleted = [...initial.values()].filter((b) => !sim.backends.has(b.id));
-          expect(deleted.filter((b) => !prune || !ownMarker(b) || adopted.has(b.id)).map((b) => b.id), `deleted (prune: ${prune})`).toEqual([]);
-          expect(protectedIds.filter((id) => !sim.backends.has(id)), "protected objects deleted").toEqual([]);
+          expect(
+            deleted.filter((b) => !prune || !ownMarker(b) || adopted.has(b.id)).map((b) => b.id),
+            `deleted (prune: ${prune})`,
+          ).toEqual([]);
+          expect(
+            protectedIds.filter((id) => !sim.backends.has(id)),
+            "protected objects deleted",
+          ).toEqual([]);
         };
 
         // Runs with faults, then runs without: a run left incomplete by a fault is finished by the next one.

@@ -67,7 +67,12 @@ function filesUnder(dir: string): Array<{ label: string; text: string }> {
 /** Fails naming where a secret was found. `allowMask` drops the action's `::add-mask::<secret>` lines first. */
 function expectNoSecret(outputs: Array<{ label: string; text: string }>, allowMask = false): void {
   for (const { label, text } of outputs) {
-    const seen = allowMask ? text.split("\n").filter((l) => !SECRETS.some((s) => l === `::add-mask::${s}`)).join("\n") : text;
+    const seen = allowMask
+      ? text
+          .split("\n")
+          .filter((l) => !SECRETS.some((s) => l === `::add-mask::${s}`))
+          .join("\n")
+      : text;
     for (const secret of SECRETS) {
       const at = seen.indexOf(secret);
       if (at >= 0) expect.fail(`${label} holds a secret: ...${seen.slice(Math.max(0, at - 120), at + secret.length + 40)}...`);
@@ -238,7 +243,11 @@ describe("secret canary: the API key and the GitHub token are never printed or w
       const cwd = fresh("canary-401");
       writeManifests(cwd);
       const outputs: Array<{ label: string; text: string }> = [];
-      for (const args of [["plan", "manifests", "--verbose"], ["apply", "manifests", "--auto-approve", "--verbose"], ["export", "--out", "x"]]) {
+      for (const args of [
+        ["plan", "manifests", "--verbose"],
+        ["apply", "manifests", "--auto-approve", "--verbose"],
+        ["export", "--out", "x"],
+      ]) {
         const r = await runEdgeplan(args, { cwd, env: { ...env, EDGEPLAN_API_KEY: WRONG_KEY } });
         expect(r.code).toBe(1);
         expect(r.stderr).toMatch(/401 ERR_NGROK_203: .*the API key was refused/);
@@ -264,7 +273,11 @@ describe("secret canary: the API key and the GitHub token are never printed or w
       writeManifests(cwd);
       writeFileSync(join(cwd, "manifests", "bad.yaml"), "kind: WeightedBackend\nname: Bad\nbackends: {x: 1}\n");
       const outputs: Array<{ label: string; text: string }> = [];
-      for (const args of [["validate", "manifests"], ["plan", "manifests", "--verbose"], ["apply", "manifests", "--auto-approve"]]) {
+      for (const args of [
+        ["validate", "manifests"],
+        ["plan", "manifests", "--verbose"],
+        ["apply", "manifests", "--auto-approve"],
+      ]) {
         const r = await runEdgeplan(args, { cwd, env });
         expect(r.code).toBe(1);
         outputs.push(...outputsOf(`invalid ${args[0]}`, r));

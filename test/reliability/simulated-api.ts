@@ -9,14 +9,7 @@ import type { ApiClient, ClientStats, ModuleKind, ModuleOf, Sent, SettingsOf, We
 import { parseWritePath } from "../../src/model/paths.js";
 import { OutcomeUnknownError } from "../../src/api/errors.js";
 import { ApiError } from "../../src/model/errors.js";
-import {
-  CIRCUIT_BREAKER_DEFAULTS,
-  SAML_DEFAULTS,
-  type CircuitBreakerModule,
-  type HttpsEdge,
-  type SamlModule,
-  type WeightedBackend,
-} from "../../src/model/wire.js";
+import { CIRCUIT_BREAKER_DEFAULTS, SAML_DEFAULTS, type CircuitBreakerModule, type HttpsEdge, type SamlModule, type WeightedBackend } from "../../src/model/wire.js";
 
 export interface SimRoute {
   edge: string;
@@ -92,12 +85,16 @@ export class SimulatedApi implements ApiClient {
     const body = request.body as WeightedBackendBody;
     if (target?.kind === "weighted_backends" && request.method === "POST") return { kind: "weighted_backend", object: this.create(body) };
     if (target?.kind === "weighted_backend" && request.method === "PATCH") return { kind: "weighted_backend", object: this.update(target.id, body) };
-    if (target?.kind === "weighted_backend" && request.method === "DELETE") return (this.remove(target.id), { kind: "weighted_backend", object: null });
+    if (target?.kind === "weighted_backend" && request.method === "DELETE") {
+      this.remove(target.id);
+      return { kind: "weighted_backend", object: null };
+    }
     if ((target?.kind === "saml" || target?.kind === "circuit_breaker") && request.method === "PUT") {
       return { kind: target.kind, object: this.put(target.edge, target.route, target.kind, request.body as never) } as Sent;
     }
     if ((target?.kind === "saml" || target?.kind === "circuit_breaker") && request.method === "DELETE") {
-      return (this.removeModule(target.edge, target.route, target.kind), { kind: target.kind, object: null });
+      this.removeModule(target.edge, target.route, target.kind);
+      return { kind: target.kind, object: null };
     }
     throw new ApiError(request.method, request.path, 405, undefined, "not a write the simulation knows", undefined);
   }
@@ -118,7 +115,14 @@ export class SimulatedApi implements ApiClient {
     this.checkChildren(null, body.backends, "POST", path);
     return this.write("POST", path, () => {
       const id = this.newId();
-      const wb: WeightedBackend = { id, uri: `${BASE}${path}/${id}`, created_at: "2026-01-01T00:00:00Z", description: body.description, metadata: body.metadata, backends: { ...body.backends } };
+      const wb: WeightedBackend = {
+        id,
+        uri: `${BASE}${path}/${id}`,
+        created_at: "2026-01-01T00:00:00Z",
+        description: body.description,
+        metadata: body.metadata,
+        backends: { ...body.backends },
+      };
       this.backends.set(id, wb);
       return structuredClone(wb);
     });

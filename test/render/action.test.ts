@@ -59,10 +59,12 @@ describe("comment and summary text", () => {
   });
 });
 
-
 describe("apply report", () => {
   it("shows the outputs once: the apply's, with the applied plan folded below without its own", () => {
-    const p = plan({ routes: [desiredRoute(present(samlSettings({ allow_idp_initiated: false })), unmanaged)] }, { routes: [liveRouteOf(samlModule(ROUTE, { allow_idp_initiated: true }), null)] });
+    const p = plan(
+      { routes: [desiredRoute(present(samlSettings({ allow_idp_initiated: false })), unmanaged)] },
+      { routes: [liveRouteOf(samlModule(ROUTE, { allow_idp_initiated: true }), null)] },
+    );
     expect(p.outputs).toHaveLength(1);
     const applied = "### edgeplan apply: stack `default`\n\n**Apply complete: 1 done.**\n\n#### Outputs: copy these into the IdP\n\n- x\n";
     const md = renderActionApply(p, applied);

@@ -83,9 +83,7 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(await page.title()).toBe("edgeplan plan: stack default");
     expect(await text(page, "h1")).toEqual(["edgeplan plan"]);
     expect(await text(page, ".summary")).toEqual(["Plan: 0 to create, 1 to update, 0 to delete."]);
-    expect(await text(page, ".estimate")).toEqual([
-      "apply will send 2 requests (1 write, 1 read to check convergence); at 120/60s and 4 at once, that is about 1 s.",
-    ]);
+    expect(await text(page, ".estimate")).toEqual(["apply will send 2 requests (1 write, 1 read to check convergence); at 120/60s and 4 at once, that is about 1 s."]);
     const card = page.locator("article.card");
     expect(await card.count()).toBe(1);
     expect(await card.locator("h3").innerText()).toContain("weighted_backend.checkout");
@@ -95,9 +93,9 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
       "after: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 80%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 20%",
     ]);
     // The bars are drawn: the first child's part is 90 % of the before bar's width and 80 % of the after bar's.
-    const widths = await card.locator("svg.bar").evaluateAll((svgs) =>
-      svgs.map((s) => s.querySelector("rect").getBoundingClientRect().width / s.getBoundingClientRect().width),
-    );
+    const widths = await card
+      .locator("svg.bar")
+      .evaluateAll((svgs) => svgs.map((s) => s.querySelector("rect").getBoundingClientRect().width / s.getBoundingClientRect().width));
     expect(widths.map((w) => Math.round(w * 100))).toEqual([90, 80]);
     expect(await text(page, ".shares .share")).toEqual(["90% → 80%", "0%", "10% → 20%"]);
     expect(others).toEqual([]);
@@ -158,8 +156,7 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
       expect(await overflow(light.page), `${name} fits 360 px`).toBeLessThanOrEqual(0);
       const font = await light.page.evaluate(() => parseFloat(getComputedStyle(document.body).fontSize));
       expect(font).toBeGreaterThanOrEqual(14);
-      const colours = async (p: Page): Promise<string[]> =>
-        p.evaluate(() => [getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]);
+      const colours = async (p: Page): Promise<string[]> => p.evaluate(() => [getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]);
       expect(await colours(light.page)).toEqual(["rgb(255, 255, 255)", "rgb(31, 35, 40)"]);
       const dark = await open(scenario(name), 360, "dark");
       expect(await colours(dark.page)).toEqual(["rgb(13, 17, 23)", "rgb(230, 237, 243)"]);

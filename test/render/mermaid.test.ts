@@ -109,7 +109,9 @@ describe("traffic diagrams in the Markdown plan", () => {
     const diagrams = mermaidBlocks(full).length;
     const cut = renderMarkdown(p, { maxChars: full.length - 200 });
     expect(mermaidBlocks(cut).length).toBeLessThan(diagrams);
-    expect(cut).toContain(`of ${diagrams} traffic diagrams were cut to keep this comment under ${full.length - 200} characters; \`edgeplan plan --format html\` draws every split._`);
+    expect(cut).toContain(
+      `of ${diagrams} traffic diagrams were cut to keep this comment under ${full.length - 200} characters; \`edgeplan plan --format html\` draws every split._`,
+    );
     // Every change's details are still there: the diagrams went first.
     expect(cut.match(/<details>/g)?.length).toBe(p.changes.length);
     expect(cut.length).toBeLessThanOrEqual(full.length - 200);
@@ -177,7 +179,10 @@ describe("every diagram parses with Mermaid (chromium)", () => {
     const texts = drawn.flatMap((d) => d.labels);
     for (const name of HOSTILE_NAMES.filter((n) => !n.includes("\n"))) {
       const shown = [...name].length > MAX_LABEL ? `${[...name].slice(0, MAX_LABEL - 1).join("")}…` : name;
-      expect(texts.some((t) => t.startsWith(shown)), `the label of ${JSON.stringify(name)}`).toBe(true);
+      expect(
+        texts.some((t) => t.startsWith(shown)),
+        `the label of ${JSON.stringify(name)}`,
+      ).toBe(true);
     }
     expect(drawn.map((d) => d.markup)).toEqual(drawn.map(() => 0));
   });

@@ -5,14 +5,33 @@ import { renderMarkdown } from "../../src/render/markdown.js";
 import { renderText } from "../../src/render/text.js";
 import { PlanFileSchema, PlanSchema } from "../../src/model/plan-schema.js";
 import type { Plan } from "../../src/model/plan.js";
-import { desiredRoute, desiredWb, EDGE, hrId, liveRouteOf, liveWb, markerMetadata, plan, present, ROUTE, samlModule, samlSettings, unmanaged, wbId } from "../core/builders.js";
+import {
+  desiredRoute,
+  desiredWb,
+  EDGE,
+  hrId,
+  liveRouteOf,
+  liveWb,
+  markerMetadata,
+  plan,
+  present,
+  ROUTE,
+  samlModule,
+  samlSettings,
+  unmanaged,
+  wbId,
+} from "../core/builders.js";
 
 const ESC = "\x1b[";
 
 function bigPlan(n: number): Plan {
   return plan(
     {},
-    { wbs: Array.from({ length: n }, (_, i) => liveWb(i + 1, { description: `object ${i} ${"x".repeat(200)}`, metadata: markerMetadata("default", `o${String(i).padStart(3, "0")}`) })) },
+    {
+      wbs: Array.from({ length: n }, (_, i) =>
+        liveWb(i + 1, { description: `object ${i} ${"x".repeat(200)}`, metadata: markerMetadata("default", `o${String(i).padStart(3, "0")}`) }),
+      ),
+    },
     { prune: true },
   );
 }
@@ -157,7 +176,20 @@ describe("renderJson", () => {
     expect(text.endsWith("}\n")).toBe(true);
     const parsed = JSON.parse(text) as Record<string, unknown>;
     expect(parsed.format_version).toBe(1);
-    expect(Object.keys(parsed)).toEqual(["format_version", "stack", "targeted", "options", "summary", "risks", "changes", "orphans", "outputs", "warnings", "ignored", "estimate"]);
+    expect(Object.keys(parsed)).toEqual([
+      "format_version",
+      "stack",
+      "targeted",
+      "options",
+      "summary",
+      "risks",
+      "changes",
+      "orphans",
+      "outputs",
+      "warnings",
+      "ignored",
+      "estimate",
+    ]);
     expect(PlanFileSchema.safeParse(parsed).success).toBe(true);
     expect(parsed).toEqual(JSON.parse(JSON.stringify(p)));
   });

@@ -107,7 +107,11 @@ describe("logs and notices", () => {
     await api.post("/backends/weighted", { backends: {} });
     await apiClient(s.url, "wrong-key-value").get("/backends/weighted");
     expect(await s.stop()).toBe(0);
-    const lines = s.stderr().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = s
+      .stderr()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((l) => [l.method, l.path, l.status])).toEqual([
       ["GET", "/backends/weighted", 200],
       ["POST", "/backends/weighted", 201],
@@ -128,7 +132,21 @@ describe("logs and notices", () => {
   });
 
   it("announces every fault that is on", async () => {
-    const s = await spawn(["--quiet", "--latency", "1-2", "--fail-rate", "0.25", "--drop-rate", "0.5", "--fault-seed", "7", "--rate-limit", "120/60s", "--max-inflight", "8"]);
+    const s = await spawn([
+      "--quiet",
+      "--latency",
+      "1-2",
+      "--fail-rate",
+      "0.25",
+      "--drop-rate",
+      "0.5",
+      "--fault-seed",
+      "7",
+      "--rate-limit",
+      "120/60s",
+      "--max-inflight",
+      "8",
+    ]);
     expect(s.stderr().trim().split("\n")).toEqual([
       "fault on: every request is delayed 1-2 ms (--latency)",
       "fault on: 25% of requests are answered 503 before anything is done (--fail-rate)",
@@ -141,7 +159,17 @@ describe("logs and notices", () => {
   });
 
   it("uses --public-url, --sp-base and --version-header", async () => {
-    const s = await spawn(["--quiet", "--public-url", "https://edge-api.example.com", "--sp-base", "https://sp.example.com", "--version-header", "X-Version", "--fixtures", FIXTURES]);
+    const s = await spawn([
+      "--quiet",
+      "--public-url",
+      "https://edge-api.example.com",
+      "--sp-base",
+      "https://sp.example.com",
+      "--version-header",
+      "X-Version",
+      "--fixtures",
+      FIXTURES,
+    ]);
     const api = apiClient(s.url, s.apiKey, "X-Version");
     const created = await api.post("/backends/weighted", { backends: {} });
     expect(created.json.uri).toBe(`https://edge-api.example.com/backends/weighted/${created.json.id}`);

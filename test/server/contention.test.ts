@@ -19,7 +19,14 @@ class Lost extends Error {
 function virtualClock(): { now: () => number; sleep: (ms: number) => Promise<void>; waits: number[] } {
   let t = 0;
   const waits: number[] = [];
-  return { now: () => t, sleep: async (ms) => void (waits.push(ms), (t += ms)), waits };
+  return {
+    now: () => t,
+    sleep: async (ms) => {
+      waits.push(ms);
+      t += ms;
+    },
+    waits,
+  };
 }
 
 describe("retryLostRaces", () => {

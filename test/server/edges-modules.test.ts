@@ -38,7 +38,13 @@ beforeAll(async () => {
             { id: R2, match: "/api", match_type: "path_prefix" },
           ],
         },
-        { id: E2, routes: [{ id: R3, match: "/login", match_type: "exact_path" }, { id: R4, match: "/", match_type: "path_prefix" }] },
+        {
+          id: E2,
+          routes: [
+            { id: R3, match: "/login", match_type: "exact_path" },
+            { id: R4, match: "/", match_type: "path_prefix" },
+          ],
+        },
       ],
     },
   });

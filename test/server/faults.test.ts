@@ -26,7 +26,10 @@ describe("--latency", () => {
 
 describe("--fail-rate", () => {
   it("at 1, answers 503 before doing anything: nothing is written", async () => {
-    const s = await startTestServer({ failRate: 1, fixtures: { edges: [{ id: fakeId("edghts", 1), routes: [{ id: fakeId("edghtsrt", 1), match: "/", match_type: "path_prefix" }] }] } });
+    const s = await startTestServer({
+      failRate: 1,
+      fixtures: { edges: [{ id: fakeId("edghts", 1), routes: [{ id: fakeId("edghtsrt", 1), match: "/", match_type: "path_prefix" }] }] },
+    });
     try {
       expect(s.notices.some((n) => n.includes("100% of requests are answered 503"))).toBe(true);
       const api = apiClient(s.url, s.apiKey);

@@ -101,8 +101,7 @@ it(`answers ${REQUESTS} drawn requests to every endpoint with no 5xx, errors in 
   const succeeded = new Set<string>();
   for (let round = 0; round < ROUNDS && requests < REQUESTS; round++) {
     const lanes = fc.sample(fc.array(step, { minLength: STEPS, maxLength: STEPS }), { seed: seedOfRun + round, numRuns: LANES });
-    const where = (lane: number): string =>
-      `${s.store.kind} fuzz, EDGEPLAN_PROPERTY_SEED=${seedOfRun} EDGEPLAN_FUZZ_REQUESTS=${REQUESTS}, round ${round}, lane ${lane}`;
+    const where = (lane: number): string => `${s.store.kind} fuzz, EDGEPLAN_PROPERTY_SEED=${seedOfRun} EDGEPLAN_FUZZ_REQUESTS=${REQUESTS}, round ${round}, lane ${lane}`;
     const done = await Promise.all(lanes.map((steps, lane) => runLane(KEYS[round * LANES + lane] as string, steps, where(lane))));
     requests += done.reduce((n, l) => n + l.requests, 0);
     keysMade += done.reduce((n, l) => n + l.keysMade, 0);

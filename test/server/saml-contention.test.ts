@@ -65,10 +65,7 @@ it(`another account's reads keep a p99 under ${P99_BOUND_MS} ms while one accoun
   const made = await reader.post("/backends/weighted", { description: "read while keys are made", backends: {} });
   expect(made.status, made.text).toBe(201);
   const deadline = performance.now() + RUN_MS;
-  const [times, ...perRoute] = await Promise.all([
-    read(`/backends/weighted/${made.json.id as string}`, deadline),
-    ...ROUTES.map((route) => churn(route, deadline)),
-  ]);
+  const [times, ...perRoute] = await Promise.all([read(`/backends/weighted/${made.json.id as string}`, deadline), ...ROUTES.map((route) => churn(route, deadline))]);
   const certificates = perRoute.flat();
   // Every PUT after a DELETE made a key of its own.
   expect(new Set(certificates).size).toBe(certificates.length);

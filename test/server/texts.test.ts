@@ -61,11 +61,7 @@ describe("a NUL character", () => {
     const made = await api.post("/backends/weighted", { description: "kept", backends: {} });
     expect(made.status, made.text).toBe(201);
     const path = `/backends/weighted/${made.json.id as string}`;
-    expectRefused(
-      await api.patch(path, { description: "\u0000" }),
-      { field: "description" },
-      `description: holds a NUL character (U+0000) at offset 0, ${NUL_FIX}`,
-    );
+    expectRefused(await api.patch(path, { description: "\u0000" }), { field: "description" }, `description: holds a NUL character (U+0000) at offset 0, ${NUL_FIX}`);
     expect((await api.get(path)).json).toEqual(made.json);
   });
 
