@@ -11,9 +11,10 @@ import { isLeaseObject } from "../model/lease.js";
 import { moduleSpec, normaliseModuleSettings } from "../kinds/module.js";
 import { buildLiveValue, parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { jsonEqual } from "../model/json-equal.js";
-import type { ModuleChange, Plan, SamlOutput, WeightedBackendChange } from "../model/plan.js";
+import type { ModuleChange, Plan, WeightedBackendChange } from "../model/plan.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend, OwnerMarker } from "../model/state.js";
 import { quoteValue, type Disagreement } from "../core/plan-check.js";
+import { buildOutput } from "../core/outputs.js";
 
 /**
  * What disagrees between the plan's changes and the live side read again, in the plan's order. Objects the live
@@ -37,7 +38,7 @@ export function checkPlanAgainstLive(plan: Pick<Plan, "changes" | "stack" | "opt
   const samlRead = new Set(plan.changes.flatMap((c) => (c.kind === "saml" ? [`${c.edge}/${c.route}`] : [])));
   for (const o of plan.outputs) {
     const route = samlRead.has(`${o.edge}/${o.route}`) ? routes.get(`${o.edge}/${o.route}`) : undefined;
-    if (route && !jsonEqual(o, outputOf(o, route))) out.push({ address: o.address, what: "the output is not what the server holds for this route" });
+    if (route && !jsonEqual(o, buildOutput(o.edge, o.route, route))) out.push({ address: o.address, what: "the output is not what the server holds for this route" });
   }
   return out;
 }
@@ -87,20 +88,4 @@ function checkModuleBefore(change: ModuleChange, route: LiveRoute, say: (what: s
   const module = route[change.kind];
   const now = module === null ? null : normaliseModuleSettings(moduleSpec(change.kind), module);
   if (!jsonEqual(change.before, now)) say(`before is ${quoteValue(change.before)}, but the route holds ${quoteValue(now)}`);
-}
-
-/** The output of a route as the server holds it now (what `buildOutputs` gives for the module as read). */
-function outputOf(o: SamlOutput, route: LiveRoute): SamlOutput {
-  const saml = route.saml;
-  return {
-    address: o.address,
-    edge: o.edge,
-    route: o.route,
-    known_after_apply: saml === null,
-    entity_id: saml?.entity_id ?? null,
-    assertion_consumer_service_url: saml?.assertion_consumer_service_url ?? null,
-    single_logout_url: saml?.single_logout_url ?? null,
-    metadata_url: saml?.metadata_url ?? null,
-    certificate_sha256: saml ? (route.samlCertificateSha256 ?? null) : null,
-  };
 }

@@ -13,20 +13,23 @@ import { compareText } from "../model/canonical.js";
 export function buildOutputs(routes: Array<{ desired: DesiredEdgeRoute; live: LiveRoute }>): SamlOutput[] {
   const outputs: SamlOutput[] = [];
   for (const { desired, live } of routes) {
-    if (desired.saml.state !== "present") continue;
-    const address = moduleAddress(desired.edge, desired.route, "saml");
-    const saml = live.saml;
-    outputs.push({
-      address,
-      edge: desired.edge,
-      route: desired.route,
-      known_after_apply: saml === null,
-      entity_id: saml?.entity_id ?? null,
-      assertion_consumer_service_url: saml?.assertion_consumer_service_url ?? null,
-      single_logout_url: saml?.single_logout_url ?? null,
-      metadata_url: saml?.metadata_url ?? null,
-      certificate_sha256: saml ? (live.samlCertificateSha256 ?? null) : null,
-    });
+    if (desired.saml.state === "present") outputs.push(buildOutput(desired.edge, desired.route, live));
   }
   return outputs.sort((a, b) => compareText(a.address, b.address));
+}
+
+/** The output of a route whose SAML module is managed, from the route as read: null values until the module exists. */
+export function buildOutput(edge: string, route: string, live: LiveRoute): SamlOutput {
+  const saml = live.saml;
+  return {
+    address: moduleAddress(edge, route, "saml"),
+    edge,
+    route,
+    known_after_apply: saml === null,
+    entity_id: saml?.entity_id ?? null,
+    assertion_consumer_service_url: saml?.assertion_consumer_service_url ?? null,
+    single_logout_url: saml?.single_logout_url ?? null,
+    metadata_url: saml?.metadata_url ?? null,
+    certificate_sha256: saml ? (live.samlCertificateSha256 ?? null) : null,
+  };
 }
