@@ -12,8 +12,6 @@ import { LIMITS } from "../model/wire.js";
 import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
 
-export { lineColOf };
-
 /** A problem in IdP metadata, with its line and column in the XML when it points at a place there. */
 export interface XmlProblem {
   severity: "error" | "warning";

@@ -75,28 +75,20 @@ export function lineColOfByte(bytes: Uint8Array, offset: number): { line: number
   return lineColOf(before, before.length);
 }
 
-/** Offset of the first byte that starts an invalid UTF-8 sequence. */
+/**
+ * Offset of the first byte that starts an invalid UTF-8 sequence, or the length when there is none: where the
+ * platform's lenient decoder puts its first U+FFFD that the bytes do not spell (EF BF BD).
+ */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
-  let i = 0;
-  while (i < bytes.length) {
-    const b = bytes[i] ?? 0;
-    let n = 0;
-    let min = 0;
-    if (b < 0x80) n = 0;
-    else if (b >= 0xc2 && b <= 0xdf) n = 1;
-    else if (b >= 0xe0 && b <= 0xef) [n, min] = [2, 0x800];
-    else if (b >= 0xf0 && b <= 0xf4) [n, min] = [3, 0x10000];
-    else return i;
-    if (n > 0) {
-      let cp = b & (0x3f >> n);
-      for (let k = 1; k <= n; k++) {
-        const c = bytes[i + k];
-        if (c === undefined || (c & 0xc0) !== 0x80) return i;
-        cp = (cp << 6) | (c & 0x3f);
-      }
-      if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
-    }
-    i += n + 1;
+  const text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+  const encoder = new TextEncoder();
+  let at = 0;
+  let from = 0;
+  for (let i = text.indexOf("\uFFFD"); i >= 0; i = text.indexOf("\uFFFD", i + 1)) {
+    at += encoder.encode(text.slice(from, i)).length;
+    if (bytes[at] !== 0xef || bytes[at + 1] !== 0xbf || bytes[at + 2] !== 0xbd) return at;
+    at += 3;
+    from = i + 1;
   }
   return bytes.length;
 }
