@@ -91,14 +91,7 @@ async function walkEntry(w: Walk, realRoot: string, entry: Dirent, p: string): P
   let isDir = entry.isDirectory();
   let isFile = entry.isFile();
   if (entry.isSymbolicLink()) {
-    let real: string;
-    try {
-      real = await realpath(p);
-    } catch (e) {
-      const why = fileErrorReason(e);
-      if (isManifestName(entry.name)) w.problem(p, why === "no such file" ? "symbolic link to nothing (its target does not exist); fix or remove it" : cannotRead("symbolic link", e));
-      return;
-    }
+    const real = await realpath(p);
     const target = await stat(real);
     if (!inside(realRoot, real)) {
       if (isManifestName(entry.name) || target.isDirectory()) w.problem(p, outsideRoot(w, "files"));
@@ -128,8 +121,10 @@ async function walkFolder(w: Walk, realRoot: string, dir: string): Promise<void>
     try {
       await walkEntry(w, realRoot, entry, p);
     } catch (e) {
-      // A folder that can be listed but not entered, or an entry removed while walking.
-      w.problem(p, cannotRead(entry.isDirectory() ? "folder" : "file", e));
+      // A dangling link or a loop of links, a folder that can be listed but not entered, an entry removed while
+      // walking. A link that is not named as a manifest is no manifest: it is left alone.
+      const what = entry.isSymbolicLink() ? "symbolic link" : entry.isDirectory() ? "folder" : "file";
+      if (isManifestName(entry.name) || entry.isDirectory()) w.problem(p, cannotRead(what, e));
     }
   }
 }

@@ -160,11 +160,20 @@ describe("files that cannot be read", () => {
       dir,
       ["."],
       [
-        "dangling.yaml:1:1: symbolic link to nothing (its target does not exist); fix or remove it",
+        "dangling.yaml:1:1: cannot read this symbolic link (no such file); fix the path or remove it",
         "loop-a.yaml:1:1: cannot read this symbolic link (a loop of symbolic links); fix the path or remove it",
         "loop-b.yaml:1:1: cannot read this symbolic link (a loop of symbolic links); fix the path or remove it",
       ],
     );
     await expectRefused(dir, ["loop-a.yaml"], ["loop-a.yaml:1:1: cannot read this path (a loop of symbolic links); fix the path or remove it"]);
+  });
+
+  it("a project file that is a named pipe: refused at once, not read for ever", async () => {
+    const dir = folder({ "m.yaml": `kind: WeightedBackend\nname: checkout\nbackends:\n  ${BACKEND}: 100\n` });
+    execFileSync("mkfifo", [path.join(dir, "edgeplan.yaml")]);
+    for (const args of [["validate", "m.yaml"], ["plan", "--local", "m.yaml"]]) {
+      const { code, stdout, stderr } = await run(args, dir);
+      expect([stderr, stdout, code]).toEqual(["edgeplan: --config edgeplan.yaml: cannot read the project file (not a regular file)\n", "", 1]);
+    }
   });
 });
