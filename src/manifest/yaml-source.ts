@@ -240,7 +240,8 @@ function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): Dia
       const resolved = isAlias(key) ? anchors.get(key.source) : key;
       const problem = (message: string) => out.push(err(at(startOf(key as Node) ?? node.range?.[0] ?? 0), message));
       if (isNode(resolved) && !isScalar(resolved)) problem("a key must be text, not a mapping or a list; write the key as text");
-      else if (isScalar(resolved) && resolved.type === "PLAIN" && resolved.value === "<<") problem("<< merges mappings in YAML 1.1 only, and manifests are YAML 1.2; write the fields out");
+      else if (isScalar(resolved) && resolved.type === "PLAIN" && resolved.value === "<<")
+        problem("<< merges mappings in YAML 1.1 only, and manifests are YAML 1.2; write the fields out");
       else if (resolved !== undefined || !isAlias(key)) {
         const text = String((resolved as { value?: unknown } | null)?.value ?? "");
         if (seen.has(text)) problem("this key appears twice in the same mapping; keep one of them");

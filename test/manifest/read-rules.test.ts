@@ -171,7 +171,10 @@ describe("files that cannot be read", () => {
   it("a project file that is a named pipe: refused at once, not read for ever", async () => {
     const dir = folder({ "m.yaml": `kind: WeightedBackend\nname: checkout\nbackends:\n  ${BACKEND}: 100\n` });
     execFileSync("mkfifo", [path.join(dir, "edgeplan.yaml")]);
-    for (const args of [["validate", "m.yaml"], ["plan", "--local", "m.yaml"]]) {
+    for (const args of [
+      ["validate", "m.yaml"],
+      ["plan", "--local", "m.yaml"],
+    ]) {
       const { code, stdout, stderr } = await run(args, dir);
       expect([stderr, stdout, code]).toEqual(["edgeplan: --config edgeplan.yaml: cannot read the project file (not a regular file)\n", "", 1]);
     }
