@@ -7,11 +7,10 @@ import { X509Certificate } from "node:crypto";
 import { realpath, stat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
+import { fileErrorReason } from "../model/errors.js";
 import { LIMITS } from "../model/wire.js";
 import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
-
-export { lineColOf };
 
 /** A problem in IdP metadata, with its line and column in the XML when it points at a place there. */
 export interface XmlProblem {
@@ -209,24 +208,27 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   if (!inside(root, absPath)) {
     return { ok: false, message: `${field} ${ref} leads outside ${inRoot}; keep IdP metadata files inside the folder given to edgeplan` };
   }
-  let real: string;
+  let bytes: Buffer;
   try {
-    real = await realpath(absPath);
-  } catch {
-    return { ok: false, message: `${field} ${ref}: no such file; check the path (it is relative to this manifest)` };
+    // Every step may fail (a dangling link, a loop of links, a file that cannot be read): each is said at the reference.
+    const real = await realpath(absPath);
+    if (!inside(await realpath(root), real)) {
+      return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
+    }
+    const info = await stat(real);
+    if (!info.isFile()) return { ok: false, message: `${field} ${ref} is not a file; name the XML file itself` };
+    if (info.size > LIMITS.idpMetadataBytes) {
+      return {
+        ok: false,
+        message: `${field} ${ref} is ${info.size} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts; use the IdP's metadata for one entity`,
+      };
+    }
+    bytes = await readFile(real);
+  } catch (e) {
+    const why = fileErrorReason(e);
+    const advice = why === "no such file" ? "check the path (it is relative to this manifest)" : why === "permission denied" ? "check its permissions" : "fix the path";
+    return { ok: false, message: `${field} ${ref}: ${why}; ${advice}` };
   }
-  if (!inside(await realpath(root), real)) {
-    return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
-  }
-  const info = await stat(real);
-  if (!info.isFile()) return { ok: false, message: `${field} ${ref} is not a file; name the XML file itself` };
-  if (info.size > LIMITS.idpMetadataBytes) {
-    return {
-      ok: false,
-      message: `${field} ${ref} is ${info.size} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts; use the IdP's metadata for one entity`,
-    };
-  }
-  const bytes = await readFile(real);
   if (bytes.length > LIMITS.idpMetadataBytes) {
     return { ok: false, message: `${field} ${ref} is ${bytes.length} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts` };
   }

@@ -16,7 +16,7 @@ import type { CheckedDocument } from "./check-document.js";
 import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
 import type { Env } from "./interpolate.js";
-import { collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
+import { cannotRead, collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
 import { decodeManifest, Pinner, sizeDiagnostic } from "./yaml-source.js";
 
 export interface LoadOptions {
@@ -113,8 +113,7 @@ async function readText(file: ManifestFile): Promise<FileText> {
     if (tooLarge) return { diagnostic: tooLarge };
     bytes = await readFile(file.path);
   } catch (e) {
-    const message = `cannot read this file (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions`;
-    return { diagnostic: { severity: "error", pos: { file: file.display, line: 1, col: 1 }, message } };
+    return { diagnostic: { severity: "error", pos: { file: file.display, line: 1, col: 1 }, message: cannotRead("file", e) } };
   }
   const decoded = decodeManifest(bytes, file.display);
   return "text" in decoded && !file.explicit && !looksLikeManifest(decoded.text) ? "skip" : decoded;

@@ -3,10 +3,10 @@
  * its zod schema (src/model/project-schema.ts), then each value parsed by the parser its flag uses
  * (`SETTING_PARSERS`, src/model/syntax.ts). Every problem is a diagnostic at `file:line:col`, as in a manifest.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
-import { EdgeplanError } from "../model/errors.js";
+import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import { ProjectFileSchema, PROJECT_FILE, type ProjectFile } from "../model/project-schema.js";
 import type { SourcePos } from "../model/state.js";
 import { SETTING_PARSERS } from "../model/syntax.js";
@@ -63,11 +63,12 @@ export async function loadProjectFile(cwd: string, configPath?: string): Promise
   const shown = path.relative(cwd, absolute) || PROJECT_FILE;
   let bytes: Uint8Array;
   try {
+    // A named pipe or a device would block the read for ever.
+    if (!(await stat(absolute)).isFile()) throw Object.assign(new Error("not a regular file"), { code: "not a regular file" });
     bytes = await readFile(absolute);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (configPath === undefined && code === "ENOENT") return { settings: {}, diagnostics: [] };
-    throw new EdgeplanError(`--config ${configPath ?? shown}: cannot read the project file (${code === "ENOENT" ? "no such file" : (code ?? "error")})`);
+    if (configPath === undefined && (err as NodeJS.ErrnoException).code === "ENOENT") return { settings: {}, diagnostics: [] };
+    throw new EdgeplanError(`--config ${configPath ?? shown}: cannot read the project file (${fileErrorReason(err)})`);
   }
   const decoded = decodeManifest(bytes, shown);
   if ("diagnostic" in decoded) return { file: shown, settings: {}, diagnostics: [decoded.diagnostic] };

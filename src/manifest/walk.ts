@@ -6,7 +6,7 @@
 import type { Dirent, Stats } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Diagnostic } from "../model/errors.js";
+import { type Diagnostic, fileErrorReason } from "../model/errors.js";
 import { compareText } from "../model/canonical.js";
 
 export interface ManifestFile {
@@ -52,9 +52,86 @@ export function commonAncestor(dirs: string[]): string {
   return common;
 }
 
+/** The error of a path that a file-system call failed on: what it is, why it failed, what to do. */
+export function cannotRead(what: string, err: unknown): string {
+  const why = fileErrorReason(err);
+  return `cannot read this ${what} (${why}); ${why === "permission denied" ? "check its permissions" : "fix the path or remove it"}`;
+}
+
+/** What finding the files of one path needs and adds to. */
+interface Walk {
+  cwd: string;
+  root: string;
+  rootDisplay: string;
+  /** Real paths of the files already added, and of the folders already walked. */
+  seen: Set<string>;
+  files: ManifestFile[];
+  problem: (p: string, message: string) => void;
+}
+
+const outsideRoot = (w: Walk, what: string): string =>
+  `symbolic link leads outside the manifest root ${w.rootDisplay === "." ? "./" : `${w.rootDisplay}/`}; copy the ${what} into the root instead`;
+
+async function addFile(w: Walk, file: string, explicit: boolean): Promise<void> {
+  const real = await realpath(file);
+  if (w.seen.has(real)) return;
+  w.seen.add(real);
+  w.files.push({ path: file, display: displayPath(w.cwd, file), root: w.root, rootDisplay: w.rootDisplay, explicit });
+}
+
+/** A file named on the command line, confined like one found by walking: a pull request may turn it into a link to the runner's secrets (a credentials file, /proc/self/environ) or to a device that never ends. */
+async function addGivenFile(w: Walk, abs: string, info: Stats): Promise<void> {
+  if (!inside(await realpath(w.root), await realpath(abs))) w.problem(abs, outsideRoot(w, "file"));
+  else if (!info.isFile()) w.problem(abs, "not a regular file (a device, pipe or socket); name a YAML file");
+  else await addFile(w, abs, true);
+}
+
+/** One entry of a folder walked: a folder to walk, a manifest file to add, or a link to follow inside the root. */
+async function walkEntry(w: Walk, realRoot: string, entry: Dirent, p: string): Promise<void> {
+  let isDir = entry.isDirectory();
+  let isFile = entry.isFile();
+  if (entry.isSymbolicLink()) {
+    const real = await realpath(p);
+    const target = await stat(real);
+    if (!inside(realRoot, real)) {
+      if (isManifestName(entry.name) || target.isDirectory()) w.problem(p, outsideRoot(w, "files"));
+      return;
+    }
+    isDir = target.isDirectory();
+    isFile = target.isFile();
+    if (isDir && w.seen.has(real)) return;
+    if (isDir) w.seen.add(real);
+  }
+  if (isDir) await walkFolder(w, realRoot, p);
+  else if (isFile && isManifestName(entry.name)) await addFile(w, p, false);
+}
+
+/** Walks a folder in sorted order; what cannot be read is a problem at its path, and the walk goes on. */
+async function walkFolder(w: Walk, realRoot: string, dir: string): Promise<void> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (e) {
+    w.problem(dir, cannotRead("folder", e));
+    return;
+  }
+  for (const entry of entries.sort(byName)) {
+    if (skippedDir(entry.name)) continue;
+    const p = path.join(dir, entry.name);
+    try {
+      await walkEntry(w, realRoot, entry, p);
+    } catch (e) {
+      // A dangling link or a loop of links, a folder that can be listed but not entered, an entry removed while
+      // walking. A link that is not named as a manifest is no manifest: it is left alone.
+      const what = entry.isSymbolicLink() ? "symbolic link" : entry.isDirectory() ? "folder" : "file";
+      if (isManifestName(entry.name) || entry.isDirectory()) w.problem(p, cannotRead(what, e));
+    }
+  }
+}
+
 /**
  * Finds the manifest files of `paths` (resolved against `cwd`). Problems (a path that does not exist, a link
- * leading out of the root, a folder that cannot be read) are diagnostics; nothing throws for them.
+ * leading out of the root, a file or folder that cannot be read) are diagnostics at the path; nothing throws for them.
  */
 export async function collectManifestFiles(paths: string[], cwd: string): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string; roots: string[] }> {
   const files: ManifestFile[] = [];
@@ -64,81 +141,23 @@ export async function collectManifestFiles(paths: string[], cwd: string): Promis
   const problem = (p: string, message: string): void => {
     diagnostics.push({ severity: "error", pos: { file: displayPath(cwd, p), line: 1, col: 1 }, message });
   };
-
   for (const given of paths.length > 0 ? paths : ["."]) {
     const abs = path.resolve(cwd, given);
-    let info: Stats;
     try {
-      info = await stat(abs);
-    } catch {
-      problem(abs, "no such file or folder; check the path given to edgeplan");
-      continue;
+      const info = await stat(abs);
+      const root = info.isDirectory() ? abs : path.dirname(abs);
+      roots.push(root);
+      const w: Walk = { cwd, root, rootDisplay: displayPath(cwd, root), seen, files, problem };
+      if (!info.isDirectory()) await addGivenFile(w, abs, info);
+      else {
+        const realRoot = await realpath(root);
+        seen.add(realRoot);
+        await walkFolder(w, realRoot, root);
+      }
+    } catch (e) {
+      const why = fileErrorReason(e);
+      problem(abs, why === "no such file" ? "no such file or folder; check the path given to edgeplan" : cannotRead("path", e));
     }
-    const root = info.isDirectory() ? abs : path.dirname(abs);
-    roots.push(root);
-    const rootDisplay = displayPath(cwd, root);
-    const add = async (file: string, explicit: boolean): Promise<void> => {
-      const real = await realpath(file);
-      if (seen.has(real)) return;
-      seen.add(real);
-      files.push({ path: file, display: displayPath(cwd, file), root, rootDisplay, explicit });
-    };
-    if (!info.isDirectory()) {
-      // A file named on the command line is confined like one found by walking: a pull request may turn it into a
-      // link to the runner's secrets (a credentials file, /proc/self/environ) or to a device that never ends.
-      if (!inside(await realpath(root), await realpath(abs))) {
-        problem(abs, `symbolic link leads outside the manifest root ${rootDisplay === "." ? "./" : `${rootDisplay}/`}; copy the file into the root instead`);
-        continue;
-      }
-      if (!info.isFile()) {
-        problem(abs, "not a regular file (a device, pipe or socket); name a YAML file");
-        continue;
-      }
-      await add(abs, true);
-      continue;
-    }
-    const realRoot = await realpath(root);
-    const visited = new Set<string>([realRoot]);
-    const walk = async (dir: string): Promise<void> => {
-      let entries: Dirent[];
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch (e) {
-        problem(dir, `cannot read this folder (${(e as NodeJS.ErrnoException).code ?? "error"}); check its permissions`);
-        return;
-      }
-      for (const entry of entries.sort(byName)) {
-        if (skippedDir(entry.name)) continue;
-        const p = path.join(dir, entry.name);
-        let isDir = entry.isDirectory();
-        let isFile = entry.isFile();
-        if (entry.isSymbolicLink()) {
-          let real: string;
-          try {
-            real = await realpath(p);
-          } catch {
-            if (isManifestName(entry.name)) problem(p, "symbolic link to nothing (its target does not exist); fix or remove it");
-            continue;
-          }
-          if (!inside(realRoot, real)) {
-            if (isManifestName(entry.name) || (await stat(real)).isDirectory()) {
-              problem(p, `symbolic link leads outside the manifest root ${rootDisplay === "." ? "./" : `${rootDisplay}/`}; copy the files into the root instead`);
-            }
-            continue;
-          }
-          const target = await stat(real);
-          isDir = target.isDirectory();
-          isFile = target.isFile();
-          if (isDir) {
-            if (visited.has(real)) continue;
-            visited.add(real);
-          }
-        }
-        if (isDir) await walk(p);
-        else if (isFile && isManifestName(entry.name)) await add(p, false);
-      }
-    };
-    await walk(root);
   }
   return { files, diagnostics, root: roots.length > 0 ? commonAncestor(roots) : path.resolve(cwd), roots };
 }

@@ -3,7 +3,7 @@
  * (size, binary content, invalid UTF-8, nesting depth, alias bombs) applied before anything expensive runs. Pure:
  * bytes in, documents and diagnostics out.
  */
-import { Composer, type CST, isAlias, isMap, isScalar, isSeq, Lexer, LineCounter, Parser, type Document, type Node } from "yaml";
+import { Composer, type CST, isAlias, isMap, isNode, isScalar, isSeq, Lexer, LineCounter, Parser, type Document, type Node, type YAMLError, YAMLWarning } from "yaml";
 import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
 
@@ -75,28 +75,20 @@ export function lineColOfByte(bytes: Uint8Array, offset: number): { line: number
   return lineColOf(before, before.length);
 }
 
-/** Offset of the first byte that starts an invalid UTF-8 sequence. */
+/**
+ * Offset of the first byte that starts an invalid UTF-8 sequence, or the length when there is none: where the
+ * platform's lenient decoder puts its first U+FFFD that the bytes do not spell (EF BF BD).
+ */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
-  let i = 0;
-  while (i < bytes.length) {
-    const b = bytes[i] ?? 0;
-    let n = 0;
-    let min = 0;
-    if (b < 0x80) n = 0;
-    else if (b >= 0xc2 && b <= 0xdf) n = 1;
-    else if (b >= 0xe0 && b <= 0xef) [n, min] = [2, 0x800];
-    else if (b >= 0xf0 && b <= 0xf4) [n, min] = [3, 0x10000];
-    else return i;
-    if (n > 0) {
-      let cp = b & (0x3f >> n);
-      for (let k = 1; k <= n; k++) {
-        const c = bytes[i + k];
-        if (c === undefined || (c & 0xc0) !== 0x80) return i;
-        cp = (cp << 6) | (c & 0x3f);
-      }
-      if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
-    }
-    i += n + 1;
+  const text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+  const encoder = new TextEncoder();
+  let at = 0;
+  let from = 0;
+  for (let i = text.indexOf("\uFFFD"); i >= 0; i = text.indexOf("\uFFFD", i + 1)) {
+    at += encoder.encode(text.slice(from, i)).length;
+    if (bytes[at] !== 0xef || bytes[at + 1] !== 0xbf || bytes[at + 2] !== 0xbd) return at;
+    at += 3;
+    from = i + 1;
   }
   return bytes.length;
 }
@@ -217,6 +209,51 @@ export class Pinner {
   }
 }
 
+/** A problem the `yaml` package found, as a diagnostic. A tag outside the core schema is an error: its value would be read as text. */
+function yamlProblem(e: YAMLError, at: (offset: number) => SourcePos): Diagnostic {
+  const message = firstLine(e.message);
+  if (e.code === "TAG_RESOLVE_FAILED" && message.startsWith("Unresolved tag: ")) {
+    const tag = message.slice("Unresolved tag: ".length).replace(/^tag:yaml\.org,2002:/, "!!");
+    return err(at(e.pos[0]), `unknown tag ${tag}; YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag`);
+  }
+  if (e instanceof YAMLWarning) return { severity: "warning", pos: at(e.pos[0]), message: `YAML: ${message}` };
+  return err(at(e.pos[0]), `YAML syntax: ${message}; fix the YAML at this position`);
+}
+
+/**
+ * Errors of mapping keys that the plain value would lose or misread, each alias key resolved first: a key repeated
+ * (as written, through an alias, or spelled another way: `1` and `"1"` are both the key "1"), a mapping or list used
+ * as a key, and a plain `<<`, which merges mappings in YAML 1.1 only.
+ */
+function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): Diagnostic[] {
+  // Anchors in document order: an alias names the last anchor of its name before it.
+  const anchors = new Map<string, Node>();
+  const out: Diagnostic[] = [];
+  const visit = (node: unknown): void => {
+    if (!isNode(node) || isAlias(node)) return;
+    if (node.anchor) anchors.set(node.anchor, node);
+    if (isSeq(node)) node.items.forEach(visit);
+    if (!isMap(node)) return;
+    const seen = new Set<string>();
+    for (const { key, value } of node.items) {
+      visit(key);
+      const resolved = isAlias(key) ? anchors.get(key.source) : key;
+      const problem = (message: string) => out.push(err(at(startOf(key as Node) ?? node.range?.[0] ?? 0), message));
+      if (isNode(resolved) && !isScalar(resolved)) problem("a key must be text, not a mapping or a list; write the key as text");
+      else if (isScalar(resolved) && resolved.type === "PLAIN" && resolved.value === "<<")
+        problem("<< merges mappings in YAML 1.1 only, and manifests are YAML 1.2; write the fields out");
+      else if (resolved !== undefined || !isAlias(key)) {
+        const text = String((resolved as { value?: unknown } | null)?.value ?? "");
+        if (seen.has(text)) problem("this key appears twice in the same mapping; keep one of them");
+        seen.add(text);
+      }
+      visit(value);
+    }
+  };
+  visit(doc.contents);
+  return out;
+}
+
 /** First line of a `yaml` error message (the rest repeats the source). */
 function firstLine(message: string): string {
   return message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? message;
@@ -238,38 +275,48 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     const message = `collections are nested more than ${MAX_NESTING} levels deep; a manifest needs a few levels, flatten it`;
     return { docs: [], diagnostics: [err({ file, ...lineColOf(text, deep) }, message)] };
   }
-  const parsed = composeDocuments(lexemes, lines);
+  const parsed = composeDocuments(lexemes, lines, at, diagnostics);
   const mayInterpolate = text.includes("$");
   const docs: ParsedDocument[] = [];
-  parsed.forEach((doc) => {
-    let broken = false;
-    for (const e of doc.errors) {
-      broken = true;
-      const message =
-        e.code === "DUPLICATE_KEY" ? "this key appears twice in the same mapping; keep one of them" : `YAML syntax: ${firstLine(e.message)}; fix the YAML at this position`;
-      diagnostics.push(err(at(e.pos[0]), message));
-    }
-    for (const w of doc.warnings) {
-      diagnostics.push({ severity: "warning", pos: at(w.pos[0]), message: `YAML: ${firstLine(w.message)}` });
-    }
-    if (broken) return;
+  for (const doc of parsed) {
+    const problems = [...doc.errors, ...doc.warnings].map((e) => yamlProblem(e, at));
+    if (problems.every((p) => p.severity === "warning")) problems.push(...checkKeys(doc, at));
+    diagnostics.push(...problems);
     const contents = doc.contents;
-    // Nothing, only comments, or an explicit null: an empty document.
-    if (contents === null || (isScalar(contents) && contents.value === null)) return;
+    // A document with an error is left out; so is one with nothing, only comments, or an explicit null.
+    if (problems.some((p) => p.severity === "error") || contents === null || (isScalar(contents) && contents.value === null)) continue;
     docs.push({ file, doc, at, pos: at(contents.range?.[0] ?? 0), mayInterpolate });
-  });
+  }
   return { docs, diagnostics };
 }
 
-/** The documents of a text from its lexemes: what `parseAllDocuments` does, without lexing the text a second time. */
-function composeDocuments(lexemes: readonly string[], lines: LineCounter): Document.Parsed[] {
+/** The one directive a manifest may hold: any other would change how the file is read, or declare tags it may not use. */
+const YAML_1_2 = /^%YAML[ \t]+1\.2$/;
+
+/** The error of a directive other than `%YAML 1.2`. */
+function directiveError(source: string, pos: SourcePos): Diagnostic {
+  const what = source.startsWith("%YAML") ? `${source} asks for another YAML version` : `the ${source.split(/[ \t]/)[0]} directive is not supported`;
+  return err(pos, `${what}; remove the directive: manifests are YAML 1.2`);
+}
+
+/**
+ * The documents of a text from its lexemes: what `parseAllDocuments` does, without lexing the text a second time,
+ * and always with YAML 1.2's core schema. A directive other than `%YAML 1.2` is left out and reported in
+ * `diagnostics`, so that no `%YAML 1.1` reads `yes` as true or `010` as 8.
+ */
+function composeDocuments(lexemes: readonly string[], lines: LineCounter, at: (offset: number) => SourcePos, diagnostics: Diagnostic[]): Document.Parsed[] {
   const parser = new Parser(lines.addNewLine);
   function* tokens(): Generator<CST.Token> {
     lines.addNewLine(0);
-    for (const lexeme of lexemes) yield* parser.next(lexeme);
-    yield* parser.end();
+    for (const lexeme of [...lexemes, undefined]) {
+      for (const token of lexeme === undefined ? parser.end() : parser.next(lexeme)) {
+        if (token.type === "directive" && !YAML_1_2.test(token.source)) diagnostics.push(directiveError(token.source, at(token.offset)));
+        else yield token;
+      }
+    }
   }
-  return Array.from(new Composer({ prettyErrors: false, uniqueKeys: true }).compose(tokens()));
+  const options = { prettyErrors: false, uniqueKeys: false, version: "1.2", schema: "core", merge: false, resolveKnownTags: false } as const;
+  return Array.from(new Composer(options).compose(tokens()));
 }
 
 /**

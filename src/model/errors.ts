@@ -25,6 +25,22 @@ export function formatDiagnostic(d: Diagnostic): string {
   return `${d.pos.file}:${d.pos.line}:${d.pos.col}: ${prefix}${d.message}`;
 }
 
+const FILE_ERROR_REASONS: Record<string, string> = {
+  ENOENT: "no such file",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EISDIR: "it is a folder",
+  ENOTDIR: "a part of its path is not a folder",
+  ELOOP: "a loop of symbolic links",
+  ENAMETOOLONG: "the path is too long",
+};
+
+/** Why a file-system call failed, in words a message can show after the path: from the error's code, else the code itself. */
+export function fileErrorReason(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? (FILE_ERROR_REASONS[code] ?? code) : "unreadable";
+}
+
 export class ManifestError extends EdgeplanError {
   override name = "ManifestError";
   /** Without `message`, the message lists the errors, one `file:line:col: message` a line. */

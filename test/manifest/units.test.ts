@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { closest, didYouMean, editDistance } from "../../src/manifest/suggest.js";
 import { substitute } from "../../src/manifest/interpolate.js";
-import { MAX_NESTING, decodeManifest, findExcessiveNesting, firstInvalidUtf8, parseManifestText } from "../../src/manifest/yaml-source.js";
-import { checkIdpMetadataXml, lineColOf } from "../../src/manifest/idp-metadata.js";
+import { MAX_NESTING, decodeManifest, findExcessiveNesting, firstInvalidUtf8, lineColOf, parseManifestText } from "../../src/manifest/yaml-source.js";
+import { checkIdpMetadataXml } from "../../src/manifest/idp-metadata.js";
 import { looksLikeManifest, sortDiagnostics } from "../../src/manifest/load.js";
 import { formatSummary } from "../../src/commands/validate.js";
 import type { Diagnostic } from "../../src/model/errors.js";
@@ -89,6 +89,8 @@ describe("hostile YAML", () => {
     expect(firstInvalidUtf8(new Uint8Array([0xc0, 0x80]))).toBe(0); // overlong
     expect(firstInvalidUtf8(new Uint8Array([0xed, 0xa0, 0x80]))).toBe(0); // surrogate
     expect(firstInvalidUtf8(new Uint8Array([0x61, 0xff]))).toBe(1);
+    // A BOM and a U+FFFD written as such (EF BF BD) are valid text.
+    expect(firstInvalidUtf8(new Uint8Array([0xef, 0xbb, 0xbf, 0x61, 0xef, 0xbf, 0xbd, 0x62, 0xff]))).toBe(8);
   });
 
   it("skips empty documents and keeps the others with their positions", () => {
