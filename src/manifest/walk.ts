@@ -1,13 +1,14 @@
 /**
  * The manifest files named on the command line: files as given, folders walked recursively for *.yaml and *.yml in
  * sorted order. Hidden entries (`.git`, `.github`) and `node_modules` are not walked, symbolic links are followed only
- * when they stay inside the manifest root, and a file reached twice is read once.
+ * when they stay inside the manifest root and out of `.git/`, and a file reached twice is read once.
  */
 import type { Dirent, Stats } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
 import { compareText } from "../model/canonical.js";
+import { insideGitFolder } from "../model/confine.js";
 
 export interface ManifestFile {
   /** Absolute path. */
@@ -120,9 +121,12 @@ export async function collectManifestFiles(paths: string[], cwd: string): Promis
             if (isManifestName(entry.name)) problem(p, "symbolic link to nothing (its target does not exist); fix or remove it");
             continue;
           }
-          if (!inside(realRoot, real)) {
+          // A link into .git/ stays in the root but never leads to a manifest, only to the checkout's credentials.
+          const intoGit = insideGitFolder(path.relative(realRoot, real));
+          if (!inside(realRoot, real) || intoGit) {
             if (isManifestName(entry.name) || (await stat(real)).isDirectory()) {
-              problem(p, `symbolic link leads outside the manifest root ${rootDisplay === "." ? "./" : `${rootDisplay}/`}; copy the files into the root instead`);
+              const where = intoGit ? "into .git/" : `outside the manifest root ${rootDisplay === "." ? "./" : `${rootDisplay}/`}`;
+              problem(p, `symbolic link leads ${where}; copy the files into the root instead`);
             }
             continue;
           }
