@@ -8,6 +8,7 @@ import { realpath, stat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { LIMITS } from "../model/wire.js";
+import { insideGitFolder } from "../model/confine.js";
 import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
 
@@ -215,9 +216,12 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   } catch {
     return { ok: false, message: `${field} ${ref}: no such file; check the path (it is relative to this manifest)` };
   }
-  if (!inside(await realpath(root), real)) {
+  const realRoot = await realpath(root);
+  if (!inside(realRoot, real)) {
     return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
   }
+  if (insideGitFolder(path.relative(realRoot, real)))
+    return { ok: false, message: `${field} ${ref} leads into .git/, which holds no IdP metadata; name the XML file itself` };
   const info = await stat(real);
   if (!info.isFile()) return { ok: false, message: `${field} ${ref} is not a file; name the XML file itself` };
   if (info.size > LIMITS.idpMetadataBytes) {

@@ -94,11 +94,8 @@ async function confinePaths(doc: ParsedDocument, file: ProjectFile, dir: string)
   const pin = new Pinner(doc);
   const diagnostics: Diagnostic[] = [];
   for (const [i, written] of list.entries()) {
-    const real = await realpath(path.resolve(dir, written)).then(
-      (r) => path.relative(realDir, r),
-      () => undefined,
-    );
-    const problem = projectPathProblem(written, real);
+    const real = await realpath(path.resolve(dir, written)).catch(() => undefined);
+    const problem = projectPathProblem(written, real === undefined ? undefined : path.relative(realDir, real));
     if (problem) diagnostics.push(error(pin.value(single ? ["paths"] : ["paths", i]), `paths: ${problem}`));
   }
   return diagnostics;

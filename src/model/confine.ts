@@ -2,7 +2,8 @@
  * Which files a path that arrives with the repository may name. The project file (`edgeplan.yaml`) comes with every
  * pull request, so the manifest paths it names stay inside its folder and out of `.git/`: otherwise a pull request
  * could make edgeplan read the runner's credentials (`/home/runner/.git-credentials`, `.git/config`) and post what
- * it found in a diagnostic. Pure: callers resolve paths and links, this judges the result.
+ * it found in a diagnostic. And what a diagnostic may quote: not the text of a file that is not a manifest, and no
+ * run of characters longer than a name. Pure: callers resolve paths and links, this judges the result.
  */
 
 /** The segments of a path written with `/` or `\` separators, without empty and `.` segments. */
@@ -57,4 +58,17 @@ export function withoutQuotedSource(message: string): string {
     .replace(/(: |"| \\).*$/, "")
     .replace(/^(Invalid escape sequence|Unsupported YAML version|Unknown directive|Plain value cannot start with|Verbatim tags aren't resolved).*$/, "$1")
     .replace(/^The .* tag handle/, "A tag handle");
+}
+
+/** Longest run of characters without a space that a message shows whole. */
+const MAX_TOKEN = 200;
+
+/**
+ * Shortens every run of more than MAX_TOKEN characters without a space (a value quoted from the manifest) to its
+ * start and end, so that a hostile manifest (a 1 MiB name, a 1 MiB variable name) cannot turn one diagnostic into
+ * megabytes of output, annotations or pull-request comments. The advice of the message is kept whole.
+ */
+export function clipMessage(message: string): string {
+  if (message.length <= MAX_TOKEN) return message;
+  return message.replace(new RegExp(`\\S{${MAX_TOKEN + 1},}`, "g"), (run) => `${run.slice(0, 60)}...[${run.length - 72} more characters]...${run.slice(-12)}`);
 }
