@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI as cli } from "../helpers/cli-path.js";
+import { loadDesired } from "../../src/manifest/load.js";
 import { projectPathProblem, withoutQuotedSource } from "../../src/model/confine.js";
+import { formatDiagnostic } from "../../src/model/errors.js";
 
 const tmp = mkdtempSync(path.join(tmpdir(), "edgeplan-confine-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -108,5 +110,30 @@ describe("a file that is not a manifest, named on the command line", () => {
     expect(withoutQuotedSource("Invalid escape sequence \\q")).toBe("Invalid escape sequence");
     expect(withoutQuotedSource("Unknown directive %SECRET")).toBe("Unknown directive");
     expect(withoutQuotedSource("Implicit keys need to be on a single line")).toBe("Implicit keys need to be on a single line");
+  });
+
+  it("quotes no variable reference of a document that is not a mapping with a kind", async () => {
+    const { dir } = project("");
+    writeFileSync(path.join(dir, "token"), `\${${CANARY}}\n`);
+    writeFileSync(path.join(dir, "settings.yaml"), `user: \${${CANARY}}\n`);
+    const loaded = await loadDesired(["token", "settings.yaml"], { cwd: dir, env: {} });
+    expect(loaded.diagnostics.map(formatDiagnostic)).toEqual([
+      "settings.yaml:1:1: missing kind; add kind: WeightedBackend or kind: EdgeRoute",
+      "token:1:1: a manifest document must be a mapping with a kind, not text; start it with kind: WeightedBackend or kind: EdgeRoute",
+    ]);
+  });
+});
+
+describe("the walk and idp_metadata_file", () => {
+  it("follow no symbolic link into .git/, and read no IdP metadata there", async () => {
+    const { dir } = project("");
+    symlinkSync(path.join(dir, ".git", "config"), path.join(dir, "config.yaml"));
+    const route = ["kind: EdgeRoute", "edge: edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96", "route: edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG", "saml:", "  idp_metadata_file: .git/config", ""];
+    writeFileSync(path.join(dir, "route.yaml"), route.join("\n"));
+    const loaded = await loadDesired(["."], { cwd: dir, env: {} });
+    expect(loaded.diagnostics.map(formatDiagnostic)).toEqual([
+      "config.yaml:1:1: symbolic link leads into .git/; copy the files into the root instead",
+      "route.yaml:5:22: saml.idp_metadata_file .git/config leads into .git/, which holds no IdP metadata; name the XML file itself",
+    ]);
   });
 });
