@@ -248,11 +248,19 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
       "::error title=edgeplan,file=.git/config,line=2,col=74::YAML syntax: Unexpected scalar token in YAML stream; fix the YAML at this position",
     ]);
     for (const { run, runner } of [first, second]) {
-      const written = [run.stdout, run.stderr, runner.summary(), readFileSync(runner.env.GITHUB_OUTPUT!, "utf8"), ...[...gh.comments.values()].flat().map((c) => c.body)].join("\n");
+      const written = [
+        run.stdout,
+        run.stderr,
+        runner.summary(),
+        readFileSync(runner.env.GITHUB_OUTPUT!, "utf8"),
+        ...[...gh.comments.values()].flat().map((c) => c.body),
+      ].join("\n");
       expect(written).not.toContain(secret);
       expect(written).not.toContain(credential);
     }
-    expect(gh.comments.get("acme/routes#23")![0]!.body).toContain("a manifest document must be a mapping with a kind, not text; start it with kind: WeightedBackend or kind: EdgeRoute");
+    expect(gh.comments.get("acme/routes#23")![0]!.body).toContain(
+      "a manifest document must be a mapping with a kind, not text; start it with kind: WeightedBackend or kind: EdgeRoute",
+    );
   });
 
   it("falls back to the job summary on a fork's read-only token", async () => {

@@ -128,7 +128,14 @@ describe("the walk and idp_metadata_file", () => {
   it("follow no symbolic link into .git/, and read no IdP metadata there", async () => {
     const { dir } = project("");
     symlinkSync(path.join(dir, ".git", "config"), path.join(dir, "config.yaml"));
-    const route = ["kind: EdgeRoute", "edge: edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96", "route: edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG", "saml:", "  idp_metadata_file: .git/config", ""];
+    const route = [
+      "kind: EdgeRoute",
+      "edge: edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96",
+      "route: edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG",
+      "saml:",
+      "  idp_metadata_file: .git/config",
+      "",
+    ];
     writeFileSync(path.join(dir, "route.yaml"), route.join("\n"));
     const loaded = await loadDesired(["."], { cwd: dir, env: {} });
     expect(loaded.diagnostics.map(formatDiagnostic)).toEqual([
