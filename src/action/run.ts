@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import * as core from "@actions/core";
 import type { CommandIO } from "../commands/io.js";
 import { errorOutcome, EXIT, type Diagnostic } from "../model/errors.js";
-import { actionTitle, defaultSummaryLine, outputBlock, renderFailure, renderJobSummary } from "../render/action.js";
+import { actionTitle, boundDiagnostic, defaultSummaryLine, outputBlock, renderFailure, renderJobSummary } from "../render/action.js";
 import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext, type PullRequestContext } from "./context.js";
 import { postDrift, postPlanComment, type CommentResult, type DriftReport } from "./post.js";
 import { readActionInputs, readInput, type ActionInputs, type InputDefaults, type OutputName } from "./inputs.js";
@@ -233,7 +233,7 @@ function applyOptions(run: ActionRun): ApplyRunOptions {
 /** What the report needs of a finished command: paths relative to the repository, the Markdown, the summary line. */
 function finish(run: ActionRun, result: RunResult, failure: string | undefined, planFile: string | undefined, cwd: string): Finished {
   // Diagnostics name files relative to the working directory; GitHub wants them relative to the repository root.
-  const diagnostics = result.diagnostics.map((d) => ({ ...d, pos: { ...d.pos, file: repoRelativePath(resolve(cwd, d.pos.file), run.ctx.workspace) } }));
+  const diagnostics = result.diagnostics.map((d) => boundDiagnostic({ ...d, pos: { ...d.pos, file: repoRelativePath(resolve(cwd, d.pos.file), run.ctx.workspace) } }));
   const failed = result.exitCode === EXIT.error;
   const hasChanges = !failed && (result.hasChanges ?? (run.command === "plan" && result.exitCode === EXIT.changes));
   // A refused apply still shows its plan (the risks it names): keep it under the failure.

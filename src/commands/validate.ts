@@ -37,11 +37,15 @@ export async function runValidate(paths: string[], options: ValidateOptions = {}
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const project = await loadProjectFile(options.cwd ?? process.cwd(), options.config);
-  const result = await loadDesired(paths.length > 0 ? paths : (project.settings.paths ?? []), {
-    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
-    ...(options.env !== undefined ? { env: options.env } : {}),
-    ...(options.now !== undefined ? { now: options.now } : {}),
-  });
+  // Paths the project file may not name are not replaced by the default `.`: nothing is read.
+  const result =
+    paths.length === 0 && project.pathsRefused
+      ? { files: [], objects: 0, skipped: [], diagnostics: [] }
+      : await loadDesired(paths.length > 0 ? paths : (project.settings.paths ?? []), {
+          ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+          ...(options.env !== undefined ? { env: options.env } : {}),
+          ...(options.now !== undefined ? { now: options.now } : {}),
+        });
   let text = "";
   if (options.verbose) for (const f of result.skipped) text += `note: skipped ${f}: no document in it has a kind, so it is not a manifest\n`;
   const diagnostics = sortDiagnostics([...project.diagnostics, ...result.diagnostics]);

@@ -299,7 +299,9 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
   const pin = new Pinner(d);
   const refuse = (pos: SourcePos, message: string): CheckResult => ({ diagnostics: [{ severity: "error", pos, message }] });
   const kindHint = "kind: WeightedBackend or kind: EdgeRoute";
-  if (!isPlainObject(plain)) return refuse(d.pos, `a manifest document must be a mapping with a kind, not ${describeValue(plain)}; start it with ${kindHint}`);
+  // Its shape, never its text: a file named by mistake (a key file) is not a manifest, and is not to be printed.
+  const shape = Array.isArray(plain) ? "a list" : typeof plain === "string" ? "text" : typeof plain === "number" ? "a number" : "a single value";
+  if (!isPlainObject(plain)) return refuse(d.pos, `a manifest document must be a mapping with a kind, not ${shape}; start it with ${kindHint}`);
   const kind = plain.kind;
   if (kind === undefined) return refuse(d.pos, `missing kind; add ${kindHint}`);
   if (typeof kind !== "string") return refuse(pin.value(["kind"]), `kind is ${describeValue(kind)}; write ${kindHint}`);

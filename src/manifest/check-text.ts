@@ -5,6 +5,7 @@
  */
 import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
+import { isJsonObject } from "../model/canonical.js";
 import { checkDocument, type CheckResult, type CheckedDocument } from "./check-document.js";
 import { interpolateDocument, type Env } from "./interpolate.js";
 import { parseManifestText, Pinner, toPlain, type ParsedDocument } from "./yaml-source.js";
@@ -45,8 +46,9 @@ export function checkManifestText(text: string, display: string, env: Env, into:
   for (const d of parsed.docs) {
     into.objects++;
     const interpolation = interpolateDocument(d, env);
-    into.diagnostics.push(...interpolation.diagnostics);
     const plain = toPlain(d);
+    // Only a mapping with a kind is a manifest: the values of another document (a key file named by mistake) are not quoted.
+    if ("value" in plain && isJsonObject(plain.value) && "kind" in plain.value) into.diagnostics.push(...interpolation.diagnostics);
     if ("diagnostic" in plain) {
       into.diagnostics.push(plain.diagnostic);
       continue;

@@ -9,6 +9,7 @@ import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { fileErrorReason } from "../model/errors.js";
 import { LIMITS } from "../model/wire.js";
+import { insideGitFolder } from "../model/confine.js";
 import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOf, lineColOfByte } from "./yaml-source.js";
 
@@ -212,8 +213,12 @@ export async function readIdpMetadataFile(ref: string, manifestPath: string, roo
   try {
     // Every step may fail (a dangling link, a loop of links, a file that cannot be read): each is said at the reference.
     const real = await realpath(absPath);
-    if (!inside(await realpath(root), real)) {
+    const realRoot = await realpath(root);
+    if (!inside(realRoot, real)) {
       return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
+    }
+    if (insideGitFolder(path.relative(realRoot, real))) {
+      return { ok: false, message: `${field} ${ref} leads into .git/, which holds no IdP metadata; name the XML file itself` };
     }
     const info = await stat(real);
     if (!info.isFile()) return { ok: false, message: `${field} ${ref} is not a file; name the XML file itself` };

@@ -11,6 +11,7 @@ import type { Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
+import { clipMessage } from "../model/confine.js";
 import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
 import type { CheckedDocument } from "./check-document.js";
 import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
@@ -61,18 +62,6 @@ export function looksLikeManifest(text: string): boolean {
 
 const positionOrder = (a: Diagnostic, b: Diagnostic): number =>
   a.pos.file < b.pos.file ? -1 : a.pos.file > b.pos.file ? 1 : a.pos.line - b.pos.line || a.pos.col - b.pos.col;
-
-/** Longest run of characters without a space that a message shows whole. */
-const MAX_TOKEN = 200;
-
-/**
- * Shortens every run of more than MAX_TOKEN characters without a space (a value quoted from the manifest) to its
- * start and end, so that a hostile manifest (a 1 MiB name, a 1 MiB variable name) cannot turn one diagnostic into
- * megabytes of output, annotations or pull-request comments. The advice of the message is kept whole.
- */
-export function clipMessage(message: string): string {
-  return message.replace(new RegExp(`\\S{${MAX_TOKEN + 1},}`, "g"), (run) => `${run.slice(0, 60)}...[${run.length - 72} more characters]...${run.slice(-12)}`);
-}
 
 /** Sorts by file, line and column (stable), and drops exact repeats (one IdP file named by two routes). */
 export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
@@ -234,7 +223,7 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   if (files.length === 0 && found.diagnostics.length === 0) diagnostics.push(noManifestsWarning(paths, cwd));
   return {
     desired: built.desired,
-    diagnostics: sortDiagnostics(diagnostics).map((d) => (d.message.length > MAX_TOKEN ? { ...d, message: clipMessage(d.message) } : d)),
+    diagnostics: sortDiagnostics(diagnostics).map((d) => ({ ...d, message: clipMessage(d.message) })),
     files,
     root: found.root,
     objects: checked.objects,

@@ -3,10 +3,11 @@
  * its zod schema (src/model/project-schema.ts), then each value parsed by the parser its flag uses
  * (`SETTING_PARSERS`, src/model/syntax.ts). Every problem is a diagnostic at `file:line:col`, as in a manifest.
  */
-import { readFile, stat } from "node:fs/promises";
+import { readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
 import { EdgeplanError, fileErrorReason } from "../model/errors.js";
+import { projectPathProblem } from "../model/confine.js";
 import { ProjectFileSchema, PROJECT_FILE, type ProjectFile } from "../model/project-schema.js";
 import type { SourcePos } from "../model/state.js";
 import { SETTING_PARSERS } from "../model/syntax.js";
@@ -34,6 +35,8 @@ export interface ProjectFileResult {
   file?: string;
   settings: ProjectSettings;
   diagnostics: Diagnostic[];
+  /** True when the file names a path it may not (see `confinePaths`): no manifest is read in its place, not even `.`. */
+  pathsRefused?: boolean;
 }
 
 /** Keys a person may try that belong elsewhere, with where they go. */
@@ -78,7 +81,25 @@ export async function loadProjectFile(cwd: string, configPath?: string): Promise
   if (second) diagnostics.push({ severity: "error", pos: second.pos, message: "the project file holds one document; remove this one" });
   if (!doc || diagnostics.some((d) => d.severity === "error")) return { file: shown, settings: {}, diagnostics };
   const checked = checkProjectDocument(doc);
-  return { file: shown, settings: checked.file ? toSettings(checked.file, path.dirname(absolute), cwd) : {}, diagnostics: checked.diagnostics };
+  if (!checked.file) return { file: shown, settings: {}, diagnostics: checked.diagnostics };
+  const refused = await confinePaths(doc, checked.file, path.dirname(absolute));
+  if (refused.length > 0) return { file: shown, settings: {}, diagnostics: refused, pathsRefused: true };
+  return { file: shown, settings: toSettings(checked.file, path.dirname(absolute), cwd), diagnostics: checked.diagnostics };
+}
+
+/** The manifest paths of the file that lead outside its folder or into .git/ (`projectPathProblem`), at their lines. */
+async function confinePaths(doc: ParsedDocument, file: ProjectFile, dir: string): Promise<Diagnostic[]> {
+  const single = typeof file.paths === "string";
+  const list = typeof file.paths === "string" ? [file.paths] : (file.paths ?? []);
+  const realDir = await realpath(dir);
+  const pin = new Pinner(doc);
+  const diagnostics: Diagnostic[] = [];
+  for (const [i, written] of list.entries()) {
+    const real = await realpath(path.resolve(dir, written)).catch(() => undefined);
+    const problem = projectPathProblem(written, real === undefined ? undefined : path.relative(realDir, real));
+    if (problem) diagnostics.push(error(pin.value(single ? ["paths"] : ["paths", i]), `paths: ${problem}`));
+  }
+  return diagnostics;
 }
 
 /** The document against the schema, then each value against its parser. */

@@ -1,13 +1,14 @@
 /**
  * The manifest files named on the command line: files as given, folders walked recursively for *.yaml and *.yml in
  * sorted order. Hidden entries (`.git`, `.github`) and `node_modules` are not walked, symbolic links are followed only
- * when they stay inside the manifest root, and a file reached twice is read once.
+ * when they stay inside the manifest root and out of `.git/`, and a file reached twice is read once.
  */
 import type { Dirent, Stats } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { type Diagnostic, fileErrorReason } from "../model/errors.js";
 import { compareText } from "../model/canonical.js";
+import { insideGitFolder } from "../model/confine.js";
 
 export interface ManifestFile {
   /** Absolute path. */
@@ -93,8 +94,11 @@ async function walkEntry(w: Walk, realRoot: string, entry: Dirent, p: string): P
   if (entry.isSymbolicLink()) {
     const real = await realpath(p);
     const target = await stat(real);
-    if (!inside(realRoot, real)) {
-      if (isManifestName(entry.name) || target.isDirectory()) w.problem(p, outsideRoot(w, "files"));
+    // A link into .git/ stays in the root but never leads to a manifest, only to the checkout's credentials.
+    const intoGit = insideGitFolder(path.relative(realRoot, real));
+    if (!inside(realRoot, real) || intoGit) {
+      const message = intoGit ? "symbolic link leads into .git/; copy the files into the root instead" : outsideRoot(w, "files");
+      if (isManifestName(entry.name) || target.isDirectory()) w.problem(p, message);
       return;
     }
     isDir = target.isDirectory();

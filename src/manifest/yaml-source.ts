@@ -4,6 +4,7 @@
  * bytes in, documents and diagnostics out.
  */
 import { Composer, type CST, isAlias, isMap, isNode, isScalar, isSeq, Lexer, LineCounter, Parser, type Document, type Node, type YAMLError, YAMLWarning } from "yaml";
+import { withoutQuotedSource } from "../model/confine.js";
 import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
 
@@ -254,9 +255,9 @@ function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): Dia
   return out;
 }
 
-/** First line of a `yaml` error message (the rest repeats the source). */
+/** First line of a `yaml` error message (the rest repeats the source), without the source text it may quote. */
 function firstLine(message: string): string {
-  return message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? message;
+  return withoutQuotedSource(message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? message);
 }
 
 /**

@@ -17,7 +17,9 @@ export const ProjectFileSchema = z
     paths: z
       .union([z.string(), z.array(z.string())])
       .optional()
-      .meta({ description: "Manifest files or folders, relative to this file, used when a command names none. Default: the working directory." }),
+      .meta({
+        description: "Manifest files or folders, relative to this file and inside its folder (not in .git/), used when a command names none. Default: the working directory.",
+      }),
     stack: text("Stack name kept in owner markers (--stack, EDGEPLAN_STACK). Default: default.").optional(),
     api_url: text("API base URL (--api-url, EDGEPLAN_API_URL).").optional(),
     concurrency: numberOrText("Requests in flight at once (--concurrency), 1 to 256. Default: 4.").optional(),

@@ -17,6 +17,20 @@ export const SUMMARY_MAX_BYTES = 1024 * 1024;
 
 export type ActionCommand = "plan" | "apply";
 
+/** The longest diagnostic message the Action posts, about one long line of a manifest. */
+export const DIAGNOSTIC_MAX_CHARS = 500;
+
+/**
+ * The diagnostic as the Action posts it (comment, summary, annotation): a message longer than DIAGNOSTIC_MAX_CHARS
+ * keeps its start and its advice at the end, so that no diagnostic carries more of a file than a manifest line,
+ * whatever a pull request makes edgeplan read.
+ */
+export function boundDiagnostic(d: Diagnostic): Diagnostic {
+  const m = d.message;
+  if (m.length <= DIAGNOSTIC_MAX_CHARS) return d;
+  return { ...d, message: `${m.slice(0, 360)}...[${m.length - 460} more characters]...${m.slice(-100)}` };
+}
+
 /** The heading of the comment and of the summary: `edgeplan plan: stack `prod``. */
 export function actionTitle(command: ActionCommand, stack: string): string {
   return `edgeplan ${command}: stack ${code(stack)}`;

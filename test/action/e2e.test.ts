@@ -224,6 +224,45 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expectNoKey(run, runner);
   });
 
+  it("never posts the text of a file that is not a manifest: a project file naming .git/config, or paths naming a key file", async () => {
+    const secret = "CANARY-e2e-5b1d7c-secret";
+    const credential = Buffer.from(`x-access-token:${secret}`).toString("base64");
+    const gitConfig = `[core]\n\tbare = false\n[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic ${credential}\n`;
+    const keyDir = mkdtempSync(join(tmpdir(), "edgeplan-key-"));
+    writeFileSync(join(keyDir, "key"), `${secret}\n`);
+    const refused = checkout({ "edgeplan.yaml": "paths: [.git/config]\n", ".git/config": gitConfig });
+    const named = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000), ".git/config": gitConfig });
+    const requestsBefore = server.logLines.length;
+    const first = await act(refused, { inputs: { paths: "" } });
+    const second = await act(named, { pr: { number: 23, headSha: "6f6f6f6f" }, inputs: { paths: `.git/config\n${join(keyDir, "key")}` } });
+    expect(server.logLines.length).toBe(requestsBefore);
+    const annotations = (run: CliRun) => run.stdout.split("\n").filter((l) => /^::(error|warning) .*file=/.test(l));
+    expect(first.run.code).toBe(1);
+    expect(annotations(first.run)).toEqual([
+      "::error title=edgeplan,file=edgeplan.yaml,line=1,col=9::paths: this path is inside .git/, which holds no manifests; name the folders of the manifests",
+    ]);
+    expect(second.run.code).toBe(1);
+    expect(annotations(second.run).filter((l) => l.includes("file=.git/config"))).toEqual([
+      "::error title=edgeplan,file=.git/config,line=2,col=2::YAML syntax: Unexpected scalar at node end; fix the YAML at this position",
+      "::error title=edgeplan,file=.git/config,line=2,col=72::YAML syntax: Unexpected map-value-ind token in YAML stream; fix the YAML at this position",
+      "::error title=edgeplan,file=.git/config,line=2,col=74::YAML syntax: Unexpected scalar token in YAML stream; fix the YAML at this position",
+    ]);
+    for (const { run, runner } of [first, second]) {
+      const written = [
+        run.stdout,
+        run.stderr,
+        runner.summary(),
+        readFileSync(runner.env.GITHUB_OUTPUT!, "utf8"),
+        ...[...gh.comments.values()].flat().map((c) => c.body),
+      ].join("\n");
+      expect(written).not.toContain(secret);
+      expect(written).not.toContain(credential);
+    }
+    expect(gh.comments.get("acme/routes#23")![0]!.body).toContain(
+      "a manifest document must be a mapping with a kind, not text; start it with kind: WeightedBackend or kind: EdgeRoute",
+    );
+  });
+
   it("falls back to the job summary on a fork's read-only token", async () => {
     gh.readOnly = true;
     const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000) });

@@ -31,12 +31,17 @@ describe("the project file", () => {
   });
 
   it("gives its settings under the options' names, paths relative to the file", async () => {
-    const dir = folder({ "ci/prod.yaml": "paths: ../manifests\nstack: production\nrate_limit: 60/60s\ntimeout: 10s\nprune: true\n" });
+    const dir = folder({ "ci/prod.yaml": "paths: manifests\nstack: production\nrate_limit: 60/60s\ntimeout: 10s\nprune: true\n" });
     expect(await loadProjectFile(dir, "ci/prod.yaml")).toEqual({
       file: "ci/prod.yaml",
-      settings: { paths: ["manifests"], stack: "production", rateLimit: "60/60s", timeout: "10s", prune: true },
+      settings: { paths: ["ci/manifests"], stack: "production", rateLimit: "60/60s", timeout: "10s", prune: true },
       diagnostics: [],
     });
+    // The folder of the file bounds its paths, for a file named by --config as for edgeplan.yaml.
+    writeFileSync(join(dir, "ci/prod.yaml"), "paths: ../manifests\n");
+    expect((await loadProjectFile(dir, "ci/prod.yaml")).diagnostics.map(formatDiagnostic)).toEqual([
+      "ci/prod.yaml:1:8: paths: this path leads outside the project's folder (the folder of the project file); name a file or folder inside the project's folder, or give other paths on the command line",
+    ]);
   });
 
   it("reports every problem at its line, with the flags' own words", async () => {

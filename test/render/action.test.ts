@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { startsWithMarker } from "../../src/action/github.js";
 import {
+  boundDiagnostic,
   commentMarker,
   cutMarkdown,
   driftMarker,
@@ -82,6 +83,16 @@ describe("apply report", () => {
       "**The plan failed.**\n\n1 error in the manifests; nothing was sent to the API:\n\n```text\nm.yaml:2:3: bad\n```",
     );
     expect(renderFailure("apply", [], "refused", "#### Risks\n")).toBe("**The apply failed.**\n\n```text\nrefused\n```\n\n#### Risks");
+  });
+
+  it("posts no diagnostic longer than a manifest line: its start and its advice", () => {
+    const at = { file: "m.yaml", line: 1, col: 1 };
+    const short = { severity: "error" as const, pos: at, message: "x".repeat(500) };
+    expect(boundDiagnostic(short)).toBe(short);
+    const quoted = "word ".repeat(200);
+    const long = boundDiagnostic({ severity: "error", pos: at, message: `YAML: ${quoted}; fix it` });
+    expect(long).toEqual({ severity: "error", pos: at, message: `YAML: ${quoted.slice(0, 354)}...[554 more characters]...${quoted.slice(-92)}; fix it` });
+    expect(long.message.length).toBeLessThanOrEqual(520);
   });
 });
 
