@@ -212,10 +212,17 @@ export class Pinner {
 
 /** A problem the `yaml` package found, as a diagnostic. A tag outside the core schema is an error: its value would be read as text. */
 function yamlProblem(e: YAMLError, at: (offset: number) => SourcePos): Diagnostic {
-  const message = firstLine(e.message);
-  if (e.code === "TAG_RESOLVE_FAILED" && message.startsWith("Unresolved tag: ")) {
-    const tag = message.slice("Unresolved tag: ".length).replace(/^tag:yaml\.org,2002:/, "!!");
-    return err(at(e.pos[0]), `unknown tag ${tag}; YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag`);
+  let message = firstLine(e.message);
+  const tagged = e.code === "TAG_RESOLVE_FAILED" ? /^(Unresolved tag|Could not resolve tag): (.*)$/.exec(e.message.split("\n")[0] ?? "") : null;
+  // A tag is quoted only when it looks like one, so that no other text of the file rides along with it.
+  const tag = tagged?.[2]?.replace(/^tag:yaml\.org,2002:/, "!!");
+  if (tagged && tag !== undefined && /^!(?:[\w.-]*!)?[\w.-]{1,40}$/.test(tag)) {
+    if (tagged[1] === "Unresolved tag") {
+      return err(at(e.pos[0]), `unknown tag ${tag}; YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag`);
+    }
+    message = `${tagged[1]}: ${tag}`;
+  } else if (tagged?.[1] === "Unresolved tag") {
+    return err(at(e.pos[0]), "unknown tag; YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag");
   }
   if (e instanceof YAMLWarning) return { severity: "warning", pos: at(e.pos[0]), message: `YAML: ${message}` };
   return err(at(e.pos[0]), `YAML syntax: ${message}; fix the YAML at this position`);
