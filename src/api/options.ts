@@ -4,7 +4,7 @@
  * key is read here and never appears in any message.
  */
 import { readFile } from "node:fs/promises";
-import { EdgeplanError } from "../model/errors.js";
+import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
 import type { Clock } from "./rate-limit.js";
 import { isLoopbackHost, SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
@@ -114,8 +114,7 @@ export async function loadApiKey(apiKeyFile: string | undefined, env: NodeJS.Pro
     try {
       key = await readFile(apiKeyFile, "utf8");
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      const why = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : code === "EISDIR" ? "it is a folder" : (code ?? "unreadable");
+      const why = fileErrorReason(err);
       throw optionError(`${source}: cannot read the API key file (${why})`);
     }
   } else if (env.EDGEPLAN_API_KEY !== undefined && env.EDGEPLAN_API_KEY.trim() !== "") {

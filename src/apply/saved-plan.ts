@@ -7,7 +7,7 @@ import { open, type FileHandle } from "node:fs/promises";
 import type { ApiClient } from "../api/client.js";
 import { fetchTouched } from "../api/fetch-live.js";
 import { liveWeightedBackend } from "../api/live-state.js";
-import { EdgeplanError } from "../model/errors.js";
+import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import { nestsDeeperThan } from "../model/json-text.js";
 import { PlanFileSchema } from "../model/plan-schema.js";
@@ -87,8 +87,7 @@ async function readBounded(path: string, shownAs: string): Promise<string> {
     return Buffer.concat(chunks, total).toString("utf8");
   } catch (err) {
     if (err instanceof EdgeplanError) throw err;
-    const code = (err as { code?: string }).code;
-    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : code === "EACCES" ? "permission denied" : (code ?? "unreadable");
+    const why = fileErrorReason(err);
     throw new EdgeplanError(`--plan ${shownAs}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
   } finally {
     await handle?.close();
