@@ -229,14 +229,34 @@ function yamlProblem(e: YAMLError, at: (offset: number) => SourcePos): Diagnosti
 }
 
 /**
+ * The `yaml` package's problems of a document as diagnostics. A line indented more than the key before it makes YAML
+ * read that key's value as running on into the line, then find a `:` in it: the package says so twice, at the value
+ * on the line before; that is one error, said at the line that moved.
+ */
+function yamlProblems(doc: Document.Parsed, text: string, at: (offset: number) => SourcePos): Diagnostic[] {
+  // The line after the value, when the key YAML reads runs on into it (a quoted key written over lines does not).
+  const nextLine = (e: YAMLError) => (e.code === "MULTILINE_IMPLICIT_KEY" && !/["']/.test(text.charAt(e.pos[0])) ? text.indexOf("\n", e.pos[0]) + 1 : 0);
+  const moved = new Map(doc.errors.filter((e) => nextLine(e) > 0 && nextLine(e) < e.pos[1]).map((e) => [e.pos[0], e]));
+  return [...doc.errors, ...doc.warnings].flatMap((e) => {
+    const line = moved.get(e.pos[0]);
+    if (line === undefined) return [yamlProblem(e, at)];
+    if (e !== line) return [];
+    const start = nextLine(e) + (/^[ \t]*/.exec(text.slice(nextLine(e), e.pos[1]))?.[0].length ?? 0);
+    return [err(at(start), "this line is indented more than the line before it, so YAML reads it as part of the value above; indent it like the key it belongs beside")];
+  });
+}
+
+/**
  * Errors of mapping keys that the plain value would lose or misread, each alias key resolved first: a key repeated
  * (as written, through an alias, or spelled another way: `1` and `"1"` are both the key "1"), a mapping or list used
- * as a key, and a plain `<<`, which merges mappings in YAML 1.1 only.
+ * as a key, and a plain `<<`, which merges mappings in YAML 1.1 only. `misread`: a key of the last two kinds, whose
+ * plain value would be nonsense; a repeated key leaves a value the schema can still check (the last one).
  */
-function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): Diagnostic[] {
+function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): { diagnostics: Diagnostic[]; misread: boolean } {
   // Anchors in document order: an alias names the last anchor of its name before it.
   const anchors = new Map<string, Node>();
   const out: Diagnostic[] = [];
+  let misread = false;
   const visit = (node: unknown): void => {
     if (!isNode(node) || isAlias(node)) return;
     if (node.anchor) anchors.set(node.anchor, node);
@@ -246,10 +266,10 @@ function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): Dia
     for (const { key, value } of node.items) {
       visit(key);
       const resolved = isAlias(key) ? anchors.get(key.source) : key;
-      const problem = (message: string) => out.push(err(at(startOf(key as Node) ?? node.range?.[0] ?? 0), message));
-      if (isNode(resolved) && !isScalar(resolved)) problem("a key must be text, not a mapping or a list; write the key as text");
+      const problem = (message: string) => out.push(err(at(startOf(key as Node) ?? node.range?.[0] ?? 0), message)) > 0;
+      if (isNode(resolved) && !isScalar(resolved)) misread = problem("a key must be text, not a mapping or a list; write the key as text");
       else if (isScalar(resolved) && resolved.type === "PLAIN" && resolved.value === "<<")
-        problem("<< merges mappings in YAML 1.1 only, and manifests are YAML 1.2; write the fields out");
+        misread = problem("<< merges mappings in YAML 1.1 only, and manifests are YAML 1.2; write the fields out");
       else if (resolved !== undefined || !isAlias(key)) {
         const text = String((resolved as { value?: unknown } | null)?.value ?? "");
         if (seen.has(text)) problem("this key appears twice in the same mapping; keep one of them");
@@ -259,7 +279,7 @@ function checkKeys(doc: Document.Parsed, at: (offset: number) => SourcePos): Dia
     }
   };
   visit(doc.contents);
-  return out;
+  return { diagnostics: out, misread };
 }
 
 /** First line of a `yaml` error message (the rest repeats the source), without the source text it may quote. */
@@ -287,12 +307,14 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
   const mayInterpolate = text.includes("$");
   const docs: ParsedDocument[] = [];
   for (const doc of parsed) {
-    const problems = [...doc.errors, ...doc.warnings].map((e) => yamlProblem(e, at));
-    if (problems.every((p) => p.severity === "warning")) problems.push(...checkKeys(doc, at));
-    diagnostics.push(...problems);
+    const problems = yamlProblems(doc, text, at);
+    const unreadable = problems.some((p) => p.severity === "error");
+    const keys = unreadable ? undefined : checkKeys(doc, at);
+    diagnostics.push(...problems, ...(keys?.diagnostics ?? []));
     const contents = doc.contents;
-    // A document with an error is left out; so is one with nothing, only comments, or an explicit null.
-    if (problems.some((p) => p.severity === "error") || contents === null || (isScalar(contents) && contents.value === null)) continue;
+    // A document with a syntax error or a misread key is left out (a repeated key is not: its other problems are
+    // reported too); so is one with nothing, only comments, or an explicit null.
+    if (unreadable || keys?.misread || contents === null || (isScalar(contents) && contents.value === null)) continue;
     docs.push({ file, doc, at, pos: at(contents.range?.[0] ?? 0), mayInterpolate });
   }
   return { docs, diagnostics };
