@@ -7,7 +7,7 @@ import type { z } from "zod";
 import { isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
-import { SAML_GENERATED_FIELDS } from "../model/wire.js";
+import { SAML_GENERATED_FIELDS, unstorableText } from "../model/wire.js";
 import { KIND_SCHEMAS, MANIFEST_KINDS, describeValue, type EdgeRouteManifest, type ManifestKind, type WeightedBackendManifest } from "../model/manifest-schema.js";
 import { closest, didYouMean } from "./suggest.js";
 import { Pinner, type ParsedDocument } from "./yaml-source.js";
@@ -291,6 +291,27 @@ export function protoKeyPaths(value: unknown, path: PropertyKey[] = [], found: P
 }
 
 /**
+ * Keys and text values the API cannot store as written (`unstorableText`: a NUL, a lone surrogate, which a YAML
+ * escape such as "\0" or "\uD800" can spell), each with its path and why: the plan would show them, and the API
+ * would refuse the write.
+ */
+function unstorableTexts(value: unknown, path: PropertyKey[] = [], found: Array<{ path: PropertyKey[]; key: boolean; why: string }> = []) {
+  if (typeof value === "string") {
+    const why = unstorableText(value);
+    if (why) found.push({ path: [...path], key: false, why });
+  } else if (Array.isArray(value) || isPlainObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      path.push(Array.isArray(value) ? Number(k) : k);
+      const why = Array.isArray(value) ? undefined : unstorableText(k);
+      if (why) found.push({ path: [...path], key: true, why });
+      else unstorableTexts(v, path, found);
+      path.pop();
+    }
+  }
+  return found;
+}
+
+/**
  * Checks one document: a mapping, with a known `kind`, valid against that kind's schema. Problems are returned,
  * never thrown. Values under `unresolved` (variables that could not be replaced, already reported) are not judged
  * again. A document with errors may still come back as `checked` with `partial: true` (see `salvage`).
@@ -315,6 +336,12 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
     message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,
   }));
   for (const p of protoPaths) deleteAt(plain, p);
+  for (const u of unstorableTexts(plain)) {
+    // A key is not quoted: it holds what cannot be printed.
+    const what = u.key ? `${u.path.length > 1 ? `${dotted(u.path.slice(0, -1))}: ` : ""}a key` : `${dotted(u.path)}:`;
+    protoDiagnostics.push({ severity: "error", pos: u.key ? pin.key(u.path) : pin.value(u.path), message: `${what} ${u.why}` });
+    deleteAt(plain, u.path);
+  }
   const k = kind as ManifestKind;
   const name = k === "WeightedBackend" && typeof plain.name === "string" ? plain.name : undefined;
   const references =

@@ -24,7 +24,7 @@ import { z } from "zod";
 import { ManifestError, type Diagnostic } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, type FixtureBackendType } from "../model/wire.js";
 import type { Store, StoreTx } from "./store.js";
-import { unstorableText } from "./validate.js";
+import { unstorableText } from "../model/wire.js";
 
 const MATCH_TYPES = ["exact_path", "path_prefix"] as const;
 

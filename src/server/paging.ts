@@ -5,7 +5,7 @@
 import { LIMITS } from "../model/wire.js";
 import { HttpError } from "./http-error.js";
 import type { PageQuery } from "./store.js";
-import { unstorableText } from "./validate.js";
+import { unstorableText } from "../model/wire.js";
 
 const PAGE_PARAMS = new Set(["limit", "before_id", "beforeId"]);
 const DECIMAL = /^[0-9]{1,4}$/;

@@ -4,7 +4,7 @@
  * store can hold as it was sent (see `unstorableText`), the one rule for both stores.
  */
 import { isJsonObject } from "../model/canonical.js";
-import { LIMITS, utf8Bytes } from "../model/wire.js";
+import { LIMITS, unstorableText, utf8Bytes } from "../model/wire.js";
 import { describeType, fieldError, invalidField } from "./http-error.js";
 
 export type JsonObject = Record<string, unknown>;
@@ -29,26 +29,6 @@ export function rejectUnknownFields(body: JsonObject, allowed: ReadonlySet<strin
   }
 }
 
-/**
- * Why `text` cannot be stored exactly as it was sent, or undefined when it can. A NUL character: PostgreSQL's text
- * refuses it. A lone UTF-16 surrogate (one half of a pair, or a pair in the wrong order): UTF-8 cannot encode it, so
- * a store would keep (and later answer) replacement characters instead, as many as its encoder writes. Both are
- * refused the same way on every store, so that what a write answers is what a read gives back.
- */
-export function unstorableText(text: string): string | undefined {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0) return `holds a NUL character (U+0000) at offset ${i}, which the API does not take in text; remove it`;
-    if (c < 0xd800 || c > 0xdfff) continue;
-    if (c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      i++;
-      continue;
-    }
-    const code = c.toString(16).toUpperCase();
-    return `holds a lone UTF-16 surrogate (U+${code}) at offset ${i}, which is not Unicode text and cannot be stored as sent; send whole characters`;
-  }
-  return undefined;
-}
 
 /** `value` when the stores can hold it as it is; else ERR_NGROK_215 naming `field` (see `unstorableText`). */
 function checkText(value: string, field: string): string {
