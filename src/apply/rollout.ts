@@ -7,6 +7,7 @@
 import { request } from "undici";
 import { buildRolloutHalt } from "../core/rollout.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
+import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { formatMs } from "./lease.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
 export type { HeldChange };
@@ -70,17 +71,6 @@ export interface RolloutRun {
   halted: Array<{ address: string; name: string; reason: string }>;
 }
 
-/** Least grace of a rollout step: the few seconds an apply takes between its plan and its write (lease, reads, check). */
-export const MIN_STEP_GRACE_MS = 5000;
-
-/**
- * How long after the time a step's write records it may still be written: a tenth of the interval, at least
- * `MIN_STEP_GRACE_MS`. The next step is due one interval after the recorded time, so two writes of a rollout are
- * never closer than the interval minus this grace.
- */
-export function stepGraceMs(intervalMs: number): number {
-  return Math.max(MIN_STEP_GRACE_MS, Math.floor(intervalMs / 10));
-}
 
 /**
  * The time a rollout change's write records as its step's (the marker's rollout state, as the plan wrote it), or

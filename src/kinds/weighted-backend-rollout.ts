@@ -32,3 +32,15 @@ export function parseRolloutState(raw: unknown): RolloutState | undefined {
   if (typeof halted === "string") state.halted = halted;
   return state;
 }
+
+/** Least grace of a rollout step: the few seconds an apply takes between its plan and its write (lease, reads, check). */
+export const MIN_STEP_GRACE_MS = 5000;
+
+/**
+ * How long after the time a step's write records it may still be written: a tenth of the interval, at least
+ * `MIN_STEP_GRACE_MS`. The next step is due one interval after the recorded time, so two writes of a rollout are
+ * never closer than the interval minus this grace.
+ */
+export function stepGraceMs(intervalMs: number): number {
+  return Math.max(MIN_STEP_GRACE_MS, Math.floor(intervalMs / 10));
+}

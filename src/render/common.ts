@@ -3,6 +3,7 @@
  * Plan; they never compute what it contains. Pure.
  */
 import type { Change, Estimate, JsonValue, Plan, RolloutStep, WeightChange } from "../model/plan.js";
+import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -84,6 +85,13 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
   }
 }
 
+/** When a step is written. A due step records the plan's time, so a saved plan applied later than its grace is held. */
+function stepWhen(r: RolloutStep): string {
+  if (r.status === "halted") return "halted";
+  if (r.status === "waiting") return `due at ${r.due_at}`;
+  return `due now (a saved plan takes it if applied within ${msText(stepGraceMs(r.interval_ms))}; later, plan again)`;
+}
+
 /**
  * What a rollout change says beside its weights: where the rollout stands, what is checked before the step, and
  * when the step after it is due. Comment lines without their `# ` prefix.
@@ -92,7 +100,7 @@ export function rolloutLines(change: Change): string[] {
   if (change.kind !== "weighted_backend" || !change.rollout) return [];
   const r = change.rollout;
   const lines = [
-    `rollout: step ${r.step} of ${r.steps}, at most ${r.max_step} points per step, at least ${r.interval} apart; ${r.status === "due" ? "due now" : r.status === "waiting" ? `due at ${r.due_at}` : "halted"}`,
+    `rollout: step ${r.step} of ${r.steps}, at most ${r.max_step} points per step, at least ${r.interval} apart; ${stepWhen(r)}`,
   ];
   if (r.check) {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);

@@ -1,6 +1,7 @@
 /** One run of apply's rollout steps, with a checker of the test's own: steps sent as planned, halts, holds. */
 import { describe, expect, it } from "vitest";
-import { prepareRolloutRun, stepGraceMs, type Checker } from "../../src/apply/rollout.js";
+import { prepareRolloutRun, type Checker } from "../../src/apply/rollout.js";
+import { stepGraceMs } from "../../src/kinds/weighted-backend-rollout.js";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { rolloutTargetDigest } from "../../src/kinds/weighted-backend-rollout.js";
 import type { Change, WeightedBackendChange } from "../../src/model/plan.js";
