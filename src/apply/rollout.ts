@@ -71,7 +71,6 @@ export interface RolloutRun {
   halted: Array<{ address: string; name: string; reason: string }>;
 }
 
-
 /**
  * The time a rollout change's write records as its step's (the marker's rollout state, as the plan wrote it), or
  * null when the write ends the rollout (no state kept, nothing counts from it) or records a halt.

@@ -29,7 +29,6 @@ export function rejectUnknownFields(body: JsonObject, allowed: ReadonlySet<strin
   }
 }
 
-
 /** `value` when the stores can hold it as it is; else ERR_NGROK_215 naming `field` (see `unstorableText`). */
 function checkText(value: string, field: string): string {
   const problem = unstorableText(value);
