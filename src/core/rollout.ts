@@ -158,6 +158,7 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
     step: k,
     steps: n,
     from: input.from,
+    final: steps[n - 1] as Weights,
     due: input.after,
     next: keepsState ? writeAt + spec.interval_ms : null,
     check: k > 1 ? spec.check : null,
@@ -168,19 +169,19 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
 function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
   const due = Date.parse(state.at) + spec.interval_ms;
-  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, due, next: null, check: spec.check });
+  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check: spec.check });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
 function returnChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
-  const rollout = buildStep(ctx, spec, { phase: "return", step: 1, steps: 1, from: state.from, due: ctx.now, next: null, check: null });
+  const rollout = buildStep(ctx, spec, { phase: "return", step: 1, steps: 1, from: state.from, final: state.from, due: ctx.now, next: null, check: null });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
 function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
   const rollout: RolloutStep = {
-    ...stepBase(spec, state.from, state.target),
+    ...stepBase(spec, state.from, state.target, change.after?.backends ?? {}),
     phase: "step",
     step: Math.min(state.step + 1, n),
     steps: n,
@@ -194,17 +195,23 @@ function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: R
   return { ...change, action: "rollout", notes, diffs: withoutMarkerState(change.diffs), rollout };
 }
 
-function stepBase(spec: RolloutSpec, from: Weights, target: string): Pick<RolloutStep, "max_step" | "interval" | "interval_ms" | "from" | "target"> {
-  return { max_step: spec.max_step, interval: spec.interval, interval_ms: spec.interval_ms, from: sortedBackends(from), target };
+/** What every step of one rollout says alike: its settings, where it starts, and where it ends (`final`: the manifest's weights). */
+function stepBase(
+  spec: RolloutSpec,
+  from: Weights,
+  target: string,
+  final: Weights,
+): Pick<RolloutStep, "max_step" | "interval" | "interval_ms" | "from" | "target" | "final"> {
+  return { max_step: spec.max_step, interval: spec.interval, interval_ms: spec.interval_ms, from: sortedBackends(from), target, final: sortedBackends(final) };
 }
 
 function buildStep(
   ctx: RolloutContext,
   spec: RolloutSpec,
-  s: { phase: RolloutStep["phase"]; step: number; steps: number; from: Weights; due: number; next: number | null; check: RolloutSpec["check"] },
+  s: { phase: RolloutStep["phase"]; step: number; steps: number; from: Weights; final: Weights; due: number; next: number | null; check: RolloutSpec["check"] },
 ): RolloutStep {
   return {
-    ...stepBase(spec, s.from, rolloutTargetDigest(ctx.desired.backends)),
+    ...stepBase(spec, s.from, rolloutTargetDigest(ctx.desired.backends), s.final),
     phase: s.phase,
     step: s.step,
     steps: s.steps,

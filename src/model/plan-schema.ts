@@ -66,6 +66,7 @@ const RolloutStepSchema = z
     check: z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) }).nullable(),
     from: weightsMap,
     target: z.string(),
+    final: weightsMap,
     halted_reason: z.string().nullable(),
   })
   .describe("A step of a progressive rollout: which of how many, whether it is due, and when the next one is");

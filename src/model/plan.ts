@@ -104,6 +104,8 @@ export interface RolloutStep {
   from: Record<string, number>;
   /** Digest of the manifest's weights the rollout moves toward (kept in the owner marker). */
   target: string;
+  /** The weights the rollout ends at: the manifest's, children by id. A step writes step `step` of the way from `from` to them. */
+  final: Record<string, number>;
   /** Why the rollout halted (`halted`, `halt`); null otherwise. */
   halted_reason: string | null;
 }

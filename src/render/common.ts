@@ -4,6 +4,7 @@
  */
 import type { Change, Estimate, JsonValue, Plan, RolloutStep, WeightChange } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
+import { finalShare } from "./mermaid.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -102,6 +103,11 @@ export function rolloutLines(change: Change): string[] {
   const lines = [`rollout: step ${r.step} of ${r.steps}, at most ${r.max_step} points per step, at least ${r.interval} apart; ${stepWhen(r)}`];
   if (r.check) {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
+  }
+  const names = new Map(change.weights.map((w) => [w.child, w.name] as const));
+  const finals = Object.keys(r.final).map((child) => ({ child, share: finalShare(change, child) }));
+  if (finals.some((f) => f.share !== null)) {
+    lines.push(`final: ${finals.map((f) => `${names.get(f.child) ?? f.child} ${r.final[f.child]} (${f.share}%)`).join(", ")} (the manifest's weights)`);
   }
   if (r.next_due_at !== null && r.status !== "halted") lines.push(`next step due at ${r.next_due_at} (once this one is written)`);
   return lines;

@@ -21,7 +21,7 @@ import {
   type ChangeSymbol,
 } from "./common.js";
 import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
-import { childName, childTag, shareMove, trafficChanges } from "./mermaid.js";
+import { childName, childTag, finalShare, shareMove, trafficChanges } from "./mermaid.js";
 
 /** Renders the plan as a whole HTML page, ending with a newline. */
 export function renderHtml(plan: Plan): string {
@@ -104,6 +104,8 @@ function renderSplit(change: WeightedBackendChange): string[] {
   const after = change.action === "delete" ? null : change.weights.map((w) => w.share_after);
   const out = ['<figure class="split">', `<figcaption class="muted">Traffic split</figcaption>`];
   out.push(barRow("before", before, change.weights), barRow("after", after, change.weights));
+  const final = change.weights.map((w) => finalShare(change, w.child));
+  if (final.some((s) => s !== null)) out.push(barRow("final", final, change.weights));
   out.push('<ul class="shares">');
   change.weights.forEach((w, i) => {
     const moved = childTag(w, change.action);
@@ -112,7 +114,7 @@ function renderSplit(change: WeightedBackendChange): string[] {
     const weights = `${w.before ?? "–"} → ${w.after ?? "–"}`;
     out.push(
       `<li><span class="swatch s${i % SPLIT_COLOURS}"></span><span>${esc(childName(w))}</span>${id}${tag}` +
-        `<span class="muted">weight ${esc(weights)}</span><span class="share">${esc(shareMove(w, change.action))}</span></li>`,
+        `<span class="muted">weight ${esc(weights)}</span><span class="share">${esc(shareMove(w, change))}</span></li>`,
     );
   });
   out.push("</ul>", "</figure>");

@@ -6,6 +6,7 @@
  * end a label, start a Markdown string, inject HTML or close the fence. Reads the Plan only. Pure.
  */
 import type { Change, WeightChange, WeightedBackendChange } from "../model/plan.js";
+import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
 
 /** The longest label drawn (characters); longer names are cut with an ellipsis. */
 export const MAX_LABEL = 60;
@@ -27,14 +28,31 @@ export function childName(w: WeightChange): string {
 
 /**
  * A child's share before and after: `90% → 60%`, `added: 10%`, `removed: 90%`, `25%` when it stays; for a weighted
- * backend that is created or deleted, its share alone (`90%`, `was 90%`).
+ * backend that is created or deleted, its share alone (`90%`, `was 90%`). A rollout step that is not the last adds
+ * where the rollout ends: `90% → 60%, final 0%`.
  */
-export function shareMove(w: WeightChange, action: WeightedBackendChange["action"]): string {
+export function shareMove(w: WeightChange, change: WeightedBackendChange): string {
+  const final = finalShare(change, w.child);
+  const move = stepMove(w, change.action);
+  return final === null ? move : `${move}, final ${final}%`;
+}
+
+function stepMove(w: WeightChange, action: WeightedBackendChange["action"]): string {
   if (action === "create") return `${w.share_after ?? 0}%`;
   if (action === "delete") return `was ${w.share_before ?? 0}%`;
   if (w.share_before === null) return `added: ${w.share_after ?? 0}%`;
   if (w.share_after === null) return `removed: ${w.share_before}%`;
   return w.share_before === w.share_after ? `${w.share_after}%` : `${w.share_before}% → ${w.share_after}%`;
+}
+
+/** A child's share once the rollout ends (`rollout.final`), when this change is a step before the last; else null. */
+export function finalShare(change: WeightedBackendChange, child: string): number | null {
+  const final = change.rollout?.final;
+  if (final === undefined || sameWeights(final, change.after?.backends ?? {})) return null;
+  return shareOf(
+    final[child] ?? 0,
+    Object.values(final).reduce((s, x) => s + x, 0),
+  );
 }
 
 /** ` (added)`, ` (removed)`, or nothing: how a child that comes or goes is marked (not in a create or delete). */
@@ -55,7 +73,7 @@ export function renderMermaid(change: WeightedBackendChange): string[] {
     const sub = w.name !== null && !w.known_after_apply ? `<br/>${label(w.child)}` : "";
     lines.push(`  ${node}["${label(childName(w) + (tag ? ` (${tag})` : ""))}${sub}"]`);
     const arrow = tag === "removed" ? "-.->" : tag === "added" ? "==>" : "-->";
-    lines.push(`  wb ${arrow}|"${label(shareMove(w, change.action))}"| ${node}`);
+    lines.push(`  wb ${arrow}|"${label(shareMove(w, change))}"| ${node}`);
     if (tag) lines.push(`  class ${node} ${tag}`);
     if (tag) used.add(tag);
   });

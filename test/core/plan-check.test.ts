@@ -106,6 +106,13 @@ describe("checkPlan names each edit of a saved plan", () => {
     expect(edited("039-rollout-first-step", (p) => Object.assign(wb(p).rollout ?? {}, { max_step: 1 })).own).toEqual([
       `${CHECKOUT}: the step moves a share of traffic by more than its max_step, 1 points`,
     ]);
+    // The final weights a reviewer reads are those the step leads to: shown otherwise, the plan is refused.
+    const final = (p: Plan): Record<string, number> => (wb(p).rollout as { final: Record<string, number> }).final;
+    const shownElsewhere = edited("039-rollout-first-step", (p) => {
+      const [first, second] = Object.keys(final(p));
+      Object.assign(final(p), { [first as string]: final(p)[second as string], [second as string]: final(p)[first as string] });
+    });
+    expect(shownElsewhere.own).toEqual([`${CHECKOUT}: the weights written are not step 1 of 3 from rollout.from to rollout.final`]);
   });
 
   it("a module whose after holds a field the kind does not have", () => {
