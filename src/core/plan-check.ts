@@ -19,7 +19,7 @@ import { MARKER_KEY } from "../model/state.js";
 import { findCycles } from "./graph.js";
 import { buildSummary, DEFAULT_MAX_SHIFT } from "./plan.js";
 import { defaultMaxDeletes } from "./risks.js";
-import { buildRolloutSteps, withoutMarkerState } from "./rollout.js";
+import { rolloutSteps, withoutMarkerState } from "./rollout.js";
 
 /** One thing of a saved plan that does not agree: the change (or part of the plan) and what disagrees. */
 export interface Disagreement {
@@ -196,7 +196,7 @@ function rolloutProblem(change: WeightedBackendChange): string | null {
   if (r.phase === "confirm" && !(sameWeights(before, after) && sameWeights(after, r.final))) return "a confirmation writes the weights as they are, the final ones";
   if (r.phase === "return" && !(sameWeights(after, r.from) && sameWeights(r.final, r.from))) return "a return writes the weights the rollout started from";
   if (r.phase === "step" && !withinStep(before, after, r.max_step)) return `the step moves a share of traffic by more than its max_step, ${r.max_step} points`;
-  const steps = r.phase === "step" ? buildRolloutSteps(r.from, r.final, r.max_step) : [];
+  const steps = r.phase === "step" ? rolloutSteps(r.from, r.final, r) : [];
   if (r.phase === "step" && (steps.length !== r.steps || !sameWeights(after, steps[r.step - 1] ?? {}))) {
     return `the weights written are not step ${r.step} of ${r.steps} from rollout.from to rollout.final`;
   }

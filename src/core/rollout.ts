@@ -88,6 +88,30 @@ export function buildRolloutSteps(from: Weights, target: Weights, maxStep: numbe
   throw new InternalError(`no rollout within ${maxStep} points per step was found`);
 }
 
+/**
+ * The weights written by each step of a rollout whose manifest lists its steps: step k moves every child's share
+ * `shares[k]` percent of the way from `from` to `target` (integer weights summing to 10000, as above); the last
+ * share is 100, which writes `target` exactly. Without traffic on one side: one step.
+ */
+export function buildListSteps(from: Weights, target: Weights, shares: readonly number[]): Array<Record<string, number>> {
+  const last = sortedBackends(target);
+  if (!hasTraffic(from) || !hasTraffic(target)) return [last];
+  const keys = [...new Set([...Object.keys(from), ...Object.keys(target)])].sort();
+  const s = sharesOf(from, keys);
+  const t = sharesOf(target, keys);
+  const along = (p: number) =>
+    roundShares(
+      keys,
+      keys.map((_, i) => (s[i] as number) + (((t[i] as number) - (s[i] as number)) * p) / 100),
+    );
+  return shares.map((p) => (p >= 100 ? last : along(p)));
+}
+
+/** The steps of a rollout as its manifest paces it: a `steps:` list, else steps of at most `max_step` points. */
+export function rolloutSteps(from: Weights, target: Weights, pace: { max_step: number; shares: readonly number[] | null }): Array<Record<string, number>> {
+  return pace.shares === null ? buildRolloutSteps(from, target, pace.max_step) : buildListSteps(from, target, pace.shares);
+}
+
 /** What a rollout change is built from, beside the update the kind built. */
 export interface RolloutContext {
   desired: DesiredWeightedBackend;
@@ -123,13 +147,13 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   if (state?.halted && !ctx.retry) return haltedChange(change, spec, state);
   if (ctx.state && !state && sameWeights(ctx.state.from, target)) return returnChange(change, ctx, spec, ctx.state);
   if (state && !state.halted) {
-    const steps = buildRolloutSteps(state.from, target, spec.max_step);
+    const steps = rolloutSteps(state.from, target, spec);
     if (state.step < steps.length && sameWeights(steps[state.step - 1] as Weights, live)) {
       return stepChange(change, ctx, spec, { from: state.from, steps, k: state.step + 1, after: Date.parse(state.at) + spec.interval_ms });
     }
   }
   const restarted = ctx.state !== undefined && !ctx.retry;
-  const built = stepChange(change, ctx, spec, { from: live, steps: buildRolloutSteps(live, target, spec.max_step), k: 1, after: ctx.now });
+  const built = stepChange(change, ctx, spec, { from: live, steps: rolloutSteps(live, target, spec), k: 1, after: ctx.now });
   if (restarted) {
     built.notes = [...built.notes, "the manifest or the live weights changed during a rollout: a new rollout starts from the live weights"];
   }
@@ -167,7 +191,7 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
 }
 
 function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
-  const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
+  const n = rolloutSteps(state.from, change.after?.backends ?? {}, spec).length;
   const due = Date.parse(state.at) + spec.interval_ms;
   const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check: spec.check });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
@@ -179,7 +203,7 @@ function returnChange(change: WeightedBackendChange, ctx: RolloutContext, spec: 
 }
 
 function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
-  const n = buildRolloutSteps(state.from, change.after?.backends ?? {}, spec.max_step).length;
+  const n = rolloutSteps(state.from, change.after?.backends ?? {}, spec).length;
   const rollout: RolloutStep = {
     ...stepBase(spec, state.from, state.target, change.after?.backends ?? {}),
     phase: "step",
@@ -201,8 +225,9 @@ function stepBase(
   from: Weights,
   target: string,
   final: Weights,
-): Pick<RolloutStep, "max_step" | "interval" | "interval_ms" | "from" | "target" | "final"> {
-  return { max_step: spec.max_step, interval: spec.interval, interval_ms: spec.interval_ms, from: sortedBackends(from), target, final: sortedBackends(final) };
+): Pick<RolloutStep, "max_step" | "shares" | "interval" | "interval_ms" | "from" | "target" | "final"> {
+  const pace = { max_step: spec.max_step, shares: spec.shares, interval: spec.interval, interval_ms: spec.interval_ms };
+  return { ...pace, from: sortedBackends(from), target, final: sortedBackends(final) };
 }
 
 function buildStep(

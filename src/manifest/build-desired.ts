@@ -144,8 +144,32 @@ function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collecto
       check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
     }
   }
-  if (!ok || typeof interval_ms === "string") return undefined;
-  return { max_step: written.max_step, interval: written.interval.trim(), interval_ms, check };
+  const pace = rolloutPace(written, pin, out);
+  if (!ok || typeof interval_ms === "string" || pace === undefined) return undefined;
+  return { ...pace, interval: written.interval.trim(), interval_ms, check };
+}
+
+/** `max_step`, or the `steps:` list (rising, 100 added at its end) with its largest gap as `max_step`; undefined after reporting. */
+function rolloutPace(written: RolloutManifest, pin: Pinner, out: Collector): Pick<RolloutSpec, "max_step" | "shares"> | undefined {
+  const { max_step, steps } = written;
+  if ((max_step === undefined) === (steps === undefined)) {
+    const message =
+      max_step === undefined ? "rollout needs max_step (points per step) or steps (shares of the move, e.g. [10, 50, 100])" : "rollout has both max_step and steps; keep one";
+    // In a partial document the field may be missing because its bad value was taken out, and was reported.
+    if (!out.quiet) out.error(pin.key(["rollout"]), message);
+    return undefined;
+  }
+  if (steps === undefined) return { max_step: max_step as number, shares: null };
+  const bad = steps.findIndex((s, i) => i > 0 && s <= (steps[i - 1] as number));
+  if (bad >= 0) {
+    out.error(
+      pin.value(["rollout", "steps", bad]),
+      `rollout.steps[${bad}]: ${steps[bad]} does not rise above the step before it; list the shares of the move in rising order`,
+    );
+    return undefined;
+  }
+  const shares = steps.at(-1) === 100 ? [...steps] : [...steps, 100];
+  return { max_step: Math.max(...shares.map((s, i) => s - (shares[i - 1] ?? 0))), shares };
 }
 
 function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBackend" }, out: Collector): DesiredWeightedBackend | undefined {

@@ -96,9 +96,19 @@ export const RolloutCheckManifestSchema = z
 
 export const RolloutManifestSchema = z
   .strictObject({
-    max_step: intField(1, 100).meta({
-      description: "Percentage points: no child's share of the traffic moves more than this in one step (1 to 100).",
+    max_step: intField(1, 100).optional().meta({
+      description: "Percentage points: no child's share of the traffic moves more than this in one step (1 to 100). Give max_step or steps.",
     }),
+    steps: z
+      .array(intField(1, 100))
+      .min(1)
+      .max(100)
+      .optional()
+      .meta({
+        description:
+          "The steps as shares of the move, in percent, rising (for example [10, 50, 100]); 100, the manifest's weights, ends the list " +
+          "and is added when left out. Give max_step or steps.",
+      }),
     interval: durationText("a whole number with s, m or h").meta({
       description: "The least time between two steps: a whole number with s, m or h (at least 1s, at most 168h).",
     }),
@@ -106,7 +116,7 @@ export const RolloutManifestSchema = z
   })
   .meta({
     description:
-      "Move a change of the live object's weights in steps of at most max_step points, at least interval apart, instead of one write. " +
+      "Move a change of the live object's weights in steps (of at most max_step points, or the shares of the move in steps), at least interval apart, instead of one write. " +
       "Creating the object is not a rollout.",
   });
 export type RolloutManifest = z.infer<typeof RolloutManifestSchema>;

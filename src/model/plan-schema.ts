@@ -61,6 +61,7 @@ const RolloutStepSchema = z
     due_at: timeText,
     next_due_at: timeText.nullable(),
     max_step: z.number().int().min(1).max(100),
+    shares: z.array(z.number().int().min(1).max(100)).min(1).max(101).nullable(),
     interval: z.string(),
     interval_ms: z.number().int().min(1),
     check: z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) }).nullable(),

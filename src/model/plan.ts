@@ -96,6 +96,8 @@ export interface RolloutStep {
   /** When the step after this one is due, if this one is written when it is due; null when none follows. */
   next_due_at: string | null;
   max_step: number;
+  /** The manifest's `steps:` (shares of the move in percent, ending with 100), or null for steps of `max_step` points. */
+  shares: number[] | null;
   interval: string;
   interval_ms: number;
   /** Asked before this step is written (every step after the first, and the confirmation); null: no check. */

@@ -58,8 +58,10 @@ export interface RolloutCheck {
 
 /** The `rollout` block of a WeightedBackend manifest, defaults filled. */
 export interface RolloutSpec {
-  /** Percentage points a child's share of traffic may move in one step (1 to 100). */
+  /** Percentage points a child's share of traffic may move in one step (1 to 100); with `shares`, their largest gap. */
   max_step: number;
+  /** The manifest's `steps:`, shares of the move in percent, rising, ending with 100; null: steps of `max_step`. */
+  shares: number[] | null;
   /** The least time between two steps, as written (`5m`), and in milliseconds. */
   interval: string;
   interval_ms: number;

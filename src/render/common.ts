@@ -100,7 +100,8 @@ function stepWhen(r: RolloutStep): string {
 export function rolloutLines(change: Change): string[] {
   if (change.kind !== "weighted_backend" || !change.rollout) return [];
   const r = change.rollout;
-  const lines = [`rollout: step ${r.step} of ${r.steps}, at most ${r.max_step} points per step, at least ${r.interval} apart; ${stepWhen(r)}`];
+  const pace = r.shares === null ? `at most ${r.max_step} points per step` : `steps at ${r.shares.map((s) => `${s}%`).join(", ")} of the move`;
+  const lines = [`rollout: step ${r.step} of ${r.steps}, ${pace}, at least ${r.interval} apart; ${stepWhen(r)}`];
   if (r.check) {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
   }

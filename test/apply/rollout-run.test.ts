@@ -9,7 +9,13 @@ import type { RolloutSpec } from "../../src/model/state.js";
 import { desiredWb, hrId, liveWb } from "../core/builders.js";
 
 const [A, B] = [hrId(1), hrId(2)];
-const SPEC: RolloutSpec = { max_step: 50, interval: "1m", interval_ms: 60_000, check: { url: "https://status.example.com/ok", expect_status: null, timeout_ms: 1000 } };
+const SPEC: RolloutSpec = {
+  max_step: 50,
+  shares: null,
+  interval: "1m",
+  interval_ms: 60_000,
+  check: { url: "https://status.example.com/ok", expect_status: null, timeout_ms: 1000 },
+};
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 const target = { [A]: 0, [B]: 100 };
 

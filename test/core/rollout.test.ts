@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
-import { buildRolloutHalt, buildRolloutSteps } from "../../src/core/rollout.js";
+import { buildListSteps, buildRolloutHalt, buildRolloutSteps } from "../../src/core/rollout.js";
 import { rolloutTargetDigest } from "../../src/kinds/weighted-backend-rollout.js";
 import type { WeightedBackendChange } from "../../src/model/plan.js";
 import type { DesiredWeightedBackend, RolloutSpec, RolloutState } from "../../src/model/state.js";
@@ -69,7 +69,50 @@ describe("buildRolloutSteps", () => {
   });
 });
 
-const SPEC: RolloutSpec = { max_step: 25, interval: "5m", interval_ms: 300_000, check: { url: "https://status.example.com/ok", expect_status: null, timeout_ms: 10_000 } };
+describe("buildListSteps", () => {
+  const listArb = fc.uniqueArray(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 8 }).map((l) => {
+    const rising = [...l].sort((a, b) => a - b);
+    return rising.at(-1) === 100 ? rising : [...rising, 100];
+  });
+
+  it("writes each listed share of the move (to rounding), integer weights in range, and ends exactly at the target", () => {
+    fc.assert(
+      fc.property(weightsArb, weightsArb, listArb, (from, target, list) => {
+        const steps = buildListSteps(from, target, list);
+        expect(steps.at(-1)).toEqual(target);
+        for (const step of steps) for (const w of Object.values(step)) expect(Number.isInteger(w) && w >= 0 && w <= 10_000).toBe(true);
+        const traffic = (w: Record<string, number>): boolean => Object.values(w).some((x) => x > 0);
+        if (!traffic(from) || !traffic(target)) return expect(steps).toHaveLength(1);
+        expect(steps).toHaveLength(list.length);
+        const [s, t] = [shares(from), shares(target)];
+        steps.slice(0, -1).forEach((step, k) => {
+          // Each child is within rounding (0.02 point) of the listed share of its way.
+          const at = shares(step);
+          KEYS.forEach((_, j) =>
+            expect(Math.abs((at[j] as number) - ((s[j] as number) + (((t[j] as number) - (s[j] as number)) * (list[k] as number)) / 100))).toBeLessThan(0.02),
+          );
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("moves 90/10 to 0/100 along 10, 50, 100 percent of the way", () => {
+    expect(buildListSteps({ a: 9000, b: 1000 }, { a: 0, b: 10000 }, [10, 50, 100])).toEqual([
+      { a: 8100, b: 1900 },
+      { a: 4500, b: 5500 },
+      { a: 0, b: 10000 },
+    ]);
+  });
+});
+
+const SPEC: RolloutSpec = {
+  max_step: 25,
+  shares: null,
+  interval: "5m",
+  interval_ms: 300_000,
+  check: { url: "https://status.example.com/ok", expect_status: null, timeout_ms: 10_000 },
+};
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 const [A, B] = [hrId(1), hrId(2)];
 
@@ -106,6 +149,12 @@ const target = { [A]: 0, [B]: 100 };
 const digest = rolloutTargetDigest(target);
 
 describe("the plan of a rollout", () => {
+  it("with a steps: list, writes the listed share of the move and says so", () => {
+    const c = only(plan(desired(target, { ...SPEC, max_step: 50, shares: [10, 50, 100] }), live({ [A]: 100, [B]: 0 })));
+    expect(c.rollout).toMatchObject({ phase: "step", step: 1, steps: 3, shares: [10, 50, 100], final: { [A]: 0, [B]: 100 } });
+    expect(c.request.body?.backends).toEqual({ [A]: 9000, [B]: 1000 });
+  });
+
   it("starts with step 1 due now, needs no --ack traffic-shift, and keeps the state in the marker", () => {
     const p = plan(desired(target), live({ [A]: 100, [B]: 0 }), { maxShift: 10 });
     const c = only(p);
