@@ -88,9 +88,10 @@ describe("buildListSteps", () => {
         steps.slice(0, -1).forEach((step, k) => {
           // Each child is within rounding (0.02 point) of the listed share of its way.
           const at = shares(step);
-          KEYS.forEach((_, j) =>
-            expect(Math.abs((at[j] as number) - ((s[j] as number) + (((t[j] as number) - (s[j] as number)) * (list[k] as number)) / 100))).toBeLessThan(0.02),
-          );
+          for (let j = 0; j < KEYS.length; j++) {
+            const ideal = (s[j] as number) + (((t[j] as number) - (s[j] as number)) * (list[k] as number)) / 100;
+            expect(Math.abs((at[j] as number) - ideal)).toBeLessThan(0.02);
+          }
         });
       }),
       { numRuns: 500 },
