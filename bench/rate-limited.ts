@@ -4,7 +4,7 @@
  * Target: no 429, and each run within 1.2 times the earliest its requests can finish under the budget (the first N
  * at once, every next N one window later). The two runs are a window apart, as a plan on a pull request and the
  * apply on merge are: two processes cannot know each other's requests, so one started less than a window after
- * another shares a budget it cannot see (the README says so).
+ * another shares a budget it cannot see (docs/performance.md says so).
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";

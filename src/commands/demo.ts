@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EXIT } from "../model/errors.js";
 import { runApply } from "./apply.js";
@@ -19,6 +19,16 @@ function examplesFolder(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir);
   return join(dir, "examples");
+}
+
+/**
+ * How the closing line names the examples for a shell in `cwd`: relative when they are below it (a local install),
+ * else absolute (a global one, where a relative path would climb out of the user's folder); quoted when needed.
+ */
+function examplesForShell(cwd: string, folder: string): string {
+  const rel = relative(cwd, folder);
+  const shown = rel === "" ? "." : rel.startsWith("..") || isAbsolute(rel) ? folder : rel;
+  return /^[\w./-]+$/.test(shown) ? shown : `'${shown.replaceAll("'", "'\\''")}'`;
 }
 
 /** Runs the three steps; returns 0 when the second plan has nothing to do. */
@@ -39,7 +49,8 @@ export async function runDemo(io: CommandIO): Promise<number> {
     const again = await runPlan({ ...common, detailedExitcode: true }, demoIO);
     io.stderr(
       again.exitCode === EXIT.ok
-        ? "\nDemo done: the second plan has nothing to do. Try `edgeplan plan --local examples` in your own folder next.\n"
+        ? "\nDemo done: the second plan has nothing to do. Next, on a copy of the examples in your own folder: " +
+            `cp -r ${examplesForShell(io.cwd, examplesFolder())} edgeplan-examples && edgeplan plan --local edgeplan-examples\n`
         : "\nDemo: the second plan still has changes; this is a bug, please report it.\n",
     );
     return again.exitCode;

@@ -83,6 +83,23 @@ describe("example workflows", () => {
     const uses = [plan, apply, drift, release].flatMap(usesOf).filter((u) => u.startsWith("actions/"));
     expect([...new Set(uses)].sort()).toEqual(["actions/checkout@v6", "actions/setup-node@v6", "actions/upload-artifact@v6"]);
     expect(release.jobs.release.steps.find((s: any) => s.uses === "actions/setup-node@v6").with["node-version"]).toBe("24");
-    expect(release.permissions).toEqual({ contents: "write" });
+    expect(release.permissions).toEqual({ contents: "write", "id-token": "write" });
+  });
+
+  it("release checks, then publishes one packed tarball to npm with provenance and attaches it to the GitHub release", () => {
+    const release = load(".github/workflows/release.yml");
+    const steps: { name?: string; run?: string; env?: Record<string, string> }[] = release.jobs.release.steps;
+    const at = (text: string): number => steps.findIndex((s) => s.run?.includes(text) === true);
+    const order = ['require("./package.json").version', "npm run lint", "npm test", "npm pack", "npm publish", "gh release create"].map(at);
+    // Every check passes before anything leaves the runner, and what is published is what is attached.
+    expect(order.every((i) => i >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    const publish = order[4]!;
+    const attach = order[5]!;
+    expect(steps[publish]!.run).toBe('npm publish "./${{ steps.pack.outputs.tarball }}" --provenance --access public');
+    expect(steps[publish]!.env).toEqual({ NODE_AUTH_TOKEN: "${{ secrets.NPM_TOKEN }}" });
+    expect(steps[attach]!.run).toContain('gh release create "$GITHUB_REF_NAME" "${{ steps.pack.outputs.tarball }}"');
+    const setup = steps.find((s: any) => s.uses === "actions/setup-node@v6") as { with: Record<string, string> };
+    expect(setup.with["registry-url"]).toBe("https://registry.npmjs.org");
   });
 });

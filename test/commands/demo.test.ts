@@ -10,6 +10,11 @@ describe("edgeplan demo", () => {
     expect(res.stderr).toContain("local: provisioned edge ");
     expect(res.stderr).toMatch(/weighted_backend\.storefront-blue: created bkdwd_[0-9A-Za-z]{27}/);
     expect(res.stderr).toContain("Demo done: the second plan has nothing to do.");
+    // Run from the repository, the examples are below the folder, so the copy command names them relatively.
+    expect(res.stderr.trimEnd().split("\n").at(-1)).toBe(
+      "Demo done: the second plan has nothing to do. Next, on a copy of the examples in your own folder: " +
+        "cp -r examples edgeplan-examples && edgeplan plan --local edgeplan-examples",
+    );
     // The first plan creates everything the examples declare; the last one has nothing to do.
     expect(res.stdout).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to replace.");
     expect(res.stdout).toContain("Converged: the live state matches the manifests.");

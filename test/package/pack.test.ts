@@ -4,21 +4,13 @@
  * install when no prebuilt binary fits: this test takes about a minute).
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { nodeModulesAbove } from "../action/run-cli.js";
-import { REPO_ROOT } from "../helpers/server.js";
+import { cleanEnv, installPackage, VERSION } from "./install.js";
 
 const run = promisify(execFile);
-const version = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
-
-/** This process's environment without what `npm test` adds (npm_config_*, npm_package_*), which would steer npm. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
-}
 
 const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
 const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
@@ -27,28 +19,12 @@ const CANARY = "bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq";
 
 describe("the npm package", () => {
   it("installs into an empty folder and runs --version, validate, plan --local and demo", async () => {
-    const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
     const env = cleanEnv();
-    // The folder holds the package and nothing else, and no node_modules above it could lend a module.
-    const app = join(work, "app");
-    mkdirSync(app);
-    expect(nodeModulesAbove(work)).toEqual([]);
-    const packed = await run("npm", ["pack", "--pack-destination", app, "--loglevel=error"], { cwd: REPO_ROOT, env, timeout: 120_000 });
-    const tgz = packed.stdout.trim().split("\n").pop()!;
-    expect(tgz).toBe(`edgeplan-${version}.tgz`);
-    expect(readdirSync(app)).toEqual([tgz]);
-
-    // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
-    await run("npm", ["install", `./${tgz}`, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
-      cwd: app,
-      env: { ...env, JOBS: "max" },
-      timeout: 280_000,
-    });
-    const edgeplan = join(app, "node_modules", ".bin", "edgeplan");
+    const { app, bin: edgeplan } = await installPackage();
     mkdirSync(join(app, "manifests"));
 
     const shown = await run(edgeplan, ["--version"], { cwd: app, env });
-    expect(shown.stdout).toBe(`${version}\n`);
+    expect(shown.stdout).toBe(`${VERSION}\n`);
 
     writeFileSync(join(app, "manifests", "checkout.yaml"), `kind: WeightedBackend\nname: checkout\nbackends:\n  ${STABLE}: 9000\n  ${CANARY}: 1000\n`);
     writeFileSync(
@@ -67,6 +43,9 @@ describe("the npm package", () => {
     // The demo plans and applies the examples shipped in the package, then plans again.
     const demo = await run(edgeplan, ["demo"], { cwd: app, env });
     expect(demo.stderr).toContain("== 1/3 plan: what applying node_modules/edgeplan/examples to an empty local server would do");
-    expect(demo.stderr.trimEnd().split("\n").pop()).toBe("Demo done: the second plan has nothing to do. Try `edgeplan plan --local examples` in your own folder next.");
+    expect(demo.stderr.trimEnd().split("\n").pop()).toBe(
+      "Demo done: the second plan has nothing to do. Next, on a copy of the examples in your own folder: " +
+        "cp -r node_modules/edgeplan/examples edgeplan-examples && edgeplan plan --local edgeplan-examples",
+    );
   }, 300_000);
 });

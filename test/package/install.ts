@@ -1,0 +1,73 @@
+/**
+ * The npm package as a user gets it: `npm pack` of this repository, then `npm install ./edgeplan-X.tgz` into an empty
+ * folder with no node_modules above it, from npm's cache where it can (the tests send nothing to the registry when
+ * the cache holds the dependencies, as it does after `npm ci`).
+ */
+import { execFile } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { expect } from "vitest";
+import { nodeModulesAbove } from "../action/run-cli.js";
+import { REPO_ROOT } from "../helpers/server.js";
+
+const run = promisify(execFile);
+
+export const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+/** This process's environment without what `npm test` adds (npm_config_*, npm_package_*), which would steer npm. */
+export function cleanEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+}
+
+export interface InstalledPackage {
+  /** The temporary folder that holds `app/` (and whatever else a test makes beside it). */
+  work: string;
+  /** The folder the package was installed into: `app/node_modules/edgeplan`, `app/node_modules/.bin/edgeplan`. */
+  app: string;
+  /** The installed `edgeplan` command. */
+  bin: string;
+}
+
+/**
+ * Packs the repository (build first: the package ships `dist/`) and installs the tarball into `work/app/`.
+ *
+ * `reuseNativeBuild`: install without running the dependencies' install scripts, then give better-sqlite3 the
+ * binding this repository's node_modules already built for the same version of it, as a prebuilt binary would be.
+ * That saves the minutes node-gyp takes where no prebuilt binary can be downloaded; the test of the install itself
+ * (pack.test.ts) leaves it off. When the versions differ, the binding is built as an install would build it.
+ */
+export async function installPackage(options: { reuseNativeBuild?: boolean } = {}): Promise<InstalledPackage> {
+  const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
+  const env = cleanEnv();
+  // The folder holds the package and nothing else, and no node_modules above it could lend a module.
+  const app = join(work, "app");
+  mkdirSync(app);
+  expect(nodeModulesAbove(work)).toEqual([]);
+  const packed = await run("npm", ["pack", "--pack-destination", app, "--loglevel=error"], { cwd: REPO_ROOT, env, timeout: 120_000 });
+  const tgz = packed.stdout.trim().split("\n").pop()!;
+  expect(tgz).toBe(`edgeplan-${VERSION}.tgz`);
+  expect(readdirSync(app)).toEqual([tgz]);
+
+  const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...(options.reuseNativeBuild === true ? ["--ignore-scripts"] : [])];
+  // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
+  await run("npm", ["install", `./${tgz}`, ...flags], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
+  if (options.reuseNativeBuild === true) await provideSqliteBinding(app, env);
+  return { work, app, bin: join(app, "node_modules", ".bin", "edgeplan") };
+}
+
+const BINDING = join("build", "Release", "better_sqlite3.node");
+
+/** better-sqlite3's binding in an install made with --ignore-scripts: copied when the versions match, else built. */
+async function provideSqliteBinding(app: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const ours = join(REPO_ROOT, "node_modules", "better-sqlite3");
+  const theirs = join(app, "node_modules", "better-sqlite3");
+  const version = (dir: string): string => (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version;
+  if (existsSync(join(ours, BINDING)) && version(ours) === version(theirs)) {
+    mkdirSync(join(theirs, "build", "Release"), { recursive: true });
+    copyFileSync(join(ours, BINDING), join(theirs, BINDING));
+    return;
+  }
+  await run("npm", ["rebuild", "better-sqlite3", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
+}
