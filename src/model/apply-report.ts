@@ -84,4 +84,5 @@ export interface HeldChange {
   message: string;
 }
 
-export const APPLY_REPORT_FORMAT_VERSION = 1;
+/** `format_version` of the document `apply --format json` writes (src/model/apply-schema.ts). */
+export const APPLY_FORMAT_VERSION = 1;

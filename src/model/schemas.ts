@@ -4,6 +4,7 @@
  */
 import { z, type ZodType } from "zod";
 import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifestSchema } from "./manifest-schema.js";
+import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
 import { ProjectFileSchema } from "./project-schema.js";
 
@@ -13,6 +14,7 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
   { file: "weighted-backend.schema.json", schema: WeightedBackendManifestSchema },
   { file: "edge-route.schema.json", schema: EdgeRouteManifestSchema },
   { file: "plan.schema.json", schema: PlanFileSchema },
+  { file: "apply.schema.json", schema: ApplyDocumentSchema },
   { file: "project.schema.json", schema: ProjectFileSchema },
 ];
 

@@ -11,6 +11,7 @@ import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromL
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { EdgeplanError, StalePlanError, UnsafePlanError } from "../../src/model/errors.js";
 import type { Plan } from "../../src/model/plan.js";
+import { renderJson } from "../../src/render/json.js";
 import type { LiveState } from "../../src/model/state.js";
 import { absent, CB, desiredRoute, desiredWb, EDGE, hrId, liveRouteOf, liveWb, markerMetadata, present, ROUTE, samlModule, samlSettings, wbId } from "../core/builders.js";
 
@@ -300,8 +301,10 @@ describe("the report", () => {
     expect(md.startsWith("### edgeplan apply: stack `default`\n\n**Apply finished with failures: 4 done, 1 failed, 1 skipped.**\n")).toBe(true);
     expect(md).toContain("| `weighted_backend.m` | failed | manifests/main.yaml:1:1: POST /backends/weighted: 400 ERR_NGROK_6501: no such backend |");
     expect(md).toContain("- `weighted_backend.n` will be created");
-    const json = JSON.parse(renderApplyJson(report())) as Record<string, unknown>;
-    expect(json).toMatchObject({ format_version: 1, kind: "apply_report", status: "failed", counts: { done: 4, failed: 1, skipped: 1, not_started: 0 } });
+    const { plan } = scenario();
+    const json = JSON.parse(renderApplyJson(plan, report())) as Record<string, unknown>;
+    expect(json).toMatchObject({ format_version: 1, kind: "apply", plan: { format_version: 1, stack: plan.stack }, report: { status: "failed", counts: { done: 4, failed: 1, skipped: 1, not_started: 0 } } });
+    expect(JSON.parse(renderApplyJson(plan, null))).toEqual({ format_version: 1, kind: "apply", plan: JSON.parse(renderJson(plan)), report: null });
   });
 
   it("headlines an interrupted run and a complete one", () => {
