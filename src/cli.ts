@@ -146,10 +146,14 @@ function registerValidate(program: Command, done: Done): void {
     .command("validate")
     .description("check the project file and the manifests (syntax, fields, references, IdP metadata) without contacting the API")
     .argument("[paths...]", "manifest files or folders (default: the project file's paths, else .)");
-  addOptions(cmd, [CONFIG_OPTION, { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false }]);
-  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string }) => {
+  addOptions(cmd, [
+    CONFIG_OPTION,
+    { flags: "--format <format>", description: "text (diagnostics on stderr) or json (one document on stdout)", choices: ["text", "json"], default: "text" },
+    { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false },
+  ]);
+  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; format: string }) => {
     const { runValidate } = await import("./commands/validate.js");
-    done(await runValidate(paths, { verbose: flags.verbose, ...(flags.config !== undefined ? { config: flags.config } : {}) }));
+    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, ...(flags.config !== undefined ? { config: flags.config } : {}) }));
   });
 }
 
