@@ -456,8 +456,9 @@ class HttpApiClient implements ApiClient {
   private apiError(answer: Answer, msg?: string): ApiError {
     const body = this.errorBody(answer);
     let text = msg ?? body?.msg ?? (answer.text.trim().slice(0, 200) || "(no message)");
-    // Every path edgeplan asks for is the API's: a 404 without an error code means the server does not know the path.
-    if (answer.status === 404 && body?.error_code === undefined) text += `; ${this.unknownPathHint()}`;
+    // Every path edgeplan asks for is the API's: a 404 without an error code (and no meaning the caller gives it) means the
+    // server does not know the path.
+    if (answer.status === 404 && body?.error_code === undefined && msg === undefined) text += `; ${this.unknownPathHint()}`;
     if (answer.attempts > 1) text += ` (gave up after ${answer.attempts} attempts)`;
     return new ApiError(answer.method, answer.path, answer.status, this.safeCode(body?.error_code), this.safe(text), answer.operationId);
   }

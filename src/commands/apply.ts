@@ -26,6 +26,7 @@ import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core
 import { buildRisks } from "../core/risks.js";
 import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../apply/verify.js";
 import { buildEstimate } from "../core/estimate.js";
+import { diffOutputs } from "../core/outputs.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Change, Plan, SamlOutput } from "../model/plan.js";
@@ -206,7 +207,15 @@ async function reportRun(
       : run.finalPlan
         ? { convergence: buildConvergenceFromReplan(run.finalPlan), outputs: run.finalPlan.outputs }
         : await checkConvergence({ ...plan, changes: [...run.ran, ...heldChanges(plan, run.held)] }, outcome, ctx.session, ctx.fromManifests);
-  const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: ctx.fromManifests ? "manifests" : "plan", held: run.held };
+  const report: ApplyReport = {
+    stack: plan.stack,
+    outcome,
+    convergence,
+    outputs,
+    changedOutputs: diffOutputs(plan.outputs, outputs),
+    against: ctx.fromManifests ? "manifests" : "plan",
+    held: run.held,
+  };
   if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
   if (plan.targeted) report.targeted = true;
   if (run.halted.length > 0) report.halted = run.halted;

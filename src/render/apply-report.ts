@@ -5,7 +5,7 @@
  * (./html.ts). Reads the report only. Pure.
  */
 import { APPLY_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
-import { OUTPUT_FIELDS, outputText } from "./common.js";
+import { OUTPUT_FIELDS, outputText, reportOutputs, unchangedOutputsLine } from "./common.js";
 import { renderOutputsText } from "./text.js";
 import { cell, code } from "./markdown.js";
 import { esc, renderHtmlPage } from "./html-page.js";
@@ -61,7 +61,7 @@ export function renderApplyText(report: ApplyReport): string {
   out.push(buildConvergenceLine(report));
   for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
   for (const r of report.convergence.inProgress ?? []) out.push(`  ${r.address}: ${r.reason}`);
-  out.push(...renderOutputsText(report.outputs));
+  out.push(...renderOutputsText(reportOutputs(report)));
   return `${out.join("\n")}\n`;
 }
 
@@ -94,13 +94,13 @@ export function renderApplyMarkdown(report: ApplyReport): string {
     out.push("");
     for (const r of pending) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
   }
-  if (report.outputs.length > 0) {
-    out.push("", "#### Outputs: copy these into the IdP", "");
-    for (const o of report.outputs) {
-      out.push(`- ${code(o.address)}`);
-      for (const [field, label] of OUTPUT_FIELDS) out.push(`  - ${label}: ${code(outputText(o[field], o.known_after_apply))}`);
-    }
+  const { shown, unchanged } = reportOutputs(report);
+  if (shown.length > 0 || unchanged > 0) out.push("", "#### Outputs: copy these into the IdP", "");
+  for (const o of shown) {
+    out.push(`- ${code(o.address)}`);
+    for (const [field, label] of OUTPUT_FIELDS) out.push(`  - ${label}: ${code(outputText(o[field], o.known_after_apply))}`);
   }
+  if (unchanged > 0) out.push(...(shown.length > 0 ? [""] : []), unchangedOutputsLine(unchanged));
   return `${out.join("\n")}\n`;
 }
 
@@ -184,7 +184,7 @@ export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
     }
     body.push("</tbody>", "</table>", "</section>");
   }
-  body.push(...renderHtmlOutputs(report.outputs));
+  body.push(...renderHtmlOutputs(reportOutputs(report)));
   body.push('<section aria-labelledby="plan">', '<h2 id="plan">The plan that was applied</h2>', ...renderHtmlSummary(plan), "</section>");
   body.push(...renderHtmlRisks(plan), ...renderHtmlChanges(plan, "Changes"), ...renderHtmlOrphans(plan));
   return renderHtmlPage(`edgeplan apply: stack ${report.stack}`, body);
