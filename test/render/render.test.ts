@@ -6,21 +6,7 @@ import { renderMarkdown } from "../../src/render/markdown.js";
 import { renderText } from "../../src/render/text.js";
 import { PlanFileSchema, PlanSchema } from "../../src/model/plan-schema.js";
 import type { Plan } from "../../src/model/plan.js";
-import {
-  desiredRoute,
-  desiredWb,
-  hrId,
-  liveRouteOf,
-  liveWb,
-  markerMetadata,
-  plan,
-  present,
-  ROUTE,
-  samlModule,
-  samlSettings,
-  unmanaged,
-  wbId,
-} from "../core/builders.js";
+import { desiredRoute, desiredWb, hrId, liveRouteOf, liveWb, markerMetadata, plan, present, ROUTE, samlModule, samlSettings, unmanaged, wbId } from "../core/builders.js";
 
 const ESC = "\x1b[";
 
