@@ -129,7 +129,10 @@ export function validateFixtures(value: unknown, file = "fixtures", doc?: Docume
     diagnostics.push({ severity: "error", pos: { file, ...positionOf(doc, counter, path) }, message: where ? `${where}: ${message}` : message });
   };
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) report(issue.path, issue.message);
+    for (const issue of parsed.error.issues) {
+      const top = issue.code === "unrecognized_keys" && issue.path.length === 0;
+      report(issue.path, top ? `${issue.message}; a fixtures file holds only edges and backends (see examples/fixtures.yaml)` : issue.message);
+    }
   } else {
     for (const p of crossChecks(parsed.data)) report(p.path, p.message);
   }

@@ -182,6 +182,13 @@ describe("the messages of the first mistakes (built CLI, real server)", () => {
         "A fixtures file holds what the API cannot create, the edges with their routes and the backends: " +
         "`edges: [{id, hostports, routes: [{id, match, match_type}]}]` and `backends: [{id, type}]` (see examples/fixtures.yaml)\n",
     );
+    w.manifests({ "fixtures.yaml": "owner: platform\nedges: []\n" });
+    const stray = await w.cli(["serve", "--port", "0", "--api-key", "k1", "--fixtures", "m/fixtures.yaml"]);
+    expect({ code: stray.code, stdout: stray.stdout, stderr: stray.stderr }).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: 'edgeplan: m/fixtures.yaml:1:1: Unrecognized key: "owner"; a fixtures file holds only edges and backends (see examples/fixtures.yaml)\n',
+    });
   });
 
   it("plan --local keeps its state out of git with .edgeplan/.gitignore, and leaves the project's .gitignore alone", async () => {
