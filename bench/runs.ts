@@ -82,21 +82,6 @@ function commonArgs(server: BenchServer, settings: CommandSettings): string[] {
   ];
 }
 
-/** The JSON documents of a text that holds one after the other (apply --format json prints the plan, then the report). */
-export function splitJsonDocuments(text: string): unknown[] {
-  const docs: unknown[] = [];
-  let start = 0;
-  for (let end = text.indexOf("\n}\n", start); end >= 0; end = text.indexOf("\n}\n", end + 1)) {
-    try {
-      docs.push(JSON.parse(text.slice(start, end + 2)));
-      start = end + 3;
-    } catch {
-      // Not a document's end yet (a nested object closing at the start of a line): look further.
-    }
-  }
-  return docs;
-}
-
 /** Throws unless the summary is the one the fleet was made to give. */
 export function checkSummary(what: string, summary: PlanSummary, expected: PlanSummary): void {
   const got = JSON.stringify(summary);
@@ -126,7 +111,8 @@ export async function runEdgeplanApply(cli: string, server: BenchServer, fleet: 
   const exit = await runCli(cli, ["apply", fleet.manifests, "--auto-approve", "--lock-ttl", "1h", ...commonArgs(server, settings)], fleet.dir);
   await server.settle();
   if (exit.code !== 0) throw failure("edgeplan apply", exit);
-  const [plan, report] = splitJsonDocuments(exit.stdout) as [Plan | undefined, { status?: string } | undefined];
+  // One document: the plan that was shown and the report of the run (src/model/apply-schema.ts).
+  const { plan, report } = JSON.parse(exit.stdout) as { plan?: Plan; report?: { status?: string } | null };
   if (!plan || report?.status !== "converged") throw new Error(`edgeplan apply did not report convergence: ${exit.stdout.slice(-800)}`);
   return { traffic: server.traffic.read(), commandMs: exit.ms, plan, summary: plan.summary };
 }

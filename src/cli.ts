@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
-import { errorOutcome, EXIT } from "./model/errors.js";
+import { EdgeplanError, errorOutcome, EXIT } from "./model/errors.js";
 
 // Two folders up from both dist/src/cli.js and the bundle's dist/cli/edgeplan.js.
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -27,6 +27,8 @@ interface OptionSpec {
   choices?: readonly string[];
   /** Repeatable: every value is kept, in order. */
   repeat?: boolean;
+  /** Not an option of the command: left out of the help, and given, an error with this message (its value is never shown). */
+  refused?: string;
 }
 
 const collect = (value: string, all: string[] | undefined): string[] => [...(all ?? []), value];
@@ -39,6 +41,14 @@ function addOptions(cmd: Command, table: readonly OptionSpec[]): Command {
     if (spec.choices !== undefined) option.choices(spec.choices);
     if (spec.repeat === true) option.argParser(collect);
     if (spec.default !== undefined) option.default(spec.default);
+    if (spec.refused !== undefined) {
+      const message = spec.refused;
+      option.hideHelp();
+      // Thrown while commander parses, before any action runs; main's caller prints it (exit 1).
+      cmd.on(`option:${option.name()}`, () => {
+        throw new EdgeplanError(message);
+      });
+    }
     cmd.addOption(option);
   }
   return cmd;
@@ -52,6 +62,13 @@ const COMMON_OPTIONS: readonly OptionSpec[] = [
   CONFIG_OPTION,
   { flags: "--api-url <url>", description: "API base URL", env: "EDGEPLAN_API_URL" },
   { flags: "--api-key-file <file>", description: "read the API key from this file (else EDGEPLAN_API_KEY)" },
+  {
+    flags: "--api-key [key]",
+    description: "",
+    refused:
+      "--api-key: the API key is not given on the command line (shell history and the process list would show it): " +
+      "put it in a file and pass --api-key-file FILE, or set EDGEPLAN_API_KEY",
+  },
   { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK" },
   { flags: "--takeover", description: "change objects that carry another stack's owner marker", default: false },
   { flags: "--local", description: "run against an embedded server with state in .edgeplan/local.db", default: false },
@@ -146,10 +163,14 @@ function registerValidate(program: Command, done: Done): void {
     .command("validate")
     .description("check the project file and the manifests (syntax, fields, references, IdP metadata) without contacting the API")
     .argument("[paths...]", "manifest files or folders (default: the project file's paths, else .)");
-  addOptions(cmd, [CONFIG_OPTION, { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false }]);
-  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string }) => {
+  addOptions(cmd, [
+    CONFIG_OPTION,
+    { flags: "--format <format>", description: "text (diagnostics on stderr) or json (one document on stdout)", choices: ["text", "json"], default: "text" },
+    { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false },
+  ]);
+  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; format: string }) => {
     const { runValidate } = await import("./commands/validate.js");
-    done(await runValidate(paths, { verbose: flags.verbose, ...(flags.config !== undefined ? { config: flags.config } : {}) }));
+    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, ...(flags.config !== undefined ? { config: flags.config } : {}) }));
   });
 }
 

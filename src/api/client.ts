@@ -404,7 +404,10 @@ class HttpApiClient implements ApiClient {
       this.logLine(method, path, `error ${net.code}`, ms, attempt, undefined);
       const cause = sanitizedCause(failure, net.code, this.options.apiKey);
       if (net.kind === "fatal") {
-        throw new ApiError(method, path, 0, undefined, `no answer from ${this.origin}: ${text} (${net.code}); check --api-url`, undefined, { cause });
+        const why = PLAIN_HTTP_CODES.has(net.code)
+          ? `the server at ${this.origin} does not speak TLS (${net.code}); use http:// (loopback) or check the port`
+          : `no answer from ${this.origin}: ${text} (${net.code}); check --api-url`;
+        throw new ApiError(method, path, 0, undefined, why, undefined, { cause });
       }
       if (net.kind === "unknown" && method === "POST") {
         throw new OutcomeUnknownError(method, path, 0, undefined, `${text} (${net.code})`, undefined, { cause });
@@ -453,8 +456,18 @@ class HttpApiClient implements ApiClient {
   private apiError(answer: Answer, msg?: string): ApiError {
     const body = this.errorBody(answer);
     let text = msg ?? body?.msg ?? (answer.text.trim().slice(0, 200) || "(no message)");
+    // Every path edgeplan asks for is the API's: a 404 without an error code (and no meaning the caller gives it) means the
+    // server does not know the path.
+    if (answer.status === 404 && body?.error_code === undefined && msg === undefined) text += `; ${this.unknownPathHint()}`;
     if (answer.attempts > 1) text += ` (gave up after ${answer.attempts} attempts)`;
     return new ApiError(answer.method, answer.path, answer.status, this.safeCode(body?.error_code), this.safe(text), answer.operationId);
+  }
+
+  /** What to do when the server does not know one of the API's paths: the base URL is not the API's. */
+  private unknownPathHint(): string {
+    const shape = "the API URL must be the API's base (scheme://host[:port])";
+    if (this.prefix !== "") return `${shape}, not ${this.baseUrl}: try ${this.origin}`;
+    return `the server at ${this.origin} does not serve the API's paths: ${shape}, check --api-url (or EDGEPLAN_API_URL)`;
   }
 
   /** The error of a failed module request: RouteNotFoundError for an unknown route or edge. */
@@ -515,6 +528,9 @@ class HttpApiClient implements ApiClient {
 function moduleSchema(kind: ModuleKind): z.ZodType {
   return kind === "saml" ? SamlModuleSchema : CircuitBreakerModuleSchema;
 }
+
+/** TLS errors of a server that answered in plain HTTP: https:// to an http:// server, or to a port that is not TLS. */
+const PLAIN_HTTP_CODES: ReadonlySet<string> = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_PACKET_LENGTH_TOO_LONG", "ERR_SSL_HTTP_REQUEST"]);
 
 function headerOf(headers: Answer["headers"], name: string): string | undefined {
   const v = headers[name];

@@ -2,7 +2,8 @@
  * Errors of the API client beyond the shared `ApiError`: a create whose outcome is unknown, and routes or edges that
  * do not exist. Also the redaction every client-made message goes through, so that the API key never leaves it.
  */
-import { ApiError } from "../model/errors.js";
+import { ApiError, ManifestError, type Diagnostic } from "../model/errors.js";
+import type { DesiredEdgeRoute } from "../model/state.js";
 
 /**
  * A POST that may or may not have been carried out: the connection dropped or timed out after the request was sent,
@@ -57,6 +58,22 @@ export class RouteNotFoundError extends ApiError {
 /** `route R does not exist on edge E`, or `edge E does not exist (named with route R)`. */
 export function describeMissing(m: MissingRoute): string {
   return m.edgeExists ? `route ${m.route} does not exist on edge ${m.edge}` : `edge ${m.edge} does not exist (named with route ${m.route})`;
+}
+
+/**
+ * The routes a RouteNotFoundError names, each pinned to the `route:` value of the manifest that declares it, as a
+ * ManifestError (`file:line:col: route R does not exist on edge E; ...`). A route no manifest declares (it cannot
+ * happen in a plan) keeps the error as it was.
+ */
+export function pinMissingRoutes(err: RouteNotFoundError, routes: readonly DesiredEdgeRoute[]): ManifestError | RouteNotFoundError {
+  const diagnostics: Diagnostic[] = [];
+  for (const m of err.missing) {
+    const declared = routes.find((r) => r.edge === m.edge && r.route === m.route);
+    if (!declared) return err;
+    const fix = m.edgeExists ? "correct the route id, or create the route on the edge first" : "correct the edge id, or create the edge first";
+    diagnostics.push({ severity: "error", pos: declared.routeSource ?? declared.source, message: `${describeMissing(m)}; edgeplan does not create routes or edges: ${fix}` });
+  }
+  return new ManifestError(diagnostics);
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * What `apply` shows on stdout, and in `--html FILE`: the plan before the question, the plan's page when nothing
- * runs, and the report after the run, each in the chosen format.
+ * What `apply` shows on stdout, and in `--html FILE`: the plan before the question, the plan alone when nothing
+ * runs, and the report after the run, each in the chosen format. JSON and HTML are one document on stdout, written
+ * at the end, so a script or a browser reads all of it at once.
  */
 import { renderApplyHtml, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../render/apply-report.js";
 import { renderHtml } from "../render/html.js";
@@ -16,17 +17,24 @@ export interface ShowOptions {
   color?: boolean;
 }
 
+/** Formats whose stdout is one document written at the end (the report with the plan, or the plan alone). */
+const ONE_DOCUMENT: readonly PlanFormat[] = ["json", "html"];
+
 /**
- * Shows the plan before the question: on stdout in the chosen format, except HTML, whose stdout is one page written
- * at the end (the report, or the plan when nothing ran): then the plan goes to stderr as text for the person asked.
+ * Shows the plan before the question: on stdout in the chosen format, except JSON and HTML, whose stdout is one
+ * document written at the end: then the plan goes to stderr as text for the person asked.
  */
 export function showPlan(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): void {
-  if (format === "html") io.stderr(renderPlan(plan, "text", false));
+  if (ONE_DOCUMENT.includes(format)) io.stderr(renderPlan(plan, "text", false));
   else io.stdout(renderPlan(plan, format, useColor(options, io)));
 }
 
-/** When nothing runs: the plan's page on stdout (`--format html`) and in `--html FILE`. */
-export async function showPlanPage(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
+/**
+ * When nothing runs (nothing to change, nothing due, a refusal): the document of `--format json` with `report:
+ * null`, the plan's page on stdout (`--format html`), and the page in `--html FILE`.
+ */
+export async function showPlanOnly(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
+  if (format === "json") io.stdout(renderApplyJson(plan, null));
   if (format !== "html" && options.html === undefined) return;
   const page = renderHtml(plan);
   if (format === "html") io.stdout(page);
@@ -36,7 +44,7 @@ export async function showPlanPage(plan: Plan, format: PlanFormat, options: Show
 /** The report on stdout in the chosen format, and as a page in `--html FILE`. */
 export async function showReport(report: ApplyReport, plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
   const page = format === "html" || options.html !== undefined ? renderApplyHtml(report, plan) : "";
-  if (format === "json") io.stdout(renderApplyJson(report));
+  if (format === "json") io.stdout(renderApplyJson(plan, report));
   else if (format === "markdown") io.stdout(`\n${renderApplyMarkdown(report)}`);
   else if (format === "html") io.stdout(page);
   else io.stdout(renderApplyText(report));

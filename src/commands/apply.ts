@@ -26,12 +26,13 @@ import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core
 import { buildRisks } from "../core/risks.js";
 import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../apply/verify.js";
 import { buildEstimate } from "../core/estimate.js";
+import { diffOutputs } from "../core/outputs.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Change, Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import type { CommandIO } from "./io.js";
-import { showPlan, showPlanPage, showReport } from "./apply-show.js";
+import { showPlan, showPlanOnly, showReport } from "./apply-show.js";
 import { fetchForPlan, PLAN_FORMATS, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
 import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
@@ -54,8 +55,8 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   /** With `--plan`: when the saved plan is stale, plan again from the manifests (and show, ask, check risks as usual). */
   refresh?: boolean;
   /**
-   * How the plan (and the report after it) is shown on stdout. With `html`, stdout is one page written at the end
-   * (the report and the plan, or the plan alone when nothing ran) and the plan goes to stderr as text.
+   * How the plan (and the report after it) is shown on stdout. With `json` and `html`, stdout is one document written
+   * at the end (the plan and the report, or the plan alone when nothing ran) and the plan goes to stderr as text.
    */
   format?: PlanFormat;
   /** Also write the report (or the plan, when nothing ran) as an HTML page to this file. */
@@ -151,13 +152,13 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     const hasChanges = planHasChanges(plan);
     const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, hasChanges };
     if (!hasChanges) {
-      await showPlanPage(plan, format, options, io);
+      await showPlanOnly(plan, format, options, io);
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
     }
     const idle = idleRollouts(plan, Date.now());
     if (idle !== null && options.wait !== true) {
-      await showPlanPage(plan, format, options, io);
+      await showPlanOnly(plan, format, options, io);
       io.stderr(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`);
       result.exitCode = idle.halted ? EXIT.partial : EXIT.ok;
       return result;
@@ -165,7 +166,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     try {
       await approve(plan, acks, options, io);
     } catch (err) {
-      await showPlanPage(plan, format, options, io);
+      await showPlanOnly(plan, format, options, io);
       throw err;
     }
 
@@ -206,7 +207,15 @@ async function reportRun(
       : run.finalPlan
         ? { convergence: buildConvergenceFromReplan(run.finalPlan), outputs: run.finalPlan.outputs }
         : await checkConvergence({ ...plan, changes: [...run.ran, ...heldChanges(plan, run.held)] }, outcome, ctx.session, ctx.fromManifests);
-  const report: ApplyReport = { stack: plan.stack, outcome, convergence, outputs, against: ctx.fromManifests ? "manifests" : "plan", held: run.held };
+  const report: ApplyReport = {
+    stack: plan.stack,
+    outcome,
+    convergence,
+    outputs,
+    changedOutputs: diffOutputs(plan.outputs, outputs),
+    against: ctx.fromManifests ? "manifests" : "plan",
+    held: run.held,
+  };
   if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
   if (plan.targeted) report.targeted = true;
   if (run.halted.length > 0) report.halted = run.halted;

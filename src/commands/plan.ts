@@ -5,6 +5,7 @@
  */
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
+import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
 import { fetchLive, startListing } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
@@ -89,7 +90,7 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
  * weighted-backend listing when no weighted backend can be in scope, no edge read for a route whose modules are
  * all out of scope. Returns the desired state to plan with (scoped the same way), the live state, and the routes'
  * part of the plan. `listing`: the listing of the weighted backends already under way (`startListing`), when the
- * scope reaches them.
+ * scope reaches them. Routes or edges that do not exist are thrown as one ManifestError at their `route:` values.
  */
 export async function fetchForPlan(
   client: ApiClient,
@@ -102,6 +103,8 @@ export async function fetchForPlan(
   const live = await fetchLive(client, scoped, {
     weightedBackends: scopeReachesKind(scope, "weighted_backend"),
     ...(listing ? { listing } : {}),
+  }).catch((err: unknown) => {
+    throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
   });
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }

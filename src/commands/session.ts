@@ -3,7 +3,7 @@
  * error) and opening a client, either to the API named by `--api-url` or, with `--local`, to an embedded server
  * whose state lives in `.edgeplan/local.db`.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { createClient, type ApiClient } from "../api/client.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
@@ -56,6 +56,16 @@ export interface Session {
 }
 
 /**
+ * Creates the folder of `--local`'s state when missing, with a `.gitignore` of `*` in it: git then ignores the folder
+ * (the database and the `.gitignore` itself) without a line in the project's own `.gitignore`. A folder that exists
+ * is left as it is.
+ */
+function createLocalDir(dir: string): void {
+  if (mkdirSync(dir, { recursive: true }) === undefined) return;
+  writeFileSync(join(dir, ".gitignore"), "*\n", { flag: "wx" });
+}
+
+/**
  * Opens a client from the common flags. With `--local`, starts an embedded server on a free loopback port with its
  * state in `<cwd>/.edgeplan/local.db` (or `$EDGEPLAN_LOCAL_DIR/local.db`), loads `--fixtures` when given, and otherwise provisions the edges, routes and
  * child backends that `desired` names (saying so on stderr), so that a preview needs no account and no setup.
@@ -71,7 +81,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   const { startServer, loadFixturesFile, provisionServer } = await import("../server/index.js");
   // EDGEPLAN_LOCAL_DIR moves the state (the demo uses a fresh folder so that it always starts from nothing).
   const dir = resolve(io.cwd, io.env.EDGEPLAN_LOCAL_DIR || LOCAL_STATE_DIR);
-  mkdirSync(dir, { recursive: true });
+  createLocalDir(dir);
   const server = await startServer({
     host: "127.0.0.1",
     port: 0,

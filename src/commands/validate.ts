@@ -1,9 +1,11 @@
 /**
  * `edgeplan validate [paths...]`: loads the project file (`edgeplan.yaml`, or `--config FILE`) and the manifests as
  * plan would, without contacting the API, prints every diagnostic to stderr (sorted by file, line, column) and a
- * summary line to stdout. Exit 1 when any error.
+ * summary line to stdout; with `--format json`, one document on stdout instead (src/render/validate.ts). Exit 1
+ * when any error.
  */
-import { EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { EdgeplanError, EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { renderValidateJson } from "../render/validate.js";
 import { loadDesired, sortDiagnostics, type LoadResult } from "../manifest/load.js";
 import { loadProjectFile } from "../manifest/project-file.js";
 
@@ -14,10 +16,15 @@ export interface ValidateOptions {
   verbose?: boolean;
   /** The project file to read instead of `edgeplan.yaml` in the working directory. */
   config?: string;
+  /** `text` (diagnostics on stderr, a summary line on stdout; the default) or `json` (one document on stdout). */
+  format?: string;
   now?: Date;
   stdout?: { write(s: string): unknown };
   stderr?: { write(s: string): unknown };
 }
+
+/** The formats of `validate --format`. */
+export const VALIDATE_FORMATS: readonly string[] = ["text", "json"];
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
@@ -34,6 +41,8 @@ export function formatSummary(result: Pick<LoadResult, "files" | "objects" | "sk
 
 /** Runs validate and returns the exit code: 1 when any error was found, else 0. */
 export async function runValidate(paths: string[], options: ValidateOptions = {}): Promise<number> {
+  const format = options.format ?? "text";
+  if (!VALIDATE_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${VALIDATE_FORMATS.join(", ")}, got "${format}"`);
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const project = await loadProjectFile(options.cwd ?? process.cwd(), options.config);
@@ -46,11 +55,16 @@ export async function runValidate(paths: string[], options: ValidateOptions = {}
           ...(options.env !== undefined ? { env: options.env } : {}),
           ...(options.now !== undefined ? { now: options.now } : {}),
         });
+  const diagnostics = sortDiagnostics([...project.diagnostics, ...result.diagnostics]);
+  const failed = diagnostics.some((d) => d.severity === "error");
+  if (format === "json") {
+    stdout.write(renderValidateJson(result, diagnostics));
+    return failed ? EXIT.error : EXIT.ok;
+  }
   let text = "";
   if (options.verbose) for (const f of result.skipped) text += `note: skipped ${f}: no document in it has a kind, so it is not a manifest\n`;
-  const diagnostics = sortDiagnostics([...project.diagnostics, ...result.diagnostics]);
   for (const d of diagnostics) text += `${formatDiagnostic(d)}\n`;
   if (text) stderr.write(text);
   stdout.write(`${formatSummary(result, diagnostics)}\n`);
-  return diagnostics.some((d) => d.severity === "error") ? EXIT.error : EXIT.ok;
+  return failed ? EXIT.error : EXIT.ok;
 }

@@ -18,6 +18,22 @@ export function buildOutputs(routes: Array<{ desired: DesiredEdgeRoute; live: Li
   return outputs.sort((a, b) => compareText(a.address, b.address));
 }
 
+/**
+ * The addresses of the outputs in `after` that a person has to copy again: new ones (absent from `before`, or
+ * known only after apply there) and those whose values differ. In the order of `after`.
+ */
+export function diffOutputs(before: readonly SamlOutput[], after: readonly SamlOutput[]): string[] {
+  const was = new Map(before.map((o) => [o.address, o]));
+  return after
+    .filter((o) => {
+      const old = was.get(o.address);
+      return old === undefined || old.known_after_apply || OUTPUT_VALUES.some((field) => old[field] !== o[field]);
+    })
+    .map((o) => o.address);
+}
+
+const OUTPUT_VALUES = ["entity_id", "assertion_consumer_service_url", "single_logout_url", "metadata_url", "certificate_sha256"] as const;
+
 /** The output of a route whose SAML module is managed, from the route as read: null values until the module exists. */
 export function buildOutput(edge: string, route: string, live: LiveRoute): SamlOutput {
   const saml = live.saml;

@@ -287,7 +287,8 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
     out.warning(doc.src.pos, `edge route ${v.edge}/${v.route} manages no module; add saml or circuit_breaker (settings, or absent to delete one), or remove this manifest`);
   }
   const ignored = ignoreChanges.length > 0 ? { ignoreChanges } : {};
-  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos };
+  const routeSource = new Pinner(doc.src).value(["route"]);
+  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos, routeSource };
 }
 
 type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };

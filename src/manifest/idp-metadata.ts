@@ -65,6 +65,18 @@ function signingCertificateOffsets(text: string): number[] {
  */
 export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
   const text = xml.startsWith("\uFEFF") ? xml.slice(1) : xml;
+  const pem = /^\s*-----BEGIN ([A-Z0-9 ]+)-----/.exec(text);
+  if (pem) {
+    return [
+      {
+        severity: "error",
+        ...lineColOf(text, pem[0].indexOf("-")),
+        message:
+          `IdP metadata is a PEM file (${pem[1]}), not the IdP's SAML metadata XML; the signing certificate is part of the metadata: ` +
+          "download the IdP's metadata (an XML EntityDescriptor) and name that file",
+      },
+    ];
+  }
   const doctype = text.search(/<!DOCTYPE/i);
   if (doctype >= 0) {
     return [

@@ -62,6 +62,11 @@ export interface ApplyReport {
   outcome: ApplyOutcome;
   convergence: Convergence;
   outputs: SamlOutput[];
+  /**
+   * The addresses of the outputs this run set or changed (`diffOutputs`): text, Markdown and HTML show only those,
+   * and count the others; JSON holds every output. Absent: all are shown.
+   */
+  changedOutputs?: string[];
   /** What the convergence was checked against: the manifests, or a saved plan. */
   against: "manifests" | "plan";
   /** The signal that interrupted the run, when one did. */
@@ -84,4 +89,5 @@ export interface HeldChange {
   message: string;
 }
 
-export const APPLY_REPORT_FORMAT_VERSION = 1;
+/** `format_version` of the document `apply --format json` writes (src/model/apply-schema.ts). */
+export const APPLY_FORMAT_VERSION = 1;

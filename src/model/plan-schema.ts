@@ -116,6 +116,19 @@ export const ModuleChangeSchema = z.object({
   notes: z.array(z.string()),
 });
 
+/** The values of a SAML module to copy into the IdP: in the plan, and in an apply's report as read after the run. */
+export const SamlOutputSchema = z.object({
+  address: z.string(),
+  edge: z.string(),
+  route: z.string(),
+  known_after_apply: z.boolean(),
+  entity_id: z.string().nullable(),
+  assertion_consumer_service_url: z.string().nullable(),
+  single_logout_url: z.string().nullable(),
+  metadata_url: z.string().nullable(),
+  certificate_sha256: z.string().nullable(),
+});
+
 export const PlanSchema = z
   .object({
     format_version: z.literal(1),
@@ -160,19 +173,7 @@ export const PlanSchema = z
         reason: z.string(),
       }),
     ),
-    outputs: z.array(
-      z.object({
-        address: z.string(),
-        edge: z.string(),
-        route: z.string(),
-        known_after_apply: z.boolean(),
-        entity_id: z.string().nullable(),
-        assertion_consumer_service_url: z.string().nullable(),
-        single_logout_url: z.string().nullable(),
-        metadata_url: z.string().nullable(),
-        certificate_sha256: z.string().nullable(),
-      }),
-    ),
+    outputs: z.array(SamlOutputSchema),
     warnings: z.array(z.string()),
     ignored: z
       .array(z.object({ address: z.string(), path: z.string(), source: sourceText.nullable() }))

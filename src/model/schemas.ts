@@ -4,8 +4,10 @@
  */
 import { z, type ZodType } from "zod";
 import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifestSchema } from "./manifest-schema.js";
+import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
 import { ProjectFileSchema } from "./project-schema.js";
+import { ValidateDocumentSchema } from "./validate-schema.js";
 
 /** Every published schema: the file name under schemas/ and the zod schema it is generated from. */
 export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
@@ -13,6 +15,8 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
   { file: "weighted-backend.schema.json", schema: WeightedBackendManifestSchema },
   { file: "edge-route.schema.json", schema: EdgeRouteManifestSchema },
   { file: "plan.schema.json", schema: PlanFileSchema },
+  { file: "apply.schema.json", schema: ApplyDocumentSchema },
+  { file: "validate.schema.json", schema: ValidateDocumentSchema },
   { file: "project.schema.json", schema: ProjectFileSchema },
 ];
 

@@ -103,6 +103,8 @@ export interface DesiredEdgeRoute {
   /** `ignore_changes`: module fields (`saml.FIELD`, `circuit_breaker.FIELD`) never updated once set. */
   ignoreChanges?: string[];
   source: SourcePos;
+  /** Where the `route:` value is written: a route or edge that does not exist is reported there. */
+  routeSource?: SourcePos;
 }
 
 export interface DesiredState {

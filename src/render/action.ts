@@ -6,7 +6,7 @@
 import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import { utf8Bytes } from "../model/wire.js";
-import { NO_CHANGES, summaryLine } from "./common.js";
+import { noChangesLine, summaryLine } from "./common.js";
 import { code, renderMarkdown } from "./markdown.js";
 
 /** GitHub refuses comment (and issue) bodies longer than this many characters. */
@@ -58,7 +58,7 @@ export function startsWithHeading(markdown: string): boolean {
 
 /** The one-line `summary` output of a plan: its summary line, and the risks an apply must acknowledge. */
 export function planSummaryLine(plan: Plan): string {
-  const line = plan.changes.length === 0 ? NO_CHANGES : summaryLine(plan);
+  const line = plan.changes.length === 0 ? noChangesLine(plan) : summaryLine(plan);
   const rules = [...new Set(plan.risks.map((r) => r.rule))];
   return rules.length > 0 ? `${line} Risks: ${rules.join(", ")}.` : line;
 }

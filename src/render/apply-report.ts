@@ -4,13 +4,15 @@
  * IdP. As text (stdout of the CLI), Markdown (the GitHub Action's job summary), JSON (`--format json`) and HTML
  * (./html.ts). Reads the report only. Pure.
  */
-import { APPLY_REPORT_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
-import { OUTPUT_FIELDS, outputText } from "./common.js";
+import { APPLY_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
+import { OUTPUT_FIELDS, outputText, reportOutputs, unchangedOutputsLine } from "./common.js";
 import { renderOutputsText } from "./text.js";
 import { cell, code } from "./markdown.js";
 import { esc, renderHtmlPage } from "./html-page.js";
 import { renderHtmlChanges, renderHtmlOrphans, renderHtmlOutputs, renderHtmlRisks, renderHtmlSummary } from "./html.js";
 import type { Plan } from "../model/plan.js";
+import { ApplyDocumentSchema, type ApplyReportJson } from "../model/apply-schema.js";
+import { InternalError } from "../model/errors.js";
 
 const STATUS_ORDER: ReadonlyArray<ChangeResult["status"]> = ["done", "failed", "skipped", "not_started"];
 const STATUS_LABEL: Record<ChangeResult["status"], string> = { done: "done", failed: "failed", skipped: "skipped", not_started: "not started" };
@@ -59,7 +61,7 @@ export function renderApplyText(report: ApplyReport): string {
   out.push(buildConvergenceLine(report));
   for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
   for (const r of report.convergence.inProgress ?? []) out.push(`  ${r.address}: ${r.reason}`);
-  out.push(...renderOutputsText(report.outputs));
+  out.push(...renderOutputsText(reportOutputs(report)));
   return `${out.join("\n")}\n`;
 }
 
@@ -92,35 +94,32 @@ export function renderApplyMarkdown(report: ApplyReport): string {
     out.push("");
     for (const r of pending) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
   }
-  if (report.outputs.length > 0) {
-    out.push("", "#### Outputs: copy these into the IdP", "");
-    for (const o of report.outputs) {
-      out.push(`- ${code(o.address)}`);
-      for (const [field, label] of OUTPUT_FIELDS) out.push(`  - ${label}: ${code(outputText(o[field], o.known_after_apply))}`);
-    }
+  const { shown, unchanged } = reportOutputs(report);
+  if (shown.length > 0 || unchanged > 0) out.push("", "#### Outputs: copy these into the IdP", "");
+  for (const o of shown) {
+    out.push(`- ${code(o.address)}`);
+    for (const [field, label] of OUTPUT_FIELDS) out.push(`  - ${label}: ${code(outputText(o[field], o.known_after_apply))}`);
   }
+  if (unchanged > 0) out.push(...(shown.length > 0 ? [""] : []), unchangedOutputsLine(unchanged));
   return `${out.join("\n")}\n`;
 }
 
-/** The report as one JSON document (two-space indentation, final newline). */
-export function renderApplyJson(report: ApplyReport): string {
+/** What a run came to, in one word: the report's `status` in JSON. */
+function reportStatus(report: ApplyReport): ApplyReportJson["status"] {
   const { outcome, convergence } = report;
-  const status = outcome.interrupted
-    ? "interrupted"
-    : (report.halted ?? []).length > 0
-      ? "halted"
-      : report.timedOut !== undefined
-        ? "timed_out"
-        : outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0
-          ? "failed"
-          : convergence.checked && convergence.converged
-            ? "converged"
-            : "not_converged";
-  const doc = {
-    format_version: APPLY_REPORT_FORMAT_VERSION,
-    kind: "apply_report",
+  if (outcome.interrupted) return "interrupted";
+  if ((report.halted ?? []).length > 0) return "halted";
+  if (report.timedOut !== undefined) return "timed_out";
+  if (outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0) return "failed";
+  return convergence.checked && convergence.converged ? "converged" : "not_converged";
+}
+
+/** The report as the data `apply --format json` holds under `report`. */
+export function buildApplyReportJson(report: ApplyReport): ApplyReportJson {
+  const { outcome, convergence } = report;
+  return {
     stack: report.stack,
-    status,
+    status: reportStatus(report),
     counts: outcome.counts,
     changes: outcome.results.map((r) => ({ address: r.address, kind: r.kind, action: r.action, status: r.status, id: r.id, ms: r.ms, message: r.message })),
     convergence: {
@@ -136,7 +135,20 @@ export function renderApplyJson(report: ApplyReport): string {
     ...(report.timedOut !== undefined ? { timed_out: report.timedOut } : {}),
     outputs: report.outputs,
   };
-  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/**
+ * `apply --format json`: one document (`format_version: 1`, `kind: "apply"`) with the plan that was shown and the
+ * report of the run, or `report: null` when nothing ran. Keys in the schema's order, two-space indentation, a final
+ * newline. Throws InternalError when the document does not match its schema (a bug).
+ */
+export function renderApplyJson(plan: Plan, report: ApplyReport | null): string {
+  const doc = { format_version: APPLY_FORMAT_VERSION, kind: "apply", plan, report: report === null ? null : buildApplyReportJson(report) };
+  const parsed = ApplyDocumentSchema.safeParse(doc);
+  if (!parsed.success) {
+    throw new InternalError(`the apply document does not match its JSON schema: ${parsed.error.message}`, { cause: parsed.error });
+  }
+  return `${JSON.stringify(parsed.data, null, 2)}\n`;
 }
 
 const STATUS_CLASS: Record<ChangeResult["status"], string> = { done: "add", failed: "del", skipped: "del", not_started: "muted" };
@@ -172,7 +184,7 @@ export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
     }
     body.push("</tbody>", "</table>", "</section>");
   }
-  body.push(...renderHtmlOutputs(report.outputs));
+  body.push(...renderHtmlOutputs(reportOutputs(report)));
   body.push('<section aria-labelledby="plan">', '<h2 id="plan">The plan that was applied</h2>', ...renderHtmlSummary(plan), "</section>");
   body.push(...renderHtmlRisks(plan), ...renderHtmlChanges(plan, "Changes"), ...renderHtmlOrphans(plan));
   return renderHtmlPage(`edgeplan apply: stack ${report.stack}`, body);

@@ -2,11 +2,26 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, JsonValue, Plan, RolloutStep, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, JsonValue, Plan, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { finalShare } from "./mermaid.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
+
+/**
+ * The line of a plan without changes: `NO_CHANGES`, unless orphans are kept (no manifest names them, and without
+ * `--prune` or with `protect` they stay): then the live state does not match, and the line says so.
+ */
+export function noChangesLine(plan: Plan): string {
+  const kept = plan.orphans.filter((o) => o.action === "keep");
+  if (kept.length === 0) return NO_CHANGES;
+  const prunable = kept.some((o) => !o.protected);
+  const them = kept.length === 1 ? "it" : "them";
+  return (
+    `No changes to the objects of the manifests; ${kept.length} ${kept.length === 1 ? "orphan" : "orphans"} of stack "${plan.stack}" ` +
+    `that no manifest names ${kept.length === 1 ? "is" : "are"} kept${prunable ? ` (--prune deletes ${them})` : ""}.`
+  );
+}
 
 /** The marker of a change, as Terraform draws them (`+`, `~`, `-`), plus edgeplan's own for ownership. */
 export type ChangeSymbol = "+" | "~" | "-" | ">" | "!" | "=>" | ">>";
@@ -154,8 +169,12 @@ export function summaryLine(plan: Plan): string {
   if (s.takeover) parts.push(`${s.takeover} to take over`);
   if (s.rename) parts.push(`${s.rename} to rename`);
   if (s.rollout) parts.push(`${s.rollout} ${s.rollout === 1 ? "rollout" : "rollouts"}`);
-  if (s.module_replace) parts.push(`${s.module_replace} ${s.module_replace === 1 ? "module" : "modules"} to replace`);
-  if (s.module_delete) parts.push(`${s.module_delete} ${s.module_delete === 1 ? "module" : "modules"} to delete`);
+  // A module PUT on a route that has none is shown as a create (`+`): counted so, apart from the replaces.
+  const created = plan.changes.filter((c) => c.kind !== "weighted_backend" && c.action === "replace" && c.before === null).length;
+  const modules = (n: number, what: string): string => `${n} ${n === 1 ? "module" : "modules"} to ${what}`;
+  if (created) parts.push(modules(created, "create"));
+  if (s.module_replace - created) parts.push(modules(s.module_replace - created, "replace"));
+  if (s.module_delete) parts.push(modules(s.module_delete, "delete"));
   return `Plan: ${parts.join(", ")}.`;
 }
 
@@ -188,6 +207,34 @@ export const OUTPUT_FIELDS = [
 ] as const;
 
 export const KNOWN_AFTER_APPLY = "(known after apply)";
+
+/** The outputs a rendering shows, and how many it leaves out because the IdP already holds their values. */
+export interface ShownOutputs {
+  shown: readonly SamlOutput[];
+  unchanged: number;
+}
+
+/**
+ * The outputs of a plan worth showing: those of the SAML modules it creates (the server keeps a module's values
+ * across replaces, so the others are what the IdP already holds). JSON keeps them all.
+ */
+export function planOutputs(plan: Pick<Plan, "outputs">): ShownOutputs {
+  const shown = plan.outputs.filter((o) => o.known_after_apply);
+  return { shown, unchanged: plan.outputs.length - shown.length };
+}
+
+/** The outputs of an apply's report worth showing: those the run set or changed (all when the report does not say). */
+export function reportOutputs(report: { outputs: readonly SamlOutput[]; changedOutputs?: readonly string[] }): ShownOutputs {
+  const changed = report.changedOutputs;
+  const shown = changed === undefined ? report.outputs : report.outputs.filter((o) => changed.includes(o.address));
+  return { shown, unchanged: report.outputs.length - shown.length };
+}
+
+/** The line that stands for the outputs left out. */
+export function unchangedOutputsLine(unchanged: number): string {
+  const modules = unchanged === 1 ? "1 SAML module" : `${unchanged} SAML modules`;
+  return `The IdP values of ${modules} are unchanged, so not shown (edgeplan plan --format json lists them).`;
+}
 
 /** An output value as shown: the value, `(known after apply)`, or `(not available)` when the server gave none. */
 export function outputText(value: string | null, knownAfterApply: boolean): string {

@@ -10,15 +10,18 @@ import {
   estimateLine,
   IGNORED_HEADING,
   ignoredOfUnchanged,
-  NO_CHANGES,
+  noChangesLine,
   OUTPUT_FIELDS,
   outputText,
   phraseOf,
+  planOutputs,
   summaryLine,
   symbolOf,
   targetedLine,
   valueText,
   type ChangeSymbol,
+  type ShownOutputs,
+  unchangedOutputsLine,
 } from "./common.js";
 import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
 import { childName, childTag, finalShare, shareMove, trafficChanges } from "./mermaid.js";
@@ -35,7 +38,7 @@ export function renderHtml(plan: Plan): string {
     ...renderHtmlChanges(plan, "Changes"),
     ...renderHtmlOrphans(plan),
     ...renderHtmlIgnored(plan),
-    ...renderHtmlOutputs(plan.outputs),
+    ...renderHtmlOutputs(planOutputs(plan)),
   ];
   return renderHtmlPage(`edgeplan plan: stack ${plan.stack}`, body);
 }
@@ -44,7 +47,7 @@ export function renderHtml(plan: Plan): string {
 export function renderHtmlSummary(plan: Plan): string[] {
   const targeted = targetedLine(plan);
   const notice = targeted === null ? [] : [`<p class="box warn targeted"><strong>${esc(targeted)}</strong></p>`];
-  if (plan.changes.length === 0) return [...notice, `<p class="summary">${esc(NO_CHANGES)}</p>`];
+  if (plan.changes.length === 0) return [...notice, `<p class="summary">${esc(noChangesLine(plan))}</p>`];
   const traffic = trafficChanges(plan.changes).length;
   return [
     ...notice,
@@ -176,11 +179,11 @@ export function renderHtmlIgnored(plan: Plan): string[] {
   return out;
 }
 
-/** The SAML values a person copies into the IdP. */
-export function renderHtmlOutputs(outputs: Plan["outputs"]): string[] {
-  if (outputs.length === 0) return [];
+/** The SAML values a person copies into the IdP, and a line for those left out because they are unchanged. */
+export function renderHtmlOutputs({ shown, unchanged }: ShownOutputs): string[] {
+  if (shown.length === 0 && unchanged === 0) return [];
   const out = ['<section aria-labelledby="outputs">', '<h2 id="outputs">Outputs: copy these into the IdP</h2>'];
-  for (const o of outputs) {
+  for (const o of shown) {
     out.push(`<div class="card"><h3><code>${esc(o.address)}</code></h3>`, "<dl>");
     for (const [field, label] of OUTPUT_FIELDS) {
       const value = o[field];
@@ -190,6 +193,7 @@ export function renderHtmlOutputs(outputs: Plan["outputs"]): string[] {
     }
     out.push("</dl>", "</div>");
   }
+  if (unchanged > 0) out.push(`<p class="muted">${esc(unchangedOutputsLine(unchanged))}</p>`);
   out.push("</section>");
   return out;
 }

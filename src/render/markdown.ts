@@ -12,10 +12,11 @@ import {
   IGNORED_HEADING,
   ignoredOfUnchanged,
   estimateLine,
-  NO_CHANGES,
+  noChangesLine,
   OUTPUT_FIELDS,
   outputText,
   phraseOf,
+  planOutputs,
   rolloutLines,
   summaryLine,
   symbolOf,
@@ -24,6 +25,7 @@ import {
   valueText,
   visibleWeights,
   weightText,
+  unchangedOutputsLine,
 } from "./common.js";
 
 export interface MarkdownOptions {
@@ -87,7 +89,7 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
   head.push("");
   const targeted = targetedLine(plan);
   if (targeted !== null) head.push(`> **${cell(targeted)}**`, "");
-  head.push(plan.changes.length === 0 ? `**${NO_CHANGES}**` : `**${summaryLine(plan)}**`);
+  head.push(plan.changes.length === 0 ? `**${noChangesLine(plan)}**` : `**${summaryLine(plan)}**`);
   if (plan.changes.length > 0) head.push("", cell(estimateLine(plan.estimate)));
   if (plan.risks.length > 0) {
     head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
@@ -109,15 +111,19 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     items: plan.orphans.map((o) => `| ${code(o.address)} | ${code(o.id)} | ${o.action} | ${cell(o.reason)} |\n`),
     noun: "orphans",
   };
+  const { shown, unchanged } = planOutputs(plan);
   const outputs: Section = {
     head: "\n#### Outputs: copy these into the IdP\n",
-    items: plan.outputs.map((o) => {
-      const rows = OUTPUT_FIELDS.map(([field, label]) => {
-        const value = o[field];
-        return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
-      });
-      return `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${rows.join("")}`;
-    }),
+    items: [
+      ...shown.map((o) => {
+        const rows = OUTPUT_FIELDS.map(([field, label]) => {
+          const value = o[field];
+          return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
+        });
+        return `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${rows.join("")}`;
+      }),
+      ...(unchanged > 0 ? [`\n${unchangedOutputsLine(unchanged)}\n`] : []),
+    ],
     noun: "outputs",
   };
   const ignored: Section = {

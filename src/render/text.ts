@@ -3,16 +3,17 @@
  * (and `>`, `!`, `=>` for adopt, take over and rename), orphans, outputs, and the summary line. Reads the Plan only.
  * Pure.
  */
-import type { Change, FieldDiff, Plan, SamlOutput } from "../model/plan.js";
+import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import {
   childLabel,
   IGNORED_HEADING,
   ignoredOfUnchanged,
   estimateLine,
-  NO_CHANGES,
+  noChangesLine,
   OUTPUT_FIELDS,
   outputText,
   phraseOf,
+  planOutputs,
   rolloutLines,
   summaryLine,
   SYMBOL_LEGEND,
@@ -23,6 +24,8 @@ import {
   visibleWeights,
   weightText,
   type ChangeSymbol,
+  type ShownOutputs,
+  unchangedOutputsLine,
 } from "./common.js";
 
 export interface TextOptions {
@@ -73,7 +76,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
   }
 
   if (plan.changes.length === 0) {
-    out.push(NO_CHANGES);
+    out.push(noChangesLine(plan));
   } else {
     const used = new Set(plan.changes.map(symbolOf));
     out.push(`edgeplan will make these changes (stack "${plan.stack}"); symbols:`);
@@ -101,7 +104,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
     for (const i of ignored) out.push(`  # ${i.address}: ignored: ${i.path} differs`);
   }
 
-  out.push(...renderOutputsText(plan.outputs));
+  out.push(...renderOutputsText(planOutputs(plan)));
 
   if (plan.changes.length > 0) {
     out.push("");
@@ -111,15 +114,19 @@ export function renderText(plan: Plan, options: TextOptions): string {
   return `${out.join("\n")}\n`;
 }
 
-/** The outputs as text lines (a blank line first), or nothing when there are none; the apply report shows them too. */
-export function renderOutputsText(outputs: readonly SamlOutput[]): string[] {
-  if (outputs.length === 0) return [];
-  const out = ["", "Outputs: copy these into the IdP:"];
+/**
+ * The outputs shown as text lines (a blank line first), then the line that stands for those left out, or nothing
+ * when there are none; the apply report shows them too.
+ */
+export function renderOutputsText({ shown, unchanged }: ShownOutputs): string[] {
+  const out: string[] = [];
+  if (shown.length > 0) out.push("", "Outputs: copy these into the IdP:");
   const width = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
-  for (const o of outputs) {
+  for (const o of shown) {
     out.push(`  ${o.address}`);
     for (const [field, label] of OUTPUT_FIELDS) out.push(`    ${`${label}:`.padEnd(width)} ${outputText(o[field], o.known_after_apply)}`);
   }
+  if (unchanged > 0) out.push("", unchangedOutputsLine(unchanged));
   return out;
 }
 

@@ -129,12 +129,34 @@ export function validateFixtures(value: unknown, file = "fixtures", doc?: Docume
     diagnostics.push({ severity: "error", pos: { file, ...positionOf(doc, counter, path) }, message: where ? `${where}: ${message}` : message });
   };
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) report(issue.path, issue.message);
+    for (const issue of parsed.error.issues) {
+      const top = issue.code === "unrecognized_keys" && issue.path.length === 0;
+      report(issue.path, top ? `${issue.message}; a fixtures file holds only edges and backends (see examples/fixtures.yaml)` : issue.message);
+    }
   } else {
     for (const p of crossChecks(parsed.data)) report(p.path, p.message);
   }
   if (diagnostics.length > 0 || !parsed.success) throw new ManifestError(diagnostics);
   return parsed.data;
+}
+
+/**
+ * A manifest given where a fixtures file is expected (`--fixtures routes.yaml`): its first top-level `kind:`, as a
+ * diagnostic that says what each file is for. Checked on the text, before parsing, as a manifest file often holds
+ * several documents, which a fixtures file never does.
+ */
+function manifestKind(text: string, file: string): Diagnostic | undefined {
+  const found = /^kind[ \t]*:[ \t]*([A-Za-z]+)/m.exec(text);
+  if (!found) return undefined;
+  const line = text.slice(0, found.index).split("\n").length;
+  return {
+    severity: "error",
+    pos: { file, line, col: 1 },
+    message:
+      `this is a manifest (kind: ${found[1]}), not a fixtures file: manifests go to plan and apply. A fixtures file holds ` +
+      "what the API cannot create, the edges with their routes and the backends: `edges: [{id, hostports, routes: [{id, match, " +
+      "match_type}]}]` and `backends: [{id, type}]` (see examples/fixtures.yaml)",
+  };
 }
 
 /** Reads and checks a fixtures YAML file. Throws a ManifestError pointing at each problem's line. */
@@ -145,6 +167,8 @@ export function loadFixturesFile(path: string): Fixtures {
   } catch (err) {
     throw new ManifestError([{ severity: "error", pos: { file: path, line: 1, col: 1 }, message: `cannot read the fixtures file: ${(err as Error).message}` }]);
   }
+  const manifest = manifestKind(text, path);
+  if (manifest) throw new ManifestError([manifest]);
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
   if (doc.errors.length > 0) {

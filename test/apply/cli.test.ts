@@ -41,7 +41,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       });
       const first = await w.cli(APPLY);
       expect(first.code).toBe(0);
-      expect(first.stdout).toContain("Plan: 3 to create, 0 to update, 0 to delete, 2 modules to replace.");
+      expect(first.stdout).toContain("Plan: 3 to create, 0 to update, 0 to delete, 2 modules to create.");
       expect(first.stdout).toContain("\nApply complete: 5 done.\n");
       expect(first.stdout).toContain("\nConverged: the live state matches the manifests.\n");
       // The outputs come from the module as the server holds it now.

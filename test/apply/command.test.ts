@@ -7,6 +7,7 @@ import { APPROVAL_QUESTION } from "../../src/apply/approval.js";
 import { renderMarkdown } from "../../src/render/markdown.js";
 import { runApply } from "../../src/commands/apply.js";
 import type { CommandIO } from "../../src/commands/io.js";
+import { ApplyDocumentSchema } from "../../src/model/apply-schema.js";
 import { UnsafePlanError } from "../../src/model/errors.js";
 import { closeWorlds, HR1, HR2, startWorld, wbYaml, type World } from "./e2e.js";
 
@@ -61,22 +62,21 @@ describe("runApply", () => {
     expect(w.changeWrites()).toEqual([]);
   });
 
-  it("--format json prints the plan, then the report, as two JSON documents", async () => {
+  it("--format json prints one document holding the plan and the report, valid against its schema", async () => {
     const w = await startWorld();
     w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 60, [HR2]: 40 }) });
     const rec = io(w);
     const result = await runApply({ paths: ["m"], autoApprove: true, format: "json", rateLimit: "off" }, rec);
     expect(result.exitCode).toBe(0);
-    const docs = rec.out
-      .split(/^}\n/m)
-      .filter((d) => d.trim() !== "")
-      .map((d) => JSON.parse(`${d}}`) as Record<string, unknown>);
-    expect(docs).toHaveLength(2);
-    expect(docs[0]).toMatchObject({ format_version: 1, stack: "default", summary: { create: 1, total: 1 } });
+    const doc = JSON.parse(rec.out) as { format_version: number; kind: string; plan: Record<string, unknown>; report: unknown };
+    expect(ApplyDocumentSchema.safeParse(doc).error).toBeUndefined();
+    expect(Object.keys(doc)).toEqual(["format_version", "kind", "plan", "report"]);
+    expect(doc).toMatchObject({ format_version: 1, kind: "apply" });
+    expect(doc.plan).toMatchObject({ format_version: 1, stack: "default", summary: { create: 1, total: 1 } });
+    // The plan for the person asked goes to stderr, as text.
+    expect(rec.err).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
     const id = (await w.owned()).get("x")?.id;
-    expect(docs[1]).toEqual({
-      format_version: 1,
-      kind: "apply_report",
+    expect(doc.report).toEqual({
       stack: "default",
       status: "converged",
       counts: { done: 1, failed: 0, skipped: 0, not_started: 0 },
@@ -86,6 +86,19 @@ describe("runApply", () => {
       halted: [],
       outputs: [],
     });
+  });
+
+  it("--format json with nothing to change prints one document whose report is null", async () => {
+    const w = await startWorld();
+    w.manifests({ "x.yaml": wbYaml("x", { [HR1]: 100 }) });
+    await runApply({ paths: ["m"], autoApprove: true, rateLimit: "off" }, io(w));
+    const rec = io(w);
+    const result = await runApply({ paths: ["m"], autoApprove: true, format: "json", rateLimit: "off" }, rec);
+    expect(result.exitCode).toBe(0);
+    const doc = JSON.parse(rec.out) as { plan: { summary: { total: number } }; report: unknown };
+    expect(ApplyDocumentSchema.safeParse(doc).error).toBeUndefined();
+    expect(doc.plan.summary.total).toBe(0);
+    expect(doc.report).toBeNull();
   });
 
   it("a caller's aborted signal starts nothing and exits 130", async () => {

@@ -34,10 +34,9 @@ function manifests(names: number[], weightOf: (i: number) => number, modules: st
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
 const APPLY = ["apply", "m", "--auto-approve", "--prune", "--force", "--rate-limit", "off", "--format", "json"];
 
-/** The estimate of the plan apply printed (the first JSON document on its stdout). */
+/** The estimate of the plan apply printed (the plan of the one JSON document on its stdout). */
 function printedEstimate(stdout: string): Estimate {
-  const first = stdout.slice(0, stdout.indexOf("\n}\n") + 3);
-  return (JSON.parse(first) as { estimate: Estimate }).estimate;
+  return (JSON.parse(stdout) as { plan: { estimate: Estimate } }).plan.estimate;
 }
 
 /**

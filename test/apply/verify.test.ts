@@ -8,9 +8,11 @@ import type { ApplyOutcome, ApplyReport, ChangeResult } from "../../src/model/ap
 import { buildApplyHeadline, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../../src/render/apply-report.js";
 import { buildStalePlanError, buildTouchedByPlan, diffStale } from "../../src/apply/stale.js";
 import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../../src/apply/verify.js";
+import { diffOutputs } from "../../src/core/outputs.js";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { EdgeplanError, StalePlanError, UnsafePlanError } from "../../src/model/errors.js";
 import type { Plan } from "../../src/model/plan.js";
+import { renderJson } from "../../src/render/json.js";
 import type { LiveState } from "../../src/model/state.js";
 import { absent, CB, desiredRoute, desiredWb, EDGE, hrId, liveRouteOf, liveWb, markerMetadata, present, ROUTE, samlModule, samlSettings, wbId } from "../core/builders.js";
 
@@ -295,13 +297,33 @@ describe("the report", () => {
     );
   });
 
+  it("shows only the outputs the run set or changed, and counts the others, in text and Markdown", () => {
+    const r = report();
+    const before = scenario().plan.outputs;
+    expect(before.map((o) => o.known_after_apply)).toEqual([true]);
+    expect(diffOutputs(before, r.outputs)).toEqual([SAML_ADDR]);
+    expect(diffOutputs(r.outputs, r.outputs)).toEqual([]);
+    const unchanged = { ...r, changedOutputs: diffOutputs(r.outputs, r.outputs) };
+    const line = "The IdP values of 1 SAML module are unchanged, so not shown (edgeplan plan --format json lists them).";
+    expect(renderApplyText(unchanged).endsWith(`  weighted_backend.n will be created\n\n${line}\n`)).toBe(true);
+    expect(renderApplyMarkdown(unchanged).endsWith(`#### Outputs: copy these into the IdP\n\n${line}\n`)).toBe(true);
+    expect(renderApplyText({ ...r, changedOutputs: [SAML_ADDR] })).toBe(renderApplyText(r));
+  });
+
   it("as Markdown and JSON", () => {
     const md = renderApplyMarkdown(report());
     expect(md.startsWith("### edgeplan apply: stack `default`\n\n**Apply finished with failures: 4 done, 1 failed, 1 skipped.**\n")).toBe(true);
     expect(md).toContain("| `weighted_backend.m` | failed | manifests/main.yaml:1:1: POST /backends/weighted: 400 ERR_NGROK_6501: no such backend |");
     expect(md).toContain("- `weighted_backend.n` will be created");
-    const json = JSON.parse(renderApplyJson(report())) as Record<string, unknown>;
-    expect(json).toMatchObject({ format_version: 1, kind: "apply_report", status: "failed", counts: { done: 4, failed: 1, skipped: 1, not_started: 0 } });
+    const { plan } = scenario();
+    const json = JSON.parse(renderApplyJson(plan, report())) as Record<string, unknown>;
+    expect(json).toMatchObject({
+      format_version: 1,
+      kind: "apply",
+      plan: { format_version: 1, stack: plan.stack },
+      report: { status: "failed", counts: { done: 4, failed: 1, skipped: 1, not_started: 0 } },
+    });
+    expect(JSON.parse(renderApplyJson(plan, null))).toEqual({ format_version: 1, kind: "apply", plan: JSON.parse(renderJson(plan)), report: null });
   });
 
   it("headlines an interrupted run and a complete one", () => {

@@ -4,7 +4,7 @@ import { levelsBoundMs, listPages, overlappedBoundMs, rateBoundMs } from "../../
 import { expectedSummary } from "../../bench/fleet.js";
 import { requestTargets } from "../../bench/measure.js";
 import { fleetRequests } from "../../bench/rate-limited.js";
-import { medianRun, splitJsonDocuments, type RunFigures } from "../../bench/runs.js";
+import { medianRun, type RunFigures } from "../../bench/runs.js";
 import { pathShape, TrafficCounter } from "../../bench/traffic.js";
 
 describe("bounds", () => {
@@ -101,13 +101,6 @@ describe("TrafficCounter", () => {
 
   it("groups paths by shape", () => {
     expect(pathShape("/edges/https/edghts_2rFLmpE8q3WRHfs3a2LFkfhVsOU/routes/edghtsrt_2rFLrPDVjzfYgym9MMvkYSSNdqk/saml")).toBe("/edges/https/:id/routes/:id/saml");
-  });
-});
-
-describe("splitJsonDocuments", () => {
-  it("splits the plan and the report that apply --format json prints one after the other", () => {
-    const text = `${JSON.stringify({ a: { b: [1, { c: 2 }] } }, null, 2)}\n${JSON.stringify({ kind: "apply_report", x: {} }, null, 2)}\n`;
-    expect(splitJsonDocuments(text)).toEqual([{ a: { b: [1, { c: 2 }] } }, { kind: "apply_report", x: {} }]);
   });
 });
 

@@ -37,7 +37,7 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toContain("+ weighted_backend.checkout");
     expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
-    expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.");
+    expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.");
     // One page of weighted backends and one read of the edge: nothing else.
     expect(
       w
@@ -125,7 +125,7 @@ describe("HTML pages from the CLI", () => {
     expect(md.stderr).toBe("plan written to plan.html (HTML; open it in a browser)\n");
     const page = readFileSync(join(w.dir, "plan.html"), "utf8");
     expect(page.startsWith("<!doctype html>\n")).toBe(true);
-    expect(page).toContain('<p class="summary">Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.</p>');
+    expect(page).toContain('<p class="summary">Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.</p>');
     // Same plan, same bytes: the page of `--format html` on stdout is the file's.
     expect((await w.cli(["plan", "m", "--format", "html"])).stdout).toBe(page);
 
@@ -134,7 +134,7 @@ describe("HTML pages from the CLI", () => {
     const refused = await w.cli(["apply", "m", "--format", "html"]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe(page);
-    expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace.\n");
+    expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.\n");
     // Only the refused apply's lease was written (the plans before it write nothing).
     expect(w.changeWrites()).toEqual([]);
 

@@ -127,11 +127,16 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(await text(ignored.page, "section[aria-labelledby=ignored] li")).toEqual([expect.stringMatching(/^weighted_backend\.\S+: ignored: description differs$/)]);
   });
 
-  it("the SAML values to copy into the IdP", async () => {
-    const { page } = await open(scenario("020-saml-replace-idp-metadata"));
-    expect(await text(page, "#outputs")).toEqual(["Outputs: copy these into the IdP"]);
-    expect(await text(page, "section[aria-labelledby=outputs] dt")).toEqual(["entity id", "ACS URL", "SLO URL", "metadata URL", "certificate SHA-256"]);
-    expect((await text(page, "section[aria-labelledby=outputs] dd"))[0]).toMatch(/^https:\/\/\S+\/saml\/edghtsrt_/);
+  it("the SAML values to copy into the IdP: those of a module the plan creates, a line for those unchanged", async () => {
+    const created = (await open(scenario("019-saml-create"))).page;
+    expect(await text(created, "#outputs")).toEqual(["Outputs: copy these into the IdP"]);
+    expect(await text(created, "section[aria-labelledby=outputs] dt")).toEqual(["entity id", "ACS URL", "SLO URL", "metadata URL", "certificate SHA-256"]);
+    expect((await text(created, "section[aria-labelledby=outputs] dd"))[0]).toBe("(known after apply)");
+    const replaced = (await open(scenario("020-saml-replace-idp-metadata"))).page;
+    expect(await text(replaced, "section[aria-labelledby=outputs] dt")).toEqual([]);
+    expect(await text(replaced, "section[aria-labelledby=outputs] p")).toEqual([
+      "The IdP values of 1 SAML module are unchanged, so not shown (edgeplan plan --format json lists them).",
+    ]);
   });
 
   it("a plan of 500 changes: every card, the mass-delete risk, and nothing wider than 360 px", async () => {
@@ -172,12 +177,12 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(result.exitCode).toBe(0);
     expect(io.out.startsWith("<!doctype html>\n")).toBe(true);
     expect(io.out.match(/<!doctype html>/g)?.length).toBe(1);
-    expect(io.err).toContain("Plan: 1 to create, 0 to update, 0 to delete, 3 modules to replace."); // the plan asked about
+    expect(io.err).toContain("Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create."); // the plan asked about
     const file = path.join(dir, "report.html");
     writeFileSync(file, io.out);
     const { page, others } = await open(file, 360);
     expect(await text(page, "h1")).toEqual(["edgeplan apply"]);
-    expect(await text(page, ".summary")).toEqual(["Apply complete: 4 done.", "Plan: 1 to create, 0 to update, 0 to delete, 3 modules to replace."]);
+    expect(await text(page, ".summary")).toEqual(["Apply complete: 4 done.", "Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create."]);
     expect(await text(page, "header p.add")).toEqual(["Converged: the live state matches the manifests."]);
     expect(await page.locator("section[aria-labelledby=results] tbody tr").count()).toBe(4);
     expect(await text(page, "section[aria-labelledby=results] tbody td:nth-child(2)")).toEqual(["done", "done", "done", "done"]);

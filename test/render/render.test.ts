@@ -1,26 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { renderJson } from "../../src/render/json.js";
+import { renderHtml } from "../../src/render/html.js";
 import { renderMarkdown } from "../../src/render/markdown.js";
 import { renderText } from "../../src/render/text.js";
 import { PlanFileSchema, PlanSchema } from "../../src/model/plan-schema.js";
 import type { Plan } from "../../src/model/plan.js";
-import {
-  desiredRoute,
-  desiredWb,
-  EDGE,
-  hrId,
-  liveRouteOf,
-  liveWb,
-  markerMetadata,
-  plan,
-  present,
-  ROUTE,
-  samlModule,
-  samlSettings,
-  unmanaged,
-  wbId,
-} from "../core/builders.js";
+import { desiredRoute, desiredWb, hrId, liveRouteOf, liveWb, markerMetadata, plan, present, ROUTE, samlModule, samlSettings, unmanaged, wbId } from "../core/builders.js";
 
 const ESC = "\x1b[";
 
@@ -80,28 +66,32 @@ describe("renderText", () => {
     expect(coloured.replace(/\x1b\[[0-9;]*m/g, "")).toBe(renderText(p, { color: false }));
   });
 
-  it("says there is nothing to do, and still lists orphans and outputs", () => {
+  it("says there is nothing to change but for the orphans it keeps, and leaves out the IdP values the IdP holds", () => {
     const q = plan(
       { routes: [desiredRoute(present(samlSettings()), unmanaged)] },
       { wbs: [liveWb(1, { metadata: markerMetadata("default", "left") })], routes: [liveRouteOf(samlModule(ROUTE), null)] },
     );
     expect(renderText(q, { color: true })).toBe(
       [
-        "No changes. Live state matches the manifests.",
+        'No changes to the objects of the manifests; 1 orphan of stack "default" that no manifest names is kept (--prune deletes it).',
         "",
         'Orphans: objects of stack "default" that no manifest names:',
         `    weighted_backend.left (${wbId(1)}): no manifest names it; run with --prune to delete it`,
         "",
-        "Outputs: copy these into the IdP:",
-        `  edge_route.${EDGE}/${ROUTE}.saml`,
-        `    entity id:           https://idp.edgeplan.localhost/saml/${ROUTE}`,
-        `    ACS URL:             https://idp.edgeplan.localhost/saml/${ROUTE}/acs`,
-        `    SLO URL:             https://idp.edgeplan.localhost/saml/${ROUTE}/slo`,
-        `    metadata URL:        https://idp.edgeplan.localhost/saml/${ROUTE}`,
-        "    certificate SHA-256: (not available)",
+        "The IdP values of 1 SAML module are unchanged, so not shown (edgeplan plan --format json lists them).",
         "",
       ].join("\n"),
     );
+    expect(renderMarkdown(q)).toContain('**No changes to the objects of the manifests; 1 orphan of stack "default" that no manifest names is kept (--prune deletes it).**');
+    expect(renderHtml(q)).toContain(
+      '<p class="summary">No changes to the objects of the manifests; 1 orphan of stack &quot;default&quot; that no manifest names is kept (--prune deletes it).</p>',
+    );
+    expect(JSON.parse(renderJson(q)).outputs).toHaveLength(1);
+  });
+
+  it("says No changes when the live state matches the manifests", () => {
+    const q = plan({ routes: [] }, { wbs: [] });
+    expect(renderText(q, { color: false })).toBe("No changes. Live state matches the manifests.\n");
   });
 });
 
