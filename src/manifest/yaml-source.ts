@@ -269,9 +269,10 @@ function firstLine(message: string): string {
 
 /**
  * Parses a manifest file's text into documents. Syntax errors become diagnostics and their document is left out;
- * empty documents (nothing, or only comments) are left out silently. Nothing here throws for bad input.
+ * empty documents (nothing, or only comments) are left out silently, unless `keepEmpty` (`fmt` keeps their
+ * comments). Nothing here throws for bad input.
  */
-export function parseManifestText(text: string, file: string): { docs: ParsedDocument[]; diagnostics: Diagnostic[] } {
+export function parseManifestText(text: string, file: string, keepEmpty = false): { docs: ParsedDocument[]; diagnostics: Diagnostic[] } {
   const lines = new LineCounter();
   const at = (offset: number): SourcePos => ({ file, ...lines.linePos(offset) });
   const diagnostics: Diagnostic[] = [];
@@ -292,8 +293,9 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     diagnostics.push(...problems);
     const contents = doc.contents;
     // A document with an error is left out; so is one with nothing, only comments, or an explicit null.
-    if (problems.some((p) => p.severity === "error") || contents === null || (isScalar(contents) && contents.value === null)) continue;
-    docs.push({ file, doc, at, pos: at(contents.range?.[0] ?? 0), mayInterpolate });
+    if (problems.some((p) => p.severity === "error")) continue;
+    if (!keepEmpty && (contents === null || (isScalar(contents) && contents.value === null))) continue;
+    docs.push({ file, doc, at, pos: at(contents?.range?.[0] ?? 0), mayInterpolate });
   }
   return { docs, diagnostics };
 }
