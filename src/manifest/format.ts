@@ -54,7 +54,15 @@ function kindOf(contents: Node | null): ManifestKind | undefined {
 function formatDocument(doc: Document): string {
   const contents = doc.contents as Node | null;
   const kind = kindOf(contents);
-  if (kind !== undefined && isMap(contents)) orderFields(contents, MANIFEST_FIELD_ORDER[kind]);
+  if (kind !== undefined && isMap(contents)) {
+    // The comment above a document's first key is the document's header: it stays on top, whatever key comes first.
+    const first = contents.items[0]?.key as Node | undefined;
+    if (first?.commentBefore) {
+      contents.commentBefore = [contents.commentBefore, first.commentBefore].filter(Boolean).join("\n");
+      first.commentBefore = undefined;
+    }
+    orderFields(contents, MANIFEST_FIELD_ORDER[kind]);
+  }
   restyle(doc);
   if (doc.directives) doc.directives.docEnd = false;
   const blank = doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null);
