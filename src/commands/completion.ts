@@ -95,14 +95,17 @@ export function renderBashCompletion(program: Command): string {
   ].join("\n");
 }
 
-/** Text inside a zsh single-quoted `_arguments` spec: quotes closed and reopened, brackets and colons escaped. */
-const zshText = (text: string): string => text.replaceAll("'", "'\\''").replace(/([[\]:\\])/g, "\\$1");
+/** Text inside a zsh single-quoted word: the quote closed, escaped and reopened. */
+const zshQuoted = (text: string): string => text.replaceAll("'", "'\\''");
+
+/** An explanation inside `[...]` of an `_arguments` spec, where a bracket would end it early. */
+const zshExplanation = (text: string): string => zshQuoted(text).replace(/([[\]])/g, "\\$1");
 
 /** One `_arguments` spec of a flag: every name of it, its description, and its value's choices or files. */
 function zshFlagSpec(flag: FlagSpec): string {
   const value = !flag.takesValue ? "" : flag.choices.length > 0 ? `:value:(${flag.choices.join(" ")})` : ":value:_files";
   const names = flag.names.length > 1 ? `{${flag.names.join(",")}}` : (flag.names[0] ?? "");
-  return `${flag.names.length > 1 ? `'(${flag.names.join(" ")})'${names}` : names}'[${zshText(flag.description)}]${value}'`;
+  return `${flag.names.length > 1 ? `'(${flag.names.join(" ")})'${names}` : names}'[${zshExplanation(flag.description)}]${value}'`;
 }
 
 /** The zsh script: works both autoloaded from `fpath` (as `_edgeplan`) and sourced. */
@@ -119,7 +122,7 @@ export function renderZshCompletion(program: Command): string {
     `_${name}() {`,
     "  local -a commands",
     "  commands=(",
-    ...commands.map((c) => `    '${c.name}:${zshText(c.description)}'`),
+    ...commands.map((c) => `    '${c.name}:${zshQuoted(c.description)}'`),
     "  )",
     "  if (( CURRENT == 2 )); then",
     `    _describe -t commands '${name} command' commands`,
