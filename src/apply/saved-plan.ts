@@ -57,8 +57,7 @@ export async function loadSavedPlan(path: string, shownAs = path, where = `--pla
     const issue = parsed.error.issues[0];
     const field = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
     throw new EdgeplanError(
-      `${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` +
-        `make one with: edgeplan plan --out ${shownAs}`,
+      `${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: edgeplan plan --out ${shownAs}`,
     );
   }
   return parsed.data;
@@ -95,9 +94,7 @@ async function readBounded(path: string, shownAs: string, where: string): Promis
 }
 
 function tooLarge(shownAs: string, where: string): EdgeplanError {
-  return new EdgeplanError(
-    `${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`,
-  );
+  return new EdgeplanError(`${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`);
 }
 
 /** The parsed JSON of the text, refused before parsing when it nests deeper than MAX_SAVED_PLAN_DEPTH. */

@@ -69,7 +69,8 @@ export async function runFmt(options: FmtOptions, io: CommandIO): Promise<number
   for (const d of sortDiagnostics(diagnostics)) io.stderr(`${formatDiagnostic(d)}\n`);
   if (changed.length > 0) io.stdout(changed.map((f) => `${f}\n`).join(""));
   // A file with an error is never written: the summary says so, the diagnostics above say where.
-  const errors = diagnostics.length > 0 ? `; ${plural(diagnostics.length, "error")} above, ${diagnostics.length === 1 ? "its file left as it is" : "their files left as they are"}` : "";
+  const errors =
+    diagnostics.length > 0 ? `; ${plural(diagnostics.length, "error")} above, ${diagnostics.length === 1 ? "its file left as it is" : "their files left as they are"}` : "";
   if (options.check === true) {
     const advice = changed.length > 0 ? `; run: edgeplan fmt${options.paths.map((p) => ` ${p}`).join("")}` : "";
     io.stderr(`${plural(changed.length, "file")} of ${read} not formatted${advice}${errors}\n`);

@@ -70,7 +70,9 @@ async function askAnswers(options: InitOptions, io: CommandIO): Promise<{ stack:
     apiUrl = (await io.prompt(`API URL [${shown}]: `)).trim() || apiUrl;
   }
   if (!NameSchema.safeParse(stack).success) {
-    throw new EdgeplanError(`init: stack "${stack}" is not a valid name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters`);
+    throw new EdgeplanError(
+      `init: stack "${stack}" is not a valid name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters`,
+    );
   }
   if (apiUrl !== "") checkBaseUrl(apiUrl, true, "--api-url");
   return { stack, apiUrl };
@@ -102,7 +104,9 @@ export async function runInit(options: InitOptions, io: CommandIO): Promise<numb
     const found: string[] = [];
     for (const rel of targets) if (await exists(path.join(dir, rel))) found.push(shown(rel));
     if (found.length > 0) {
-      throw new EdgeplanError(`init: ${found.join(" and ")} already ${found.length === 1 ? "exists" : "exist"}; nothing was written. Keep ${found.length === 1 ? "it" : "them"}, or run init --force to overwrite`);
+      throw new EdgeplanError(
+        `init: ${found.join(" and ")} already ${found.length === 1 ? "exists" : "exist"}; nothing was written. Keep ${found.length === 1 ? "it" : "them"}, or run init --force to overwrite`,
+      );
     }
   }
   const { stack, apiUrl } = await askAnswers(options, io);

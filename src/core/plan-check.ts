@@ -301,7 +301,12 @@ export function buildSavedPlanLimits(
 }
 
 /** The refusal of a saved plan that disagrees with itself or with the live side: each disagreement, and what to do. */
-export function buildDisagreementError(file: string, against: "itself" | "the live side", found: readonly Disagreement[], use: "applied" | "shown" = "applied"): EdgeplanError {
+export function buildDisagreementError(
+  file: string,
+  against: "itself" | "the live side",
+  found: readonly Disagreement[],
+  use: "applied" | "shown" = "applied",
+): EdgeplanError {
   const n = found.length;
   const advice =
     use === "applied"

@@ -6,7 +6,7 @@
  * parsed by the one YAML reader (yaml-source.ts) with its guards; a text with errors is not formatted. The result is
  * read back and must give the same values, document by document, or it is refused. Pure.
  */
-import { isMap, isScalar, isSeq, Scalar, visit, type Document, type Node, type Pair, type YAMLMap } from "yaml";
+import { isMap, isScalar, Scalar, visit, type Document, type Node, type Pair, type YAMLMap } from "yaml";
 import { canonicalJson } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
 import { MANIFEST_FIELD_ORDER, type FieldOrder } from "../model/field-order.js";
@@ -35,8 +35,12 @@ function orderFields(map: YAMLMap, order: FieldOrder): void {
 /** Block style everywhere, and strings plain unless they cannot be (block scalars stay as written). */
 function restyle(doc: Document): void {
   visit(doc, {
-    Map: (_, node) => void (node.flow = false),
-    Seq: (_, node) => void (node.flow = false),
+    Map: (_, node) => {
+      node.flow = false;
+    },
+    Seq: (_, node) => {
+      node.flow = false;
+    },
     Scalar: (_, node) => {
       if (typeof node.value === "string" && (node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE)) node.type = Scalar.PLAIN;
     },
@@ -66,7 +70,9 @@ function formatDocument(doc: Document): string {
   restyle(doc);
   if (doc.directives) doc.directives.docEnd = false;
   const blank = doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null);
-  const text = blank ? commentsOnly(doc) : doc.toString({ directives: false, indent: 2, indentSeq: true, lineWidth: 0, minContentWidth: 0, defaultStringType: "PLAIN", defaultKeyType: "PLAIN" });
+  const text = blank
+    ? commentsOnly(doc)
+    : doc.toString({ directives: false, indent: 2, indentSeq: true, lineWidth: 0, minContentWidth: 0, defaultStringType: "PLAIN", defaultKeyType: "PLAIN" });
   return text === "" || text.endsWith("\n") ? text : `${text}\n`;
 }
 
@@ -74,7 +80,14 @@ function formatDocument(doc: Document): string {
 function commentsOnly(doc: Document): string {
   const contents = doc.contents as Node | null;
   const comments = [doc.commentBefore, contents?.commentBefore, contents?.comment, doc.comment].filter((c): c is string => typeof c === "string" && c !== "");
-  return comments.map((c) => c.split("\n").map((line) => `#${line}`).join("\n")).join("\n");
+  return comments
+    .map((c) =>
+      c
+        .split("\n")
+        .map((line) => `#${line}`)
+        .join("\n"),
+    )
+    .join("\n");
 }
 
 /** The values of the documents as canonical JSON, or undefined when one cannot be built. */
@@ -97,7 +110,10 @@ export function formatManifestText(text: string, file: string): FormatResult {
   const errors = parsed.diagnostics.filter((d) => d.severity === "error");
   if (errors.length > 0) return { diagnostics: errors };
   const before = valuesOf(parsed.docs);
-  if (before === undefined) return { diagnostics: [{ severity: "error", pos: { file, line: 1, col: 1 }, message: "the documents' values cannot be built (aliases); fix the file, then run fmt again" }] };
+  if (before === undefined)
+    return {
+      diagnostics: [{ severity: "error", pos: { file, line: 1, col: 1 }, message: "the documents' values cannot be built (aliases); fix the file, then run fmt again" }],
+    };
   const formatted = parsed.docs.map((d) => formatDocument(d.doc)).join("---\n");
   const again = parseManifestText(formatted, file, true);
   const after = again.diagnostics.some((d) => d.severity === "error") ? undefined : valuesOf(again.docs);

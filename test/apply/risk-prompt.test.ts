@@ -87,14 +87,20 @@ describe("confirmRisks", () => {
   it("asks each risk in turn and accepts y or yes in any case", async () => {
     const asked: string[] = [];
     const answers = ["Y", " yes "];
-    await confirmRisks(risks, async (q) => (asked.push(q), answers.shift() ?? ""));
+    await confirmRisks(risks, async (q) => {
+      asked.push(q);
+      return answers.shift() ?? "";
+    });
     expect(asked).toEqual([riskQuestion(risks[0] as Risk), riskQuestion(risks[1] as Risk)]);
     expect(asked[1]).toBe("Risk mass-delete: deletes 12 objects\nAcknowledge this risk and go on? (y/N) ");
   });
 
   it("stops at the first other answer, refusing that risk and those not asked yet", async () => {
     const asked: string[] = [];
-    const refused = confirmRisks(risks, async (q) => (asked.push(q), "no"));
+    const refused = confirmRisks(risks, async (q) => {
+      asked.push(q);
+      return "no";
+    });
     await expect(refused).rejects.toMatchObject({ rules: ["traffic-shift", "mass-delete"] });
     expect(asked).toHaveLength(1);
   });

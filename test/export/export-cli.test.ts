@@ -73,7 +73,8 @@ const marker = (stack: string, name: string, extra: Record<string, unknown> = {}
   JSON.stringify({ ...extra, edgeplan: protect ? { stack, name, protect: true } : { stack, name } });
 
 const lower = (id: string): string => id.toLowerCase().replace("_", "-");
-const WB_HEADER = "# yaml-language-server: $schema=../schemas/weighted-backend.schema.json\n# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n";
+const WB_HEADER =
+  "# yaml-language-server: $schema=../schemas/weighted-backend.schema.json\n# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n";
 const ADOPT = "# Adopted by id: it carries no owner marker yet; the next apply adds one.\n";
 const CB_R1 = { tripped_duration: 120, rolling_window: 300, num_buckets: 5, volume_threshold: 20, error_threshold_percentage: 0.2 };
 const CB_R2 = { enabled: false, tripped_duration: 10, rolling_window: 60, num_buckets: 6, error_threshold_percentage: 0.5 };
