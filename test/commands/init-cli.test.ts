@@ -74,6 +74,11 @@ describe("edgeplan init (built CLI, no terminal)", () => {
     expect(validate).toEqual({ code: 0, stdout: "1 file, 1 object: 0 errors, 0 warnings\n", stderr: "" });
     // The layout init writes is the one fmt writes.
     expect(await edgeplan(dir, ["fmt", "--check"])).toEqual({ code: 0, stdout: "", stderr: "0 files of 1 not formatted\n" });
+    // The next step it prints works as printed, with no account.
+    const plan = await edgeplan(dir, ["plan", "--local"]);
+    expect(plan.code).toBe(0);
+    expect(plan.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete.\n");
+    expect(readdirSync(dir).sort()).toEqual([".edgeplan", ".gitignore", "edgeplan.yaml", "manifests"]);
   });
 
   it("refuses a folder where its files exist, naming them, and writes nothing", async () => {
