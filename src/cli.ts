@@ -8,7 +8,7 @@
  * so that src/commands/project.ts can tell a flag from nothing, and the built-in default applies last.
  */
 import { readFileSync } from "node:fs";
-import { Command, Option } from "commander";
+import { Argument, Command, Option } from "commander";
 import { EdgeplanError, errorOutcome, EXIT } from "./model/errors.js";
 
 // Two folders up from both dist/src/cli.js and the bundle's dist/cli/edgeplan.js.
@@ -126,7 +126,8 @@ const APPLY_ONLY_OPTIONS: readonly OptionSpec[] = [
 
 const EXPORT_OPTIONS: readonly OptionSpec[] = [
   ...SCOPE_OPTIONS,
-  { flags: "--out <dir>", description: "folder to create; it must not exist or be empty", default: "exported" },
+  { flags: "--out <dir>", description: "folder to write into: new, empty, or holding an earlier export", default: "exported" },
+  { flags: "--force", description: "overwrite files in --out that export did not write", default: false },
   { flags: "--route <edge_id/route_id>", description: "export this route (repeatable)", repeat: true },
 ];
 
@@ -257,17 +258,74 @@ function registerAction(program: Command, done: Done): void {
     });
 }
 
+function registerShow(program: Command, done: Done): void {
+  const cmd = program
+    .command("show")
+    .description("render a saved plan (from `plan --out`) in any format, without contacting the API")
+    .argument("<planfile>", "the saved plan");
+  addOptions(cmd, [
+    { flags: "--format <format>", description: "output format", choices: FORMAT_CHOICES, default: "text" },
+    { flags: "--no-color", description: "no colour in text output" },
+  ]);
+  cmd.action(async (file: string, flags: import("./commands/show.js").ShowCommandOptions) => {
+    const [{ runShow }, { processIO }] = await Promise.all([import("./commands/show.js"), import("./commands/io.js")]);
+    done(await runShow(file, flags, processIO()));
+  });
+}
+
+function registerInit(program: Command, done: Done): void {
+  const cmd = program.command("init").description("start a project: edgeplan.yaml, .edgeplan/ in .gitignore, and a first manifest (asks on a terminal)");
+  addOptions(cmd, [
+    { flags: "--stack <name>", description: "stack name for the project file (default: default)" },
+    { flags: "--api-url <url>", description: "API base URL for the project file (default: none: EDGEPLAN_API_URL or --local)" },
+    { flags: "--dir <dir>", description: "folder to start the project in", default: "." },
+    { flags: "--yes", description: "ask nothing: take the flags and the defaults", default: false },
+    { flags: "--force", description: "overwrite edgeplan.yaml and manifests/example.yaml when they exist", default: false },
+  ]);
+  cmd.action(async (flags: import("./commands/init.js").InitOptions) => {
+    const [{ runInit }, { processIO }] = await Promise.all([import("./commands/init.js"), import("./commands/io.js")]);
+    done(await runInit(flags, processIO()));
+  });
+}
+
+function registerFmt(program: Command, done: Done): void {
+  const cmd = program
+    .command("fmt")
+    .description("rewrite manifests in the canonical layout (comments kept); --check only lists the files that would change")
+    .argument("[paths...]", "manifest files or folders (default: the project file's paths, else .)");
+  addOptions(cmd, [CONFIG_OPTION, { flags: "--check", description: "write nothing; exit 1 when a file is not formatted", default: false }]);
+  cmd.action(async (paths: string[], flags: { check: boolean; config?: string }) => {
+    const [{ runFmt }, { processIO }] = await Promise.all([import("./commands/fmt.js"), import("./commands/io.js")]);
+    done(await runFmt({ paths, ...flags }, processIO()));
+  });
+}
+
+function registerCompletion(program: Command, done: Done): void {
+  program
+    .command("completion")
+    .description("print a shell completion script: edgeplan completion bash|zsh|fish (install lines in docs/commands.md)")
+    .addArgument(new Argument("<shell>", "the shell the script is for").choices(["bash", "zsh", "fish"]))
+    .action(async (shell: string) => {
+      const [{ runCompletion }, { processIO }] = await Promise.all([import("./commands/completion.js"), import("./commands/io.js")]);
+      done(runCompletion(program, shell, processIO()));
+    });
+}
+
 /** Every command, in the order `edgeplan --help` lists them. */
 const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerValidate,
   registerPlan,
   registerApply,
+  registerShow,
   registerExport,
+  registerInit,
+  registerFmt,
   registerUnlock,
   registerDemo,
   registerSchema,
   registerServe,
   registerAction,
+  registerCompletion,
 ];
 
 async function main(argv: string[]): Promise<number> {

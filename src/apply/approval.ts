@@ -1,6 +1,6 @@
 /**
  * What must be true before a plan is applied: every risk acknowledged (`--ack RULE`, or `--force`), and a person's
- * `yes` (or `--auto-approve`). The refusals are UnsafePlanError with a sentence that says what to pass. Pure.
+ * `yes` (or `--auto-approve`). On a terminal, a risk no flag covers is asked about instead. The refusals are UnsafePlanError with a sentence that says what to pass. Pure.
  */
 import { EdgeplanError, UnsafePlanError } from "../model/errors.js";
 import type { Plan, Risk, RiskRule } from "../model/plan.js";
@@ -50,6 +50,23 @@ export function buildRiskRefusal(risks: readonly Risk[]): UnsafePlanError {
     "risk",
     rules,
   );
+}
+
+/** The question asked on a terminal for one risk that no flag acknowledged; `y` or `yes` goes on. */
+export function riskQuestion(risk: Risk): string {
+  return `Risk ${risk.rule}: ${risk.message}\nAcknowledge this risk and go on? (y/N) `;
+}
+
+/**
+ * Asks a person to acknowledge each risk in turn (`prompt` shows the question on the terminal and returns the
+ * answer). Resolves when every one is acknowledged; at the first other answer, throws the refusal that
+ * `buildRiskRefusal` gives for that risk and those not asked yet, so the message says which flags would let it through.
+ */
+export async function confirmRisks(risks: readonly Risk[], prompt: (question: string) => Promise<string>): Promise<void> {
+  for (const [i, risk] of risks.entries()) {
+    const answer = (await prompt(riskQuestion(risk))).trim().toLowerCase();
+    if (answer !== "y" && answer !== "yes") throw buildRiskRefusal(risks.slice(i));
+  }
 }
 
 /** The refusal when no one can be asked: no terminal and no `--auto-approve`. */

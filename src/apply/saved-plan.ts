@@ -35,18 +35,18 @@ export const MAX_SAVED_PLAN_DEPTH = 256;
 /**
  * Reads a saved plan. Throws an EdgeplanError that names the file and says how to make a plan when the file cannot
  * be read, is larger than MAX_SAVED_PLAN_BYTES, nests deeper than MAX_SAVED_PLAN_DEPTH, is not JSON, or is not an
- * edgeplan plan (format_version 1). The plan is returned as its schema reads it, not yet checked against itself
+ * edgeplan plan (format_version 1); messages start with `where` (the flag and file, or the file). The plan is returned as its schema reads it, not yet checked against itself
  * (`checkPlan`, src/core/plan-check.ts) or the live side.
  */
-export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan> {
-  const json = parseBounded(await readBounded(path, shownAs), shownAs);
+export async function loadSavedPlan(path: string, shownAs = path, where = `--plan ${shownAs}`): Promise<Plan> {
+  const json = parseBounded(await readBounded(path, shownAs, where), shownAs, where);
   const version = json !== null && typeof json === "object" ? (json as { format_version?: unknown }).format_version : undefined;
   if (version === undefined) {
-    throw new EdgeplanError(`--plan ${shownAs}: the file is not an edgeplan plan (it has no format_version); make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (it has no format_version); make one with: edgeplan plan --out ${shownAs}`);
   }
   if (version !== 1) {
     throw new EdgeplanError(
-      `--plan ${shownAs}: the plan has format_version ${JSON.stringify(version)}, and this edgeplan reads format_version 1; make the plan again with this version`,
+      `${where}: the plan has format_version ${JSON.stringify(version)}, and this edgeplan reads format_version 1; make the plan again with this version`,
     );
   }
   // A plan saved before plans carried an estimate is read as well: apply estimates a saved plan again anyway.
@@ -55,10 +55,9 @@ export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan>
   const parsed = PlanFileSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+    const field = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
     throw new EdgeplanError(
-      `--plan ${shownAs}: the file is not an edgeplan plan (${where}${issue?.message ?? "it does not match the plan schema"}); ` +
-        `make one with: edgeplan plan --out ${shownAs}`,
+      `${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: edgeplan plan --out ${shownAs}`,
     );
   }
   return parsed.data;
@@ -68,12 +67,12 @@ export async function loadSavedPlan(path: string, shownAs = path): Promise<Plan>
  * The file's text, refused when it has more than MAX_SAVED_PLAN_BYTES: a file by its size, before it is read; and
  * since a file may grow, and a device or a pipe has no size, read in chunks up to one byte past the limit.
  */
-async function readBounded(path: string, shownAs: string): Promise<string> {
+async function readBounded(path: string, shownAs: string, where: string): Promise<string> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(path, "r");
     const stat = await handle.stat();
-    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs);
+    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs, where);
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -82,35 +81,33 @@ async function readBounded(path: string, shownAs: string): Promise<string> {
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
       total += bytesRead;
-      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs);
+      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs, where);
     }
     return Buffer.concat(chunks, total).toString("utf8");
   } catch (err) {
     if (err instanceof EdgeplanError) throw err;
     const why = fileErrorReason(err);
-    throw new EdgeplanError(`--plan ${shownAs}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
   } finally {
     await handle?.close();
   }
 }
 
-function tooLarge(shownAs: string): EdgeplanError {
-  return new EdgeplanError(
-    `--plan ${shownAs}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`,
-  );
+function tooLarge(shownAs: string, where: string): EdgeplanError {
+  return new EdgeplanError(`${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`);
 }
 
 /** The parsed JSON of the text, refused before parsing when it nests deeper than MAX_SAVED_PLAN_DEPTH. */
-function parseBounded(text: string, shownAs: string): unknown {
+function parseBounded(text: string, shownAs: string, where: string): unknown {
   if (nestsDeeperThan(text, MAX_SAVED_PLAN_DEPTH)) {
     throw new EdgeplanError(
-      `--plan ${shownAs}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: edgeplan plan --out ${shownAs}`,
+      `${where}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: edgeplan plan --out ${shownAs}`,
     );
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new EdgeplanError(`--plan ${shownAs}: the file is not JSON, so it is not a saved plan; make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: the file is not JSON, so it is not a saved plan; make one with: edgeplan plan --out ${shownAs}`);
   }
 }
 

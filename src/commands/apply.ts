@@ -13,7 +13,7 @@
 import { resolve } from "node:path";
 import { fetchTouched } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
-import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
+import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, confirmRisks, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
 import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } from "../apply/rollout.js";
 import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, waitForRollouts, type Round } from "../apply/wait.js";
@@ -179,10 +179,14 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   }
 }
 
-/** Every risk acknowledged, then a person's `yes` (or `--auto-approve`); throws the refusal otherwise. */
+/**
+ * Every risk acknowledged (by a flag, or on a terminal by a person asked about each, `--auto-approve` or not: it
+ * approves the plan, not its risks), then a person's `yes` (or `--auto-approve`); throws the refusal otherwise.
+ */
 async function approve(plan: Plan, acks: ReturnType<typeof parseAckRules>, options: ApplyCommandOptions, io: CommandIO): Promise<void> {
   const risks = unacknowledgedRisks(plan, acks, options.force === true);
-  if (risks.length > 0) throw buildRiskRefusal(risks);
+  if (risks.length > 0 && !io.stdinIsTTY) throw buildRiskRefusal(risks);
+  if (risks.length > 0) await confirmRisks(risks, (question) => io.prompt(question));
   if (options.autoApprove === true) return;
   if (!io.stdinIsTTY) throw buildNoTerminalRefusal();
   const answer = await io.prompt(APPROVAL_QUESTION);

@@ -1,11 +1,12 @@
 /**
  * `edgeplan export [--out DIR] [--route EDGE_ID/ROUTE_ID]... [paths...]`: reads every weighted backend of the
- * account and the modules of the chosen routes, and writes manifests for them into a new folder (all files in a
- * temporary folder first, then one rename), so that `plan` on that folder right after shows no change but
- * adoptions. The files written go to stdout; notes on what was left out, and the summary, to stderr.
+ * account and the modules of the chosen routes, and writes manifests for them, so that `plan` on that folder right
+ * after shows no change but adoptions. A new (or empty) folder is written whole in a temporary folder, then renamed;
+ * into a folder that holds files, each file is written atomically, and only over files that an export wrote (a
+ * header line marks them) unless `--force`. The files written go to stdout; notes on what was left out, and the summary, to stderr.
  */
 import type { Stats } from "node:fs";
-import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ApiClient } from "../api/client.js";
 import { describeMissing, RouteNotFoundError } from "../api/errors.js";
@@ -15,9 +16,11 @@ import { buildExport, type ExportFile, type ExportInput, type ExportResult, type
 import { inScope, scopeReachesKind } from "../core/scope.js";
 import type { DesiredState } from "../model/state.js";
 import { scopeFrom, type PlanFlags } from "./plan.js";
-import { EdgeplanError, EXIT } from "../model/errors.js";
+import { EdgeplanError, EXIT, fileErrorReason } from "../model/errors.js";
+import { buildForeignFiles, type Existing } from "../export/ownership.js";
 import { ID_PREFIX, idPattern } from "../model/wire.js";
 import type { CommandIO } from "./io.js";
+import { writeFileAtomic } from "./plan.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
 
@@ -26,8 +29,10 @@ export const DEFAULT_EXPORT_DIR = "exported";
 export interface ExportCommandOptions extends CommonCliOptions, Pick<PlanFlags, "target" | "exclude"> {
   /** Manifests whose EdgeRoute documents name routes to export. */
   paths: string[];
-  /** Folder to create (default `exported`); it must not exist, or be empty. */
+  /** Folder to write into (default `exported`): new, empty, or holding an earlier export. */
   out?: string;
+  /** Overwrite files in `out` that export did not write. */
+  force?: boolean;
   /** `EDGE_ID/ROUTE_ID` values of `--route`. */
   route?: string[];
 }
@@ -56,18 +61,64 @@ export function parseRouteFlag(value: string): RouteRef {
   return { edge, route };
 }
 
-/** Throws when `dir` exists and is not an empty folder: an export never mixes its files with others. */
-async function checkOutDir(dir: string, shown: string): Promise<void> {
+/**
+ * What `dir` is: absent, an empty folder, or a folder that holds files (an earlier export, or files of the user's,
+ * which `findForeignFiles` tells apart). Throws when it is not a folder or cannot be read.
+ */
+async function inspectOutDir(dir: string, shown: string): Promise<"absent" | "empty" | "filled"> {
   let info: Stats;
   try {
     info = await stat(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw new EdgeplanError(`--out ${shown}: cannot read it (${(err as NodeJS.ErrnoException).code ?? "error"}); choose another --out`);
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "absent";
+    throw new EdgeplanError(`--out ${shown}: cannot read it (${fileErrorReason(err)}); choose another --out`);
   }
   if (!info.isDirectory()) throw new EdgeplanError(`--out ${shown}: it exists and is not a folder; choose another --out or remove it`);
-  if ((await readdir(dir)).length > 0) {
+  return (await readdir(dir)).length > 0 ? "filled" : "empty";
+}
+
+/** Throws when `dir` exists and is not an empty folder: the check made again just before the rename. */
+async function checkOutDir(dir: string, shown: string): Promise<void> {
+  if ((await inspectOutDir(dir, shown)) === "filled") {
     throw new EdgeplanError(`--out ${shown}: the folder exists and is not empty; choose another --out or remove it`);
+  }
+}
+
+/** What `dir` holds at each path an export would write (`Existing`), read without following a final link. */
+async function readExisting(dir: string, files: readonly ExportFile[]): Promise<Map<string, Existing>> {
+  const existing = new Map<string, Existing>();
+  for (const file of files) {
+    const target = path.join(dir, ...file.path.split("/"));
+    try {
+      const info = await lstat(target);
+      existing.set(file.path, info.isFile() ? { kind: "file", text: await readFile(target, "utf8") } : { kind: "other" });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // A parent that is a file is in the way as much as the file itself.
+      existing.set(file.path, code === "ENOENT" ? { kind: "none" } : { kind: "other" });
+    }
+  }
+  return existing;
+}
+
+/**
+ * Writes the files into an existing folder, each atomically (a temporary file, then a rename), after checking that
+ * none of them would overwrite a file that export did not write, unless `force`. Files of the folder that the
+ * export does not write are left alone. Throws an EdgeplanError naming the files in the way.
+ */
+export async function writeExportInto(dir: string, shown: string, files: readonly ExportFile[], force: boolean): Promise<void> {
+  const foreign = buildForeignFiles(files, await readExisting(dir, files));
+  if (foreign.length > 0 && !force) {
+    const list = foreign.map((f) => `${shown}/${f}`).join(", ");
+    throw new EdgeplanError(
+      `--out ${shown}: export would overwrite ${foreign.length === 1 ? "a file" : `${foreign.length} files`} it did not write: ${list}; nothing was written. ` +
+        "Move them away, choose another --out, or pass --force to overwrite them",
+    );
+  }
+  for (const file of files) {
+    const target = path.join(dir, ...file.path.split("/"));
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFileAtomic(target, file.text);
   }
 }
 
@@ -157,8 +208,9 @@ function summaryLine(result: ExportResult, stack: string, shown: string): string
 }
 
 /**
- * Runs `export`. Refuses (EdgeplanError, exit 1) an out folder that exists and is not empty, a malformed `--route`,
- * and invalid manifests; API errors are thrown as they are. Nothing is written when anything fails.
+ * Runs `export`. Refuses (EdgeplanError, exit 1) an out folder whose files export would overwrite without having
+ * written them (unless `--force`), a malformed `--route`, and invalid manifests; API errors are thrown as they are.
+ * Nothing is written when anything fails.
  */
 export async function runExport(given: ExportCommandOptions, io: CommandIO): Promise<ExportCommandResult> {
   const options = await withProjectFile(given, io);
@@ -166,7 +218,7 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
   const outDir = path.resolve(io.cwd, shown);
   const flagged = (options.route ?? []).map(parseRouteFlag);
   const scope = scopeFrom(options);
-  await checkOutDir(outDir, shown);
+  const found = await inspectOutDir(outDir, shown);
 
   const loaded = options.paths.length > 0 ? await loadManifests(options.paths, io) : undefined;
   let named: RouteRef[] | undefined;
@@ -210,7 +262,8 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
     io.stderr(`nothing to export: no weighted backend and no route module could be exported; ${shown} was not created\n`);
     return { exitCode: EXIT.ok, result };
   }
-  await writeExportAtomic(outDir, shown, result.files);
+  if (found === "filled") await writeExportInto(outDir, shown, result.files, options.force === true);
+  else await writeExportAtomic(outDir, shown, result.files);
   io.stdout(result.files.map((f) => `wrote ${path.relative(io.cwd, path.join(outDir, ...f.path.split("/"))) || f.path}\n`).join(""));
   io.stderr(summaryLine(result, session.stack, shown));
   const takeover = result.weightedBackends.some((w) => w.match === "takeover") ? " --takeover" : "";

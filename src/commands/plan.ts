@@ -122,10 +122,13 @@ export function renderPlan(plan: Plan, format: PlanFormat, color: boolean): stri
   return renderText(plan, { color });
 }
 
-/** Writes a file so that a reader never sees it half-written: a temporary file beside it, then a rename. */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
+/**
+ * Writes a file so that a reader never sees it half-written: a temporary file beside it (with `mode`), then a
+ * rename over the file.
+ */
+export async function writeFileAtomic(path: string, text: string, mode = 0o644): Promise<void> {
   const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, text, { mode: 0o644 });
+  await writeFile(tmp, text, { mode });
   await rename(tmp, path);
 }
 

@@ -305,13 +305,22 @@ export function buildSavedPlanLimits(
 }
 
 /** The refusal of a saved plan that disagrees with itself or with the live side: each disagreement, and what to do. */
-export function buildDisagreementError(file: string, against: "itself" | "the live side", found: readonly Disagreement[]): EdgeplanError {
+export function buildDisagreementError(
+  file: string,
+  against: "itself" | "the live side",
+  found: readonly Disagreement[],
+  use: "applied" | "shown" = "applied",
+): EdgeplanError {
   const n = found.length;
+  const advice =
+    use === "applied"
+      ? `No change was sent. A saved plan is applied only as edgeplan wrote it: make the plan again (edgeplan plan --out ${file}), review it, and apply that file.`
+      : `A saved plan is shown only as edgeplan wrote it: make the plan again (edgeplan plan --out ${file}).`;
   return new EdgeplanError(
     [
-      `the saved plan ${file} does not agree with ${against} (${n} ${n === 1 ? "disagreement" : "disagreements"}), so it is not applied:`,
+      `the saved plan ${file} does not agree with ${against} (${n} ${n === 1 ? "disagreement" : "disagreements"}), so it is not ${use}:`,
       ...found.map((d) => `  ${d.address}: ${d.what}`),
-      `No change was sent. A saved plan is applied only as edgeplan wrote it: make the plan again (edgeplan plan --out ${file}), review it, and apply that file.`,
+      advice,
     ].join("\n"),
   );
 }

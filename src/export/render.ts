@@ -9,6 +9,7 @@ import { parseManifestText, toPlain } from "../manifest/yaml-source.js";
 import { canonicalJson, compareText, isJsonObject } from "../model/canonical.js";
 import { ManifestDocumentSchema } from "../model/manifest-schema.js";
 import type { JsonValue } from "../model/plan.js";
+import { EXPORT_HEADER } from "./types.js";
 
 /** One manifest document to write: its plain value, the comment lines above it, and the keys whose maps are sorted. */
 export interface ManifestDoc {
@@ -96,9 +97,9 @@ export function renderDocument(doc: ManifestDoc): { text: string } | { problem: 
 }
 
 /**
- * A manifest file: the `yaml-language-server` line naming its schema, then the documents separated by `---`.
- * `bodies` are texts from `renderDocument`.
+ * A manifest file: the `yaml-language-server` line naming its schema, the line that marks it as written by export
+ * (`EXPORT_HEADER`), then the documents separated by `---`. `bodies` are texts from `renderDocument`.
  */
 export function renderManifestFile(schemaRef: string, bodies: string[]): string {
-  return `# yaml-language-server: $schema=${schemaRef}\n${bodies.join("---\n")}`;
+  return `# yaml-language-server: $schema=${schemaRef}\n${EXPORT_HEADER}\n${bodies.join("---\n")}`;
 }

@@ -106,6 +106,12 @@ export interface ExportResult {
   notes: string[];
 }
 
+/**
+ * The line that marks a manifest export wrote: an export into a folder that holds earlier exports overwrites only
+ * files that carry it (or that it refers to), unless `--force`. Removing it keeps a file from being overwritten.
+ */
+export const EXPORT_HEADER = "# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.";
+
 /** The `$schema` reference of a manifest file one folder below the out dir. */
 export function schemaRef(file: string): string {
   return `../${EXPORT_LAYOUT.schemas}/${file}`;

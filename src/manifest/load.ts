@@ -91,10 +91,10 @@ interface ReadFiles {
 }
 
 /** A file read: its text, a diagnostic in its place, or "skip" (a walked YAML file that is not a manifest). */
-type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
+export type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
 
-/** Reads one file found and decodes it; a walked YAML file that is not a manifest is skipped. */
-async function readText(file: ManifestFile): Promise<FileText> {
+/** Reads one file found and decodes it; a walked YAML file that is not a manifest is skipped (`fmt` reads the same way). */
+export async function readManifestFile(file: ManifestFile): Promise<FileText> {
   let bytes: Uint8Array;
   try {
     // The size first: a file of gigabytes is refused unread.
@@ -116,7 +116,7 @@ async function readText(file: ManifestFile): Promise<FileText> {
 async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
   for (const file of found) {
-    const t = await readText(file);
+    const t = await readManifestFile(file);
     if (t === "skip") {
       // The project file sits beside the manifests by design: it is not a manifest that lost its kind.
       if (path.basename(file.path) !== PROJECT_FILE) read.skipped.push(file.display);

@@ -289,9 +289,10 @@ function firstLine(message: string): string {
 
 /**
  * Parses a manifest file's text into documents. Syntax errors become diagnostics and their document is left out;
- * empty documents (nothing, or only comments) are left out silently. Nothing here throws for bad input.
+ * empty documents (nothing, or only comments) are left out silently, unless `keepEmpty` (`fmt` keeps their
+ * comments). Nothing here throws for bad input.
  */
-export function parseManifestText(text: string, file: string): { docs: ParsedDocument[]; diagnostics: Diagnostic[] } {
+export function parseManifestText(text: string, file: string, keepEmpty = false): { docs: ParsedDocument[]; diagnostics: Diagnostic[] } {
   const lines = new LineCounter();
   const at = (offset: number): SourcePos => ({ file, ...lines.linePos(offset) });
   const diagnostics: Diagnostic[] = [];
@@ -313,9 +314,10 @@ export function parseManifestText(text: string, file: string): { docs: ParsedDoc
     diagnostics.push(...problems, ...(keys?.diagnostics ?? []));
     const contents = doc.contents;
     // A document with a syntax error or a misread key is left out (a repeated key is not: its other problems are
-    // reported too); so is one with nothing, only comments, or an explicit null.
-    if (unreadable || keys?.misread || contents === null || (isScalar(contents) && contents.value === null)) continue;
-    docs.push({ file, doc, at, pos: at(contents.range?.[0] ?? 0), mayInterpolate });
+    // reported too); so is one with nothing, only comments, or an explicit null, unless asked for (`fmt`).
+    if (unreadable || keys?.misread) continue;
+    if (!keepEmpty && (contents === null || (isScalar(contents) && contents.value === null))) continue;
+    docs.push({ file, doc, at, pos: at(contents?.range?.[0] ?? 0), mayInterpolate });
   }
   return { docs, diagnostics };
 }

@@ -22,8 +22,10 @@ function fileText(result: ExportResult, path: string): string {
   return file.text;
 }
 
-const WB_HEADER = "# yaml-language-server: $schema=../schemas/weighted-backend.schema.json\n";
-const ROUTE_HEADER = "# yaml-language-server: $schema=../schemas/edge-route.schema.json\n";
+const WB_HEADER =
+  "# yaml-language-server: $schema=../schemas/weighted-backend.schema.json\n# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n";
+const ROUTE_HEADER =
+  "# yaml-language-server: $schema=../schemas/edge-route.schema.json\n# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n";
 const ADOPT_COMMENT = "# Adopted by id: it carries no owner marker yet; the next apply adds one.\n";
 
 describe("slugify and NameAllocator", () => {

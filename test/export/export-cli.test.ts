@@ -73,7 +73,8 @@ const marker = (stack: string, name: string, extra: Record<string, unknown> = {}
   JSON.stringify({ ...extra, edgeplan: protect ? { stack, name, protect: true } : { stack, name } });
 
 const lower = (id: string): string => id.toLowerCase().replace("_", "-");
-const WB_HEADER = "# yaml-language-server: $schema=../schemas/weighted-backend.schema.json\n";
+const WB_HEADER =
+  "# yaml-language-server: $schema=../schemas/weighted-backend.schema.json\n# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n";
 const ADOPT = "# Adopted by id: it carries no owner marker yet; the next apply adds one.\n";
 const CB_R1 = { tripped_duration: 120, rolling_window: 300, num_buckets: 5, volume_threshold: 20, error_threshold_percentage: 0.2 };
 const CB_R2 = { enabled: false, tripped_duration: 10, rolling_window: 60, num_buckets: 6, error_threshold_percentage: 0.5 };
@@ -163,6 +164,7 @@ describe("edgeplan export", () => {
     );
     expect(await readFile(path.join(cwd, "exported", "routes", `${E1}.yaml`), "utf8")).toBe(
       "# yaml-language-server: $schema=../schemas/edge-route.schema.json\n" +
+        "# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n" +
         `kind: EdgeRoute\nedge: ${E1}\nroute: ${R1}\n` +
         "saml:\n  enabled: true\n  options_passthrough: false\n  cookie_prefix: $${team}-\n  inactivity_timeout: 0\n  maximum_duration: 0\n" +
         `  idp_metadata_file: idp/${R1}.xml\n  force_authn: false\n  allow_idp_initiated: false\n  authorized_groups:\n    - eng\n    - ops\n` +
@@ -223,24 +225,54 @@ describe("edgeplan export", () => {
     expect(text.stdout).toContain("Plan: 0 to create, 0 to update, 0 to delete, 2 to adopt.\n");
   });
 
-  it("refuses an out folder that exists and is not empty, and leaves it as it was", async () => {
+  it("writes into a folder that holds other files, leaving them as they are", async () => {
     await mkdir(path.join(cwd, "full"));
     await writeFile(path.join(cwd, "full", "keep.txt"), "mine\n");
     const r = await cli("export", "--out", "full");
-    expect(r).toEqual({
-      code: 1,
-      stdout: "",
-      stderr: "edgeplan: --out full: the folder exists and is not empty; choose another --out or remove it\n",
-    });
-    expect(await readdir(path.join(cwd, "full"))).toEqual(["keep.txt"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("wrote full/weighted-backends/checkout.yaml\n");
+    expect((await readdir(path.join(cwd, "full"))).sort()).toEqual(["keep.txt", "routes", "schemas", "weighted-backends"]);
     expect(await readFile(path.join(cwd, "full", "keep.txt"), "utf8")).toBe("mine\n");
+    // Its own files, exported again into the same folder, are replaced without --force.
+    const again = await cli("export", "--out", "full");
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(r.stdout);
 
     await writeFile(path.join(cwd, "a-file"), "x");
     const file = await cli("export", "--out", "a-file");
     expect(file.code).toBe(1);
     expect(file.stderr).toBe("edgeplan: --out a-file: it exists and is not a folder; choose another --out or remove it\n");
-    // No temporary folder is left behind.
-    expect((await readdir(cwd)).filter((n) => n.includes(".tmp-"))).toEqual([]);
+    // No temporary folder or file is left behind.
+    expect((await readdir(cwd)).filter((n) => n.includes(".tmp"))).toEqual([]);
+  });
+
+  it("refuses to overwrite files it did not write, naming them, and overwrites them with --force", async () => {
+    const own = path.join(cwd, "own");
+    await mkdir(path.join(own, "weighted-backends"), { recursive: true });
+    await mkdir(path.join(own, "routes", "idp"), { recursive: true });
+    const mine = "kind: WeightedBackend\nname: checkout\nbackends: {}\n";
+    await writeFile(path.join(own, "weighted-backends", "checkout.yaml"), mine);
+    await writeFile(path.join(own, "routes", "idp", `${R1}.xml`), "<mine/>\n");
+    const refused = await cli("export", "--out", "own");
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    // After the notes on what is skipped, the one error.
+    expect(refused.stderr.split("\n").filter((line) => !line.startsWith("note: "))).toEqual([
+      `edgeplan: --out own: export would overwrite 2 files it did not write: own/routes/idp/${R1}.xml, own/weighted-backends/checkout.yaml; nothing was written. ` +
+        "Move them away, choose another --out, or pass --force to overwrite them",
+      "",
+    ]);
+    expect((await readdir(own)).sort()).toEqual(["routes", "weighted-backends"]);
+    expect(await readdir(path.join(own, "weighted-backends"))).toEqual(["checkout.yaml"]);
+    expect(await readFile(path.join(own, "weighted-backends", "checkout.yaml"), "utf8")).toBe(mine);
+
+    const forced = await cli("export", "--out", "own", "--force");
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toContain("wrote own/weighted-backends/checkout.yaml\n");
+    expect(await readFile(path.join(own, "weighted-backends", "checkout.yaml"), "utf8")).toBe(
+      `${WB_HEADER}kind: WeightedBackend\nname: checkout\ndescription: Checkout\nmetadata:\n  team: payments\nbackends:\n  ${HR}: 9000\n  ${TG}: 1000\n`,
+    );
+    expect(await readFile(path.join(own, "routes", "idp", `${R1}.xml`), "utf8")).toBe(IDP_BOM);
   });
 
   it("exports only the routes given with --route, into an empty folder, and notes a route without modules", async () => {
@@ -253,6 +285,7 @@ describe("edgeplan export", () => {
     expect(r.stderr).toContain("and 1 route of 1 edge to empty;");
     expect(await readFile(path.join(cwd, "empty", "routes", `${E1}.yaml`), "utf8")).toBe(
       "# yaml-language-server: $schema=../schemas/edge-route.schema.json\n" +
+        "# Written by edgeplan export: a new export into this folder replaces this file; remove this line to keep it.\n" +
         `kind: EdgeRoute\nedge: ${E1}\nroute: ${R2}\n` +
         "circuit_breaker:\n  enabled: false\n  tripped_duration: 10\n  rolling_window: 60\n  num_buckets: 6\n  volume_threshold: 0\n  error_threshold_percentage: 0.5\n",
     );

@@ -1,0 +1,36 @@
+/**
+ * `edgeplan show PLANFILE [--format text|json|markdown|html]`: renders a saved plan (`plan --out FILE`) without
+ * contacting the API. The file is untrusted input, read as `apply --plan` reads it: bounded in size and nesting,
+ * checked against the plan schema and against itself; its risks are computed again from its changes, as apply does,
+ * so that what is shown is what the changes say. Exit 1 for a file that is not a sound plan.
+ */
+import { resolve } from "node:path";
+import { loadSavedPlan } from "../apply/saved-plan.js";
+import { buildDisagreementError, checkPlan } from "../core/plan-check.js";
+import { buildRisks } from "../core/risks.js";
+import { EdgeplanError, EXIT } from "../model/errors.js";
+import type { Plan } from "../model/plan.js";
+import type { CommandIO } from "./io.js";
+import { PLAN_FORMATS, renderPlan, useColor, type PlanFormat } from "./plan.js";
+
+export interface ShowCommandOptions {
+  format?: PlanFormat;
+  /** `--no-color` sets it false. */
+  color?: boolean;
+}
+
+/**
+ * Reads the saved plan at `file` (relative to `io.cwd`) and writes it to stdout in the chosen format; returns 0.
+ * Throws an EdgeplanError naming the file when it cannot be read, is not a plan, or disagrees with itself.
+ */
+export async function runShow(file: string, options: ShowCommandOptions, io: CommandIO): Promise<number> {
+  const format = options.format ?? "text";
+  if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
+  const saved = await loadSavedPlan(resolve(io.cwd, file), file, file);
+  const disagreements = checkPlan(saved);
+  if (disagreements.length > 0) throw buildDisagreementError(file, "itself", disagreements, "shown");
+  // The file's own risks are never trusted: an edited file could hide one.
+  const plan: Plan = { ...saved, risks: buildRisks(saved.changes, { maxShift: saved.options.max_shift, maxDeletes: saved.options.max_deletes }) };
+  io.stdout(renderPlan(plan, format, useColor(options, io)));
+  return EXIT.ok;
+}
