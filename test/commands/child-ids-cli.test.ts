@@ -90,4 +90,14 @@ describe("child ids checked before writing (built CLI, real server)", () => {
     ]);
     expect(w.writes(from)).toEqual([]);
   });
+
+  it("plan --local provisions the children the manifests name in its embedded server first, so their check passes", async () => {
+    const w = await world();
+    w.manifests({ "checkout.yaml": checkout(TYPO) });
+    const from = w.log().length;
+    const res = await w.cli(["plan", "--local", "m"]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete.");
+    expect(w.log(from)).toEqual([]);
+  });
 });
