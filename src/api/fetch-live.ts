@@ -84,7 +84,10 @@ export async function fetchChildBackends(client: ApiClient, reads: readonly Chil
   const known = new Map<FixtureBackendType, readonly string[]>();
   await Promise.all(
     [...missingTypes].map(async (type) => {
-      known.set(type, (await client.listChildBackends(type)).map((b) => b.id));
+      known.set(
+        type,
+        (await client.listChildBackends(type)).map((b) => b.id),
+      );
     }),
   );
   return { found, known };

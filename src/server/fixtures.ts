@@ -80,7 +80,11 @@ const FixtureBackendSchema = z
     const own: readonly string[] = FIXTURE_BACKEND_FIELDS[b.type];
     for (const field of Object.values(FIXTURE_BACKEND_FIELDS).flat()) {
       if (b[field] !== undefined && !own.includes(field)) {
-        ctx.addIssue({ code: "custom", path: [field], message: `a ${b.type} backend has no field ${field}; its fields are description, metadata${own.map((f) => `, ${f}`).join("")}` });
+        ctx.addIssue({
+          code: "custom",
+          path: [field],
+          message: `a ${b.type} backend has no field ${field}; its fields are description, metadata${own.map((f) => `, ${f}`).join("")}`,
+        });
       }
     }
   });

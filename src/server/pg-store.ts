@@ -23,7 +23,19 @@ import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { rateLimited } from "./faults.js";
 import { rfc3339Seconds, sequencedKsuid } from "./ksuid.js";
 import { migrate, STARTUP_LOCK } from "./pg-schema.js";
-import type { ChildBackendFields, EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, TransactionOptions, WeightedBackendRecord } from "./store.js";
+import type {
+  ChildBackendFields,
+  EdgeRecord,
+  FixtureBackendRecord,
+  PageQuery,
+  RateGate,
+  RouteRecord,
+  Store,
+  StoredSaml,
+  StoreTx,
+  TransactionOptions,
+  WeightedBackendRecord,
+} from "./store.js";
 import {
   checkId,
   edgeFromRow,

@@ -210,8 +210,7 @@ export class SqliteStore implements Store, StoreTx {
 
   listFixtureBackends(account: string, type: FixtureBackendType, page: PageQuery): FixtureBackendRecord[] {
     const { low, high } = fixtureIdRange(type);
-    const rows =
-      page.beforeId === undefined ? this.s.fbList.all(account, low, high, page.limit) : this.s.fbListBefore.all(account, low, high, page.beforeId, page.limit);
+    const rows = page.beforeId === undefined ? this.s.fbList.all(account, low, high, page.limit) : this.s.fbListBefore.all(account, low, high, page.beforeId, page.limit);
     return rows.map(fixtureBackendFromRow);
   }
 

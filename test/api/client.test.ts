@@ -341,7 +341,9 @@ describe("answers", () => {
     expect(await client.getChildBackend("static_address", SC)).toEqual(body);
     expect(await client.getChildBackend("static_address", SC)).toBeNull();
     const err = await errorOf(client.getChildBackend("static_address", SC));
-    expect(err.message).toMatch(new RegExp(`^GET /backends/static/${SC}: 200: the answer does not match the API contract \\(tls: .+\\); check that --api-url points at the API$`));
+    expect(err.message).toMatch(
+      new RegExp(`^GET /backends/static/${SC}: 200: the answer does not match the API contract \\(tls: .+\\); check that --api-url points at the API$`),
+    );
     expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual(Array(3).fill(`GET /backends/static/${SC}`));
   });
 

@@ -15,7 +15,9 @@ const HR3 = "bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw";
 const TYPO = "bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gx";
 
 const checkout = (third?: string): string =>
-  ["kind: WeightedBackend", "name: checkout", "description: Checkout", "backends:", `  ${HR1}: 8000`, `  ${HR2}: 1000`, ...(third ? [`  ${third}: 1000`] : []), ""].join("\n");
+  ["kind: WeightedBackend", "name: checkout", "description: Checkout", "backends:", `  ${HR1}: 8000`, `  ${HR2}: 1000`, ...(third ? [`  ${third}: 1000`] : []), ""].join(
+    "\n",
+  );
 
 async function world(): Promise<World> {
   return startWorld({ fixtures: { ...FIXTURES, backends: [...FIXTURES.backends, { id: HR3, type: "http_response" as const }] } });

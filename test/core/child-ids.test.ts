@@ -10,7 +10,10 @@ import { desiredWb, hrId, id, liveWb, markerMetadata, pos, wbId } from "./builde
 const desired = (...weightedBackends: DesiredState["weightedBackends"]): DesiredState => ({ weightedBackends, edgeRoutes: [] });
 /** A stack lease object, as a running apply keeps one. */
 const leaseObject = (n: number) =>
-  liveWb(n, { backends: {}, metadata: JSON.stringify({ edgeplan: { stack: "default", lease: { holder: { host: "h", pid: 1, started_at: "", token: "t" }, ttl_ms: 60_000, renewals: 0 } } }) });
+  liveWb(n, {
+    backends: {},
+    metadata: JSON.stringify({ edgeplan: { stack: "default", lease: { holder: { host: "h", pid: 1, started_at: "", token: "t" }, ttl_ms: 60_000, renewals: 0 } } }),
+  });
 const NOTHING_READ: ChildReadResult = { found: new Set(), known: new Map() };
 
 describe("childIdsToRead", () => {
@@ -49,7 +52,11 @@ describe("checkChildIds", () => {
     const d = desired(
       desiredWb("a", {
         backends: { [hrId(22)]: 1, [wbId(2)]: 1, [id("bkdtg", 99)]: 1 },
-        fieldSources: { [`backends.${hrId(22)}`]: pos(5, "m/a.yaml", 3), [`backends.${wbId(2)}`]: pos(6, "m/a.yaml", 3), [`backends.${id("bkdtg", 99)}`]: pos(7, "m/a.yaml", 3) },
+        fieldSources: {
+          [`backends.${hrId(22)}`]: pos(5, "m/a.yaml", 3),
+          [`backends.${wbId(2)}`]: pos(6, "m/a.yaml", 3),
+          [`backends.${id("bkdtg", 99)}`]: pos(7, "m/a.yaml", 3),
+        },
       }),
     );
     const read: ChildReadResult = { found: new Set(), known: new Map([["http_response", [hrId(21), id("bkdhr", 555555)]]]) };

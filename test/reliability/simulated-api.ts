@@ -129,7 +129,10 @@ export class SimulatedApi implements ApiClient {
   }
 
   async listChildBackends(type: FixtureBackendType): Promise<ChildBackend[]> {
-    const ids = [...this.fixtures].filter((id) => childBackendType(id) === type).sort().reverse();
+    const ids = [...this.fixtures]
+      .filter((id) => childBackendType(id) === type)
+      .sort()
+      .reverse();
     const found = await Promise.all(ids.map((id) => this.getChildBackend(type, id)));
     this.requests -= ids.length - 1;
     return found as ChildBackend[];

@@ -21,7 +21,15 @@ beforeAll(async () => {
   s = await startTestServer({
     fixtures: {
       backends: [
-        { id: HR, type: "http_response", description: "maintenance page", metadata: '{"team":"web"}', body: "down for maintenance", headers: { "retry-after": "60" }, status_code: 503 },
+        {
+          id: HR,
+          type: "http_response",
+          description: "maintenance page",
+          metadata: '{"team":"web"}',
+          body: "down for maintenance",
+          headers: { "retry-after": "60" },
+          status_code: 503,
+        },
         { id: TG, type: "tunnel_group", labels: { env: "prod" } },
         { id: FO, type: "failover", backends: [HR, TG] },
         { id: SC, type: "static_address", address: "10.0.0.1:443", tls: { enabled: true } },
@@ -59,13 +67,29 @@ describe("get", () => {
 
     const tg = await api.get(`/backends/tunnel_group/${TG}`);
     expect(tg.status).toBe(200);
-    expect(tg.json).toEqual({ id: TG, uri: `${s.url}/backends/tunnel_group/${TG}`, created_at: tg.json.created_at, description: "", metadata: "", labels: { env: "prod" }, tunnels: [] });
+    expect(tg.json).toEqual({
+      id: TG,
+      uri: `${s.url}/backends/tunnel_group/${TG}`,
+      created_at: tg.json.created_at,
+      description: "",
+      metadata: "",
+      labels: { env: "prod" },
+      tunnels: [],
+    });
 
     const fo = await api.get(`/backends/failover/${FO}`);
     expect(fo.json).toEqual({ id: FO, uri: `${s.url}/backends/failover/${FO}`, created_at: fo.json.created_at, description: "", metadata: "", backends: [HR, TG] });
 
     const sc = await api.get(`/backends/static/${SC}`);
-    expect(sc.json).toEqual({ id: SC, uri: `${s.url}/backends/static/${SC}`, created_at: sc.json.created_at, description: "", metadata: "", address: "10.0.0.1:443", tls: { enabled: true } });
+    expect(sc.json).toEqual({
+      id: SC,
+      uri: `${s.url}/backends/static/${SC}`,
+      created_at: sc.json.created_at,
+      description: "",
+      metadata: "",
+      address: "10.0.0.1:443",
+      tls: { enabled: true },
+    });
   });
 
   it("answers the fields a fixture left out with empty values, status 200", async () => {
