@@ -12,7 +12,7 @@ import { liveRouteOf, liveWeightedBackend, sortLiveState, type ReadRoute } from 
 import { compareText } from "../model/canonical.js";
 import { readsByListing } from "../model/reads.js";
 import type { FixtureBackendType } from "../model/wire.js";
-import type { ChildRead, ChildReadResult } from "../core/child-ids.js";
+import type { ChildRead, ChildReadResult } from "../model/reads.js";
 
 /** The modules of one route to read. */
 export interface RouteRead {

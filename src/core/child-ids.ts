@@ -6,23 +6,11 @@
  * one that a change introduces and another object already uses. Pure.
  */
 import { isLeaseObject } from "../model/lease.js";
+import type { ChildRead, ChildReadResult } from "../model/reads.js";
 import type { DesiredState, DesiredWeightedBackend, LiveState } from "../model/state.js";
 import { closest } from "../model/suggest.js";
-import { CHILD_BACKEND_KINDS, childBackendType, ID_PREFIX, type FixtureBackendType } from "../model/wire.js";
+import { CHILD_BACKEND_KINDS, childBackendType, ID_PREFIX } from "../model/wire.js";
 import { posOf, PlanProblems } from "./plan-index.js";
-
-/** One child backend to read by id, its type from its prefix. */
-export interface ChildRead {
-  type: FixtureBackendType;
-  id: string;
-}
-
-/** What reading the child ids found: the ids the account holds, and the ids of each type that a suggestion may name. */
-export interface ChildReadResult {
-  found: ReadonlySet<string>;
-  /** Per type, ids the account holds (its listing, read only when an id of that type was not found). */
-  known: ReadonlyMap<FixtureBackendType, readonly string[]>;
-}
 
 /** Every child id some live weighted backend references, and the ids of the live weighted backends. */
 function vouchedIds(live: LiveState): Set<string> {

@@ -3,7 +3,8 @@
  * (`checkChildIds`): pure, with plain data.
  */
 import { describe, expect, it } from "vitest";
-import { checkChildIds, childIdsToRead, type ChildReadResult } from "../../src/core/child-ids.js";
+import { checkChildIds, childIdsToRead } from "../../src/core/child-ids.js";
+import type { ChildReadResult } from "../../src/model/reads.js";
 import type { DesiredState } from "../../src/model/state.js";
 import { desiredWb, hrId, id, liveWb, markerMetadata, pos, wbId } from "./builders.js";
 
