@@ -53,6 +53,8 @@ export interface Fleet {
 
 export const BENCH_STACK = "bench";
 const OBJECTS_PER_FILE = 100;
+/** The fixture child backends every fleet shares; the weighted backend at position i names children i and i + 1. */
+const FLEET_CHILDREN = 16;
 const ROUTES_PER_FILE = 20;
 
 const pad = (n: number): string => String(n).padStart(5, "0");
@@ -75,6 +77,23 @@ export function expectedSummary(spec: FleetSpec): PlanSummary {
   };
 }
 
+/**
+ * How many child ids the fleet's creates name that no live weighted backend references before the run: the plan
+ * reads each of them once (GET /backends/<kind>/<id>). Live: the unchanged and changed objects (positions 0.. in
+ * manifest order, children i and i + 1) and the orphans (child i); the creates follow them.
+ */
+export function introducedChildren(spec: FleetSpec): number {
+  const live = new Set<number>();
+  const kept = spec.same + spec.changed;
+  for (let i = 0; i < Math.min(kept, FLEET_CHILDREN); i++) live.add(i % FLEET_CHILDREN).add((i + 1) % FLEET_CHILDREN);
+  for (let i = 0; i < Math.min(spec.orphans, FLEET_CHILDREN); i++) live.add(i % FLEET_CHILDREN);
+  const introduced = new Set<number>();
+  for (let k = kept; k < kept + Math.min(spec.created, FLEET_CHILDREN); k++) {
+    for (const c of [k % FLEET_CHILDREN, (k + 1) % FLEET_CHILDREN]) if (!live.has(c)) introduced.add(c);
+  }
+  return introduced.size;
+}
+
 /** Ids the fleet needs from the store before its manifests can be written: child backends, edges, routes. */
 export interface FleetIds {
   children: string[];
@@ -86,7 +105,7 @@ export interface FleetIds {
 export function provisionFleet(store: SqliteStore, account: string, spec: FleetSpec): FleetIds {
   return store.syncTransaction(() => {
     const children: string[] = [];
-    for (let i = 0; i < 16; i++) children.push(store.createBackend(account, i % 2 === 0 ? "http_response" : "tunnel_group").id);
+    for (let i = 0; i < FLEET_CHILDREN; i++) children.push(store.createBackend(account, i % 2 === 0 ? "http_response" : "tunnel_group").id);
     const routes: FleetIds["routes"] = [];
     for (let e = 0; e < spec.edges; e++) {
       const edge = store.ensureEdge(account).id;

@@ -10,7 +10,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseRateLimit } from "../src/model/syntax.js";
 import { leaseRequests, listPages, rateBoundMs } from "./bounds.js";
-import { makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
+import { introducedChildren, makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
 import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, runEdgeplanApply, runEdgeplanPlan } from "./runs.js";
 import { startBenchServer, type BenchServer } from "./traffic.js";
@@ -41,7 +41,7 @@ export function fleetRequests(spec: FleetSpec): { plan: number; apply: number } 
   const edgesRead = spec.edges;
   const edgesTouched = spec.routesPerEdge === 0 ? 0 : Math.ceil(spec.changedRoutes / spec.routesPerEdge);
   const touchedWbs = spec.created + spec.changed + spec.orphans;
-  const reads = listPages(before) + edgesRead;
+  const reads = listPages(before) + edgesRead + introducedChildren(spec);
   const changes = touchedWbs + 2 * spec.changedRoutes;
   const convergence = (touchedWbs === 0 ? 0 : Math.min(listPages(after), touchedWbs)) + edgesTouched;
   const lease = leaseRequests(before);

@@ -10,6 +10,8 @@ import { ApiError, EdgeplanError, InternalError } from "../model/errors.js";
 import type { ModuleKind, ModuleSettings, PlannedRequest, WeightedBackendBody } from "../model/plan.js";
 import {
   API_VERSION,
+  CHILD_BACKEND_SCHEMAS,
+  childBackendListSchema,
   CircuitBreakerModuleSchema,
   ErrorBodySchema,
   HEADERS,
@@ -18,8 +20,10 @@ import {
   SamlModuleSchema,
   WeightedBackendListSchema,
   WeightedBackendSchema,
+  type ChildBackend,
   type CircuitBreakerModule,
   type CircuitBreakerSettings,
+  type FixtureBackendType,
   type HttpsEdge,
   type SamlModule,
   type SamlSettings,
@@ -29,7 +33,7 @@ import { OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
 import { checkBaseUrl, type ClientOptions } from "./options.js";
 import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
 import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
-import { EDGES_PATH, edgePath, parseWritePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath, type WriteTarget } from "../model/paths.js";
+import { childBackendPath, childBackendsPath, EDGES_PATH, edgePath, parseWritePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath, type WriteTarget } from "../model/paths.js";
 
 export type { ModuleKind };
 
@@ -110,6 +114,13 @@ export interface ApiClient {
   listWeightedBackends(): Promise<WeightedBackend[]>;
   /** One weighted backend, or null when the API answers 404 for it. */
   getWeightedBackend(id: string): Promise<WeightedBackend | null>;
+  /**
+   * One child backend of `type` (`GET /backends/<kind>/<id>`), or null when the API answers 404 for it: the account
+   * holds no backend of that type with this id.
+   */
+  getChildBackend(type: FixtureBackendType, id: string): Promise<ChildBackend | null>;
+  /** Every child backend of `type` in the account, newest first, read page by page as every list. */
+  listChildBackends(type: FixtureBackendType): Promise<ChildBackend[]>;
   /**
    * Sends one planned write (`request: {method, path, body}` of a change, the path relative to the base URL) through
    * the exchange: semaphore, limiter, retries. A POST whose outcome is unknown is never resent (OutcomeUnknownError);
@@ -283,6 +294,19 @@ class HttpApiClient implements ApiClient {
     if (answer.status === 404 && this.errorBody(answer)?.error_code !== undefined) return null;
     if (answer.status !== 200) throw this.apiError(answer);
     return this.parse(WeightedBackendSchema, answer);
+  }
+
+  // ---- child backends ---------------------------------------------------------------------------------------------
+
+  async getChildBackend(type: FixtureBackendType, id: string): Promise<ChildBackend | null> {
+    const answer = await this.exchange("GET", childBackendPath(type, id));
+    if (answer.status === 404 && this.errorBody(answer)?.error_code !== undefined) return null;
+    if (answer.status !== 200) throw this.apiError(answer);
+    return this.parse(CHILD_BACKEND_SCHEMAS[type], answer);
+  }
+
+  listChildBackends(type: FixtureBackendType): Promise<ChildBackend[]> {
+    return this.listAll<"backends", ChildBackend>({ path: childBackendsPath(type), schema: childBackendListSchema(type), key: "backends" });
   }
 
   // ---- edges and modules ------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import { RouteNotFoundError, type MissingRoute } from "./errors.js";
 import { liveRouteOf, liveWeightedBackend, sortLiveState, type ReadRoute } from "./live-state.js";
 import { compareText } from "../model/canonical.js";
 import { readsByListing } from "../model/reads.js";
+import type { FixtureBackendType } from "../model/wire.js";
+import type { ChildRead, ChildReadResult } from "../model/reads.js";
 
 /** The modules of one route to read. */
 export interface RouteRead {
@@ -63,6 +65,32 @@ export function startListing(client: ApiClient): Promise<LiveWeightedBackend[]> 
   const listing = listLive(client);
   listing.catch(() => undefined);
   return listing;
+}
+
+/**
+ * Reads the child backends `reads` names (`childIdsToRead`): one GET each, all at once, as the client's semaphore
+ * lets them go, each answer checked with its type's wire schema. Only when an id is not found is its type listed,
+ * once, for the ids a suggestion may name; an account whose ids all exist sends nothing more.
+ */
+export async function fetchChildBackends(client: ApiClient, reads: readonly ChildRead[]): Promise<ChildReadResult> {
+  const found = new Set<string>();
+  const missingTypes = new Set<FixtureBackendType>();
+  await Promise.all(
+    reads.map(async ({ type, id }) => {
+      if ((await client.getChildBackend(type, id)) === null) missingTypes.add(type);
+      else found.add(id);
+    }),
+  );
+  const known = new Map<FixtureBackendType, readonly string[]>();
+  await Promise.all(
+    [...missingTypes].map(async (type) => {
+      known.set(
+        type,
+        (await client.listChildBackends(type)).map((b) => b.id),
+      );
+    }),
+  );
+  return { found, known };
 }
 
 /** How `fetchTouched` may read. */

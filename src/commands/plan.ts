@@ -6,7 +6,8 @@
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
-import { fetchLive, startListing } from "../api/fetch-live.js";
+import { fetchChildBackends, fetchLive, startListing } from "../api/fetch-live.js";
+import { checkChildIds, childIdsToRead } from "../core/child-ids.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
@@ -88,9 +89,12 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
 /**
  * Reads the live side a plan with these options needs. A targeted plan reads only what its scope reaches: no
  * weighted-backend listing when no weighted backend can be in scope, no edge read for a route whose modules are
- * all out of scope. Returns the desired state to plan with (scoped the same way), the live state, and the routes'
- * part of the plan. `listing`: the listing of the weighted backends already under way (`startListing`), when the
- * scope reaches them. Routes or edges that do not exist are thrown as one ManifestError at their `route:` values.
+ * all out of scope. Then the child ids the manifests would write and the live side does not show yet are read, one
+ * GET each (none when no manifest introduces one), and an id the account does not hold is a ManifestError at its
+ * line, before any write. Returns the desired state to plan with (scoped the same way), the live state, and the
+ * routes' part of the plan. `listing`: the listing of the weighted backends already under way (`startListing`),
+ * when the scope reaches them. Routes or edges that do not exist are thrown as one ManifestError at their `route:`
+ * values.
  */
 export async function fetchForPlan(
   client: ApiClient,
@@ -106,6 +110,7 @@ export async function fetchForPlan(
   }).catch((err: unknown) => {
     throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
   });
+  checkChildIds(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)));
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }
 

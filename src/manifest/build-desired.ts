@@ -28,7 +28,7 @@ import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-c
 import { findCycles } from "../core/graph.js";
 import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
 import { Pinner } from "./yaml-source.js";
-import { didYouMean } from "./suggest.js";
+import { didYouMean } from "../model/suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
 export const ESTIMATE_STACK = "default";

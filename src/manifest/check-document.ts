@@ -9,7 +9,7 @@ import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
 import { SAML_GENERATED_FIELDS, unstorableText } from "../model/wire.js";
 import { KIND_SCHEMAS, MANIFEST_KINDS, describeValue, type EdgeRouteManifest, type ManifestKind, type WeightedBackendManifest } from "../model/manifest-schema.js";
-import { closest, didYouMean } from "./suggest.js";
+import { closest, didYouMean } from "../model/suggest.js";
 import { Pinner, type ParsedDocument } from "./yaml-source.js";
 
 /**

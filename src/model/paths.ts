@@ -3,6 +3,7 @@
  * from manifests and flags, so every id is one encoded path segment, never trusted as it is. Pure.
  */
 import type { ModuleKind } from "./plan.js";
+import { CHILD_BACKEND_KINDS, type FixtureBackendType } from "./wire.js";
 
 export const WEIGHTED_BACKENDS_PATH = "/backends/weighted";
 export const EDGES_PATH = "/edges/https";
@@ -15,6 +16,16 @@ function seg(id: string): string {
 /** `/backends/weighted/<id>`. */
 export function weightedBackendPath(id: string): string {
   return `${WEIGHTED_BACKENDS_PATH}/${seg(id)}`;
+}
+
+/** `/backends/<kind>`: the list of one child backend type (`/backends/static` for static address backends). */
+export function childBackendsPath(type: FixtureBackendType): string {
+  return `/backends/${CHILD_BACKEND_KINDS[type].path}`;
+}
+
+/** `/backends/<kind>/<id>`. */
+export function childBackendPath(type: FixtureBackendType, id: string): string {
+  return `${childBackendsPath(type)}/${seg(id)}`;
 }
 
 /** `/edges/https/<edge>`. */

@@ -1,7 +1,22 @@
 /**
  * How many requests a read takes, written once for the client that reads (src/api/fetch-live.ts) and for the plan's
- * estimate of what an apply will send (src/core/estimate.ts), so that the two cannot disagree. Pure.
+ * estimate of what an apply will send (src/core/estimate.ts), so that the two cannot disagree; and what the plan's
+ * read of child ids asks for and finds (src/core/child-ids.ts decides, src/api/fetch-live.ts reads). Pure.
  */
+import type { FixtureBackendType } from "./wire.js";
+
+/** One child backend to read by id, its type from its prefix. */
+export interface ChildRead {
+  type: FixtureBackendType;
+  id: string;
+}
+
+/** What reading the child ids found: the ids the account holds, and the ids of each type that a suggestion may name. */
+export interface ChildReadResult {
+  found: ReadonlySet<string>;
+  /** Per type, ids the account holds (its listing, read only when an id of that type was not found). */
+  known: ReadonlyMap<FixtureBackendType, readonly string[]>;
+}
 
 /** Weighted backends per list page (`limit=100`, the API's largest page). */
 export const LIST_PAGE_SIZE = 100;

@@ -161,6 +161,72 @@ export const WeightedBackendListSchema = z.object({
 });
 export type WeightedBackendList = z.infer<typeof WeightedBackendListSchema>;
 
+/**
+ * The child backends a weighted backend points at, as the API reads them (docs/api.md section 2): per fixture type,
+ * its id prefix, the segment of its paths (`/backends/<path>`) and what a message calls it.
+ */
+export const CHILD_BACKEND_KINDS = {
+  http_response: { prefix: "bkdhr", path: "http_response", noun: "HTTP response backend" },
+  tunnel_group: { prefix: "bkdtg", path: "tunnel_group", noun: "tunnel group backend" },
+  failover: { prefix: "bkdfo", path: "failover", noun: "failover backend" },
+  static_address: { prefix: "bkdsc", path: "static", noun: "static address backend" },
+} as const satisfies Record<FixtureBackendType, { prefix: string; path: string; noun: string }>;
+
+/** The child backend type of `id` from its prefix, or undefined for a weighted backend or anything else. */
+export function childBackendType(id: string): FixtureBackendType | undefined {
+  const prefix = id.slice(0, Math.max(0, id.indexOf("_")));
+  return (Object.keys(FIXTURE_BACKEND_TYPES) as FixtureBackendType[]).find((t) => FIXTURE_BACKEND_TYPES[t] === prefix);
+}
+
+const ChildBackendCommonSchema = z.object({
+  id: z.string(),
+  uri: z.string(),
+  created_at: z.string(),
+  description: z.string(),
+  metadata: z.string(),
+});
+
+/** The fields of each child backend type besides the common ones, as the server answers them, in the API's order. */
+const CHILD_BACKEND_SHAPES = {
+  http_response: { body: z.string(), headers: z.record(z.string(), z.string()), status_code: z.number().int() },
+  tunnel_group: { labels: z.record(z.string(), z.string()), tunnels: z.array(z.object({ id: z.string(), uri: z.string() })) },
+  failover: { backends: z.array(z.string()) },
+  static_address: { address: z.string(), tls: z.object({ enabled: z.boolean() }) },
+} as const;
+
+/** The wire schema of each child backend type. */
+export const CHILD_BACKEND_SCHEMAS = {
+  http_response: ChildBackendCommonSchema.extend(CHILD_BACKEND_SHAPES.http_response),
+  tunnel_group: ChildBackendCommonSchema.extend(CHILD_BACKEND_SHAPES.tunnel_group),
+  failover: ChildBackendCommonSchema.extend(CHILD_BACKEND_SHAPES.failover),
+  static_address: ChildBackendCommonSchema.extend(CHILD_BACKEND_SHAPES.static_address),
+} as const;
+export type ChildBackend = z.infer<(typeof CHILD_BACKEND_SCHEMAS)[FixtureBackendType]>;
+
+/** A page of a child backend list (list key `backends`, as the weighted backends'). */
+export function childBackendListSchema(type: FixtureBackendType) {
+  return z.object({ backends: z.array(CHILD_BACKEND_SCHEMAS[type]), uri: z.string(), next_page_uri: z.string().nullable() });
+}
+
+/**
+ * What a child backend holds when its fixture leaves a field out (docs/api.md section 2): empty values, status 200.
+ * `tunnels` is not among them: no tunnel connects to this server, so a tunnel group always answers `[]`.
+ */
+export const CHILD_BACKEND_DEFAULTS = {
+  http_response: { description: "", metadata: "", body: "", headers: {}, status_code: 200 },
+  tunnel_group: { description: "", metadata: "", labels: {} },
+  failover: { description: "", metadata: "", backends: [] },
+  static_address: { description: "", metadata: "", address: "", tls: { enabled: false } },
+} as const satisfies Record<FixtureBackendType, Record<string, unknown>>;
+
+/** The field names of each child backend type after `id`, `uri` and `created_at`, in the API's order. */
+export const CHILD_BACKEND_FIELDS = {
+  http_response: fieldsOf(CHILD_BACKEND_SCHEMAS.http_response).slice(3),
+  tunnel_group: fieldsOf(CHILD_BACKEND_SCHEMAS.tunnel_group).slice(3),
+  failover: fieldsOf(CHILD_BACKEND_SCHEMAS.failover).slice(3),
+  static_address: fieldsOf(CHILD_BACKEND_SCHEMAS.static_address).slice(3),
+} as const;
+
 /** The fields a client sets on the SAML module (all of them, defaults filled). */
 export const SamlSettingsSchema = z.object({
   enabled: z.boolean(),

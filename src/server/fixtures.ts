@@ -10,7 +10,11 @@
  *       - {id: edghtsrt_..., match: /, match_type: path_prefix}
  * backends:
  *   - {id: bkdhr_..., type: http_response}       # id optional; types: http_response, tunnel_group, failover, static_address
+ *   - {type: static_address, address: "10.0.0.1:443", tls: {enabled: true}, description: db}
  * ```
+ *
+ * A backend may give `description`, `metadata` and the fields of its type (docs/api.md section 2: `body`,
+ * `headers`, `status_code`; `labels`; `backends`; `address`, `tls`); those left out are answered empty.
  *
  * Loading is idempotent, so a restart on the same data file never duplicates anything:
  * - an entry with an `id` is created when no object has that id, and left as it is otherwise;
@@ -22,9 +26,8 @@ import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { ManifestError, type Diagnostic } from "../model/errors.js";
-import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, type FixtureBackendType } from "../model/wire.js";
-import type { Store, StoreTx } from "./store.js";
-import { unstorableText } from "../model/wire.js";
+import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, isBackendId, unstorableText, type FixtureBackendType } from "../model/wire.js";
+import type { ChildBackendFields, Store, StoreTx } from "./store.js";
 
 const MATCH_TYPES = ["exact_path", "path_prefix"] as const;
 
@@ -46,15 +49,42 @@ const FixtureEdgeSchema = z.strictObject({
   routes: z.array(FixtureRouteSchema).default([]),
 });
 
+/** The fields a fixture may give a backend of each type (docs/api.md section 2); a tunnel group's tunnels are the server's. */
+const FIXTURE_BACKEND_FIELDS = {
+  http_response: ["body", "headers", "status_code"],
+  tunnel_group: ["labels"],
+  failover: ["backends"],
+  static_address: ["address", "tls"],
+} as const satisfies Record<FixtureBackendType, readonly string[]>;
+
 const FixtureBackendSchema = z
   .strictObject({
     id: z.string().optional(),
     type: z.enum(Object.keys(FIXTURE_BACKEND_TYPES) as [FixtureBackendType, ...FixtureBackendType[]]),
+    description: storableText.optional(),
+    metadata: storableText.optional(),
+    body: storableText.optional(),
+    headers: z.record(storableText, storableText).optional(),
+    status_code: z.number().int().min(100).max(599).optional(),
+    labels: z.record(storableText, storableText).optional(),
+    backends: z.array(z.string().refine(isBackendId, "expected a backend id (bkdwd_, bkdhr_, bkdtg_, bkdfo_ or bkdsc_ followed by 27 base62 characters)")).optional(),
+    address: storableText.optional(),
+    tls: z.strictObject({ enabled: z.boolean() }).optional(),
   })
   .superRefine((b, ctx) => {
     const prefix = FIXTURE_BACKEND_TYPES[b.type];
     if (b.id !== undefined && !idPattern(prefix).test(b.id)) {
       ctx.addIssue({ code: "custom", path: ["id"], message: `a ${b.type} backend id is ${prefix}_ followed by 27 base62 characters` });
+    }
+    const own: readonly string[] = FIXTURE_BACKEND_FIELDS[b.type];
+    for (const field of Object.values(FIXTURE_BACKEND_FIELDS).flat()) {
+      if (b[field] !== undefined && !own.includes(field)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [field],
+          message: `a ${b.type} backend has no field ${field}; its fields are description, metadata${own.map((f) => `, ${f}`).join("")}`,
+        });
+      }
     }
   });
 
@@ -244,17 +274,25 @@ async function loadEdge(tx: StoreTx, account: string, edge: FixtureEdge, e: numb
   }
 }
 
-async function loadBackend(tx: StoreTx, account: string, b: Fixtures["backends"][number], i: number, summary: FixturesSummary): Promise<void> {
+type FixtureBackend = Fixtures["backends"][number];
+
+/** The fields an entry gives its backend, those it leaves out omitted (they are answered empty). */
+function fixtureFields(b: FixtureBackend): ChildBackendFields {
+  const { id: _id, type: _type, ...fields } = b;
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+}
+
+async function loadBackend(tx: StoreTx, account: string, b: FixtureBackend, i: number, summary: FixturesSummary): Promise<void> {
   if (b.id === undefined) {
     const key = `backends[${i}]`;
     const known = await tx.fixtureId(account, key);
     const existing = known ? await tx.getFixtureBackend(account, known) : undefined;
     if (!existing || existing.type !== b.type) {
-      await tx.setFixtureId(account, key, (await tx.createBackend(account, b.type)).id);
+      await tx.setFixtureId(account, key, (await tx.createBackend(account, b.type, fixtureFields(b))).id);
       summary.created++;
     }
   } else if (!(await tx.getFixtureBackend(account, b.id))) {
-    await tx.ensureBackend(account, b.id);
+    await tx.ensureBackend(account, b.id, fixtureFields(b));
     summary.created++;
   }
   summary.backends++;

@@ -43,6 +43,8 @@ CREATE TABLE rate_limits (
   account ${ID} PRIMARY KEY, times bigint[] NOT NULL, admitted boolean NOT NULL);
 CREATE SEQUENCE edgeplan_ids;
 `,
+  // The fields a fixture gives a child backend, answered by its get and list ('{}': every field empty).
+  `ALTER TABLE fixture_backends ADD COLUMN fields text NOT NULL DEFAULT '{}';`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -23,12 +23,38 @@ import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { rateLimited } from "./faults.js";
 import { rfc3339Seconds, sequencedKsuid } from "./ksuid.js";
 import { migrate, STARTUP_LOCK } from "./pg-schema.js";
-import type { EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, TransactionOptions, WeightedBackendRecord } from "./store.js";
-import { checkId, edgeFromRow, fixtureBackendType, routeFromRow, routeOfEdge, weightedFromRow, type EdgeRow, type RouteRow, type WeightedRow } from "./store-rows.js";
+import type {
+  ChildBackendFields,
+  EdgeRecord,
+  FixtureBackendRecord,
+  PageQuery,
+  RateGate,
+  RouteRecord,
+  Store,
+  StoredSaml,
+  StoreTx,
+  TransactionOptions,
+  WeightedBackendRecord,
+} from "./store.js";
+import {
+  checkId,
+  edgeFromRow,
+  fixtureBackendFromRow,
+  fixtureBackendType,
+  fixtureIdRange,
+  routeFromRow,
+  routeOfEdge,
+  weightedFromRow,
+  type EdgeRow,
+  type FixtureBackendRow,
+  type RouteRow,
+  type WeightedRow,
+} from "./store-rows.js";
 
 const WB = "id, created_at, description, metadata, backends";
 const EDGE = "id, created_at, description, metadata, hostports";
 const ROUTE = "id, edge_id, created_at, match, match_type, saml, circuit_breaker";
+const FB = "id, type, created_at, fields";
 
 /** Every statement, by name: each connection prepares a statement once, on its first use. */
 const SQL = {
@@ -55,8 +81,10 @@ const SQL = {
   weightedChildren: "SELECT child FROM backend_children WHERE account = $1 AND parent = $2 AND child >= 'bkdwd_' AND child < 'bkdwd`'",
   wbShare: "SELECT id FROM weighted_backends WHERE account = $1 AND id = ANY ($2::text[]) FOR SHARE",
   fbExisting: "SELECT id FROM fixture_backends WHERE account = $1 AND id = ANY ($2::text[])",
-  fbGet: "SELECT id, type, created_at FROM fixture_backends WHERE account = $1 AND id = $2",
-  fbInsert: "INSERT INTO fixture_backends (account, id, type, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+  fbGet: `SELECT ${FB} FROM fixture_backends WHERE account = $1 AND id = $2`,
+  fbList: `SELECT ${FB} FROM fixture_backends WHERE account = $1 AND id > $2 AND id < $3 ORDER BY id DESC LIMIT $4`,
+  fbListBefore: `SELECT ${FB} FROM fixture_backends WHERE account = $1 AND id > $2 AND id < $3 AND id < $4 ORDER BY id DESC LIMIT $5`,
+  fbInsert: "INSERT INTO fixture_backends (account, id, type, created_at, fields) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
   edgeGet: `SELECT ${EDGE} FROM edges WHERE account = $1 AND id = $2`,
   edgeList: `SELECT ${EDGE} FROM edges WHERE account = $1 ORDER BY id DESC LIMIT $2`,
   edgeListBefore: `SELECT ${EDGE} FROM edges WHERE account = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
@@ -287,22 +315,31 @@ class PgTx implements StoreTx {
   }
 
   async getFixtureBackend(account: string, id: string): Promise<FixtureBackendRecord | undefined> {
-    const [row] = await this.q<FixtureBackendRecord>("fbGet", [account, id]);
-    return row;
+    const [row] = await this.q<FixtureBackendRow>("fbGet", [account, id]);
+    return row ? fixtureBackendFromRow(row) : undefined;
   }
 
-  async ensureBackend(account: string, id: string): Promise<FixtureBackendRecord> {
+  async listFixtureBackends(account: string, type: FixtureBackendType, page: PageQuery): Promise<FixtureBackendRecord[]> {
+    const { low, high } = fixtureIdRange(type);
+    const rows =
+      page.beforeId === undefined
+        ? await this.q<FixtureBackendRow>("fbList", [account, low, high, page.limit])
+        : await this.q<FixtureBackendRow>("fbListBefore", [account, low, high, page.beforeId, page.limit]);
+    return rows.map(fixtureBackendFromRow);
+  }
+
+  async ensureBackend(account: string, id: string, fields: ChildBackendFields = {}): Promise<FixtureBackendRecord> {
     const { type, prefix } = fixtureBackendType(id);
     const existing = await this.getFixtureBackend(account, id);
     if (existing) return existing;
-    await this.q("fbInsert", [account, id, type, (await this.newId(prefix)).created_at]);
+    await this.q("fbInsert", [account, id, type, (await this.newId(prefix)).created_at, JSON.stringify(fields)]);
     return (await this.getFixtureBackend(account, id)) as FixtureBackendRecord;
   }
 
-  async createBackend(account: string, type: FixtureBackendType): Promise<FixtureBackendRecord> {
+  async createBackend(account: string, type: FixtureBackendType, fields: ChildBackendFields = {}): Promise<FixtureBackendRecord> {
     const { id, created_at } = await this.newId(FIXTURE_BACKEND_TYPES[type]);
-    await this.q("fbInsert", [account, id, type, created_at]);
-    return { id, type, created_at };
+    await this.q("fbInsert", [account, id, type, created_at, JSON.stringify(fields)]);
+    return { id, type, created_at, fields };
   }
 
   async getEdge(account: string, id: string): Promise<EdgeRecord | undefined> {

@@ -2,9 +2,10 @@
  * Stored records as the wire objects of docs/api.md, with fields in the documented order and every `uri` built from
  * the server's base URL (never from the request's Host header).
  */
-import { CIRCUIT_BREAKER_FIELDS, pickFields, SAML_FIELDS } from "../model/wire.js";
-import type { CircuitBreakerModule, HttpsEdge, HttpsRoute, SamlModule, WeightedBackend } from "../model/wire.js";
-import type { EdgeRecord, RouteRecord, StoredSaml, WeightedBackendRecord } from "./store.js";
+import { childBackendPath } from "../model/paths.js";
+import { CHILD_BACKEND_DEFAULTS, CHILD_BACKEND_FIELDS, CIRCUIT_BREAKER_FIELDS, pickFields, SAML_FIELDS } from "../model/wire.js";
+import type { ChildBackend, CircuitBreakerModule, HttpsEdge, HttpsRoute, SamlModule, WeightedBackend } from "../model/wire.js";
+import type { EdgeRecord, FixtureBackendRecord, RouteRecord, StoredSaml, WeightedBackendRecord } from "./store.js";
 
 export function weightedBackendUri(baseUrl: string, id: string): string {
   return `${baseUrl}/backends/weighted/${id}`;
@@ -19,6 +20,17 @@ export function renderWeightedBackend(baseUrl: string, r: WeightedBackendRecord)
     metadata: r.metadata,
     backends: r.backends,
   };
+}
+
+/**
+ * A child backend as its type's get and list answer it: the fields its fixture gave, the others empty
+ * (`CHILD_BACKEND_DEFAULTS`); a tunnel group has no tunnels, none connecting to this server.
+ */
+export function renderChildBackend(baseUrl: string, r: FixtureBackendRecord): ChildBackend {
+  const values: Record<string, unknown> = { ...CHILD_BACKEND_DEFAULTS[r.type], tunnels: [], ...r.fields };
+  const body: Record<string, unknown> = { id: r.id, uri: `${baseUrl}${childBackendPath(r.type, r.id)}`, created_at: r.created_at };
+  for (const field of CHILD_BACKEND_FIELDS[r.type]) body[field] = values[field];
+  return body as ChildBackend;
 }
 
 /** The generated service-provider URLs of a route's SAML module. */

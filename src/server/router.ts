@@ -2,7 +2,8 @@
  * The path table of docs/api.md. A path matches a pattern segment by segment; `:prefix` segments capture an id that
  * must have that prefix (a malformed id is 404 ERR_NGROK_222, checked after the method).
  */
-import { ID_PREFIX } from "../model/wire.js";
+import { CHILD_BACKEND_KINDS, ID_PREFIX, type FixtureBackendType } from "../model/wire.js";
+import { getChildBackend, listChildBackends } from "./child-backends.js";
 import type { Handler } from "./context.js";
 import { getEdge, getRoute, listEdges } from "./edges.js";
 import { deleteCircuitBreaker, deleteSaml, getCircuitBreaker, getSaml, putCircuitBreaker, putSaml } from "./modules.js";
@@ -37,6 +38,10 @@ const PATTERNS: Pattern[] = [
     GET: getWeightedBackend,
     PATCH: updateWeightedBackend,
     DELETE: deleteWeightedBackend,
+  }),
+  ...(Object.keys(CHILD_BACKEND_KINDS) as FixtureBackendType[]).flatMap((type) => {
+    const { path, prefix } = CHILD_BACKEND_KINDS[type];
+    return [pattern(`backends/${path}`, { GET: listChildBackends(type) }), pattern(`backends/${path}/:${prefix}`, { GET: getChildBackend(type) })];
   }),
   pattern("edges/https", { GET: listEdges }),
   pattern(`edges/https/:${ID_PREFIX.edge}`, { GET: getEdge }),

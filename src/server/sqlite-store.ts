@@ -14,8 +14,21 @@ import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type Fix
 import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { RateLimiter } from "./faults.js";
 import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
-import type { EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, WeightedBackendRecord } from "./store.js";
-import { checkId, edgeFromRow, fixtureBackendType, routeFromRow, routeOfEdge, weightedFromRow, type EdgeRow, type RouteRow, type WeightedRow } from "./store-rows.js";
+import type { ChildBackendFields, EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, WeightedBackendRecord } from "./store.js";
+import {
+  checkId,
+  edgeFromRow,
+  fixtureBackendFromRow,
+  fixtureBackendType,
+  fixtureIdRange,
+  routeFromRow,
+  routeOfEdge,
+  weightedFromRow,
+  type EdgeRow,
+  type FixtureBackendRow,
+  type RouteRow,
+  type WeightedRow,
+} from "./store-rows.js";
 
 /** The schema, one step per version; a file at version N gets steps N+1.. at open, in one transaction. */
 const MIGRATIONS = [
@@ -47,6 +60,12 @@ CREATE TABLE IF NOT EXISTS fixture_keys (
 `,
   // The SAML signing private key was stored though never used: drop it (secure_delete zeroes the freed bytes).
   `UPDATE routes SET saml = json_remove(saml, '$.private_key_pem') WHERE saml IS NOT NULL;`,
+  // The fields a fixture gives a child backend, answered by its get and list ('{}': every field empty). Added only
+  // when absent: SQLite has no ADD COLUMN IF NOT EXISTS, and a file whose version was set back must still open.
+  (db: Database.Database) => {
+    const columns = db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('fixture_backends')").all();
+    if (!columns.some((c) => c.name === "fields")) db.exec("ALTER TABLE fixture_backends ADD COLUMN fields TEXT NOT NULL DEFAULT '{}'");
+  },
 ];
 const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -185,25 +204,32 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   getFixtureBackend(account: string, id: string): FixtureBackendRecord | undefined {
-    return this.s.fbGet.get(account, id);
+    const row = this.s.fbGet.get(account, id);
+    return row ? fixtureBackendFromRow(row) : undefined;
   }
 
-  ensureBackend(account: string, id: string): FixtureBackendRecord {
+  listFixtureBackends(account: string, type: FixtureBackendType, page: PageQuery): FixtureBackendRecord[] {
+    const { low, high } = fixtureIdRange(type);
+    const rows = page.beforeId === undefined ? this.s.fbList.all(account, low, high, page.limit) : this.s.fbListBefore.all(account, low, high, page.beforeId, page.limit);
+    return rows.map(fixtureBackendFromRow);
+  }
+
+  ensureBackend(account: string, id: string, fields: ChildBackendFields = {}): FixtureBackendRecord {
     const { type, prefix } = fixtureBackendType(id);
     return this.syncTransaction(() => {
-      const existing = this.s.fbGet.get(account, id);
+      const existing = this.getFixtureBackend(account, id);
       if (existing) return existing;
-      const record: FixtureBackendRecord = { id, type, created_at: this.newId(prefix).created_at };
-      this.s.fbInsert.run(account, id, type, record.created_at);
+      const record: FixtureBackendRecord = { id, type, created_at: this.newId(prefix).created_at, fields };
+      this.s.fbInsert.run(account, id, type, record.created_at, JSON.stringify(fields));
       return record;
     });
   }
 
-  createBackend(account: string, type: FixtureBackendType): FixtureBackendRecord {
+  createBackend(account: string, type: FixtureBackendType, fields: ChildBackendFields = {}): FixtureBackendRecord {
     return this.syncTransaction(() => {
       const { id, created_at } = this.newId(FIXTURE_BACKEND_TYPES[type]);
-      this.s.fbInsert.run(account, id, type, created_at);
-      return { id, type, created_at };
+      this.s.fbInsert.run(account, id, type, created_at, JSON.stringify(fields));
+      return { id, type, created_at, fields };
     });
   }
 
@@ -318,8 +344,14 @@ function prepare(db: Database.Database) {
       "SELECT child FROM backend_children WHERE account = ? AND parent = ? AND child >= 'bkdwd_' AND child < 'bkdwd`'",
     ),
     wbExists: db.prepare<[string, string], { one: number }>("SELECT 1 AS one FROM weighted_backends WHERE account = ? AND id = ?"),
-    fbGet: db.prepare<[string, string], FixtureBackendRecord>("SELECT id, type, created_at FROM fixture_backends WHERE account = ? AND id = ?"),
-    fbInsert: db.prepare<[string, string, string, string]>("INSERT INTO fixture_backends (account, id, type, created_at) VALUES (?, ?, ?, ?)"),
+    fbGet: db.prepare<[string, string], FixtureBackendRow>("SELECT id, type, created_at, fields FROM fixture_backends WHERE account = ? AND id = ?"),
+    fbList: db.prepare<[string, string, string, number], FixtureBackendRow>(
+      "SELECT id, type, created_at, fields FROM fixture_backends WHERE account = ? AND id > ? AND id < ? ORDER BY id DESC LIMIT ?",
+    ),
+    fbListBefore: db.prepare<[string, string, string, string, number], FixtureBackendRow>(
+      "SELECT id, type, created_at, fields FROM fixture_backends WHERE account = ? AND id > ? AND id < ? AND id < ? ORDER BY id DESC LIMIT ?",
+    ),
+    fbInsert: db.prepare<[string, string, string, string, string]>("INSERT INTO fixture_backends (account, id, type, created_at, fields) VALUES (?, ?, ?, ?, ?)"),
     edgeGet: db.prepare<[string, string], EdgeRow>("SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? AND id = ?"),
     edgeList: db.prepare<[string, number], EdgeRow>("SELECT id, created_at, description, metadata, hostports FROM edges WHERE account = ? ORDER BY id DESC LIMIT ?"),
     edgeListBefore: db.prepare<[string, string, number], EdgeRow>(
@@ -351,7 +383,10 @@ function migrate(db: Database.Database, version: number): void {
   if (version === SCHEMA_VERSION) return;
   db.pragma("secure_delete = ON");
   db.transaction(() => {
-    for (const step of MIGRATIONS.slice(version)) db.exec(step);
+    for (const step of MIGRATIONS.slice(version)) {
+      if (typeof step === "string") db.exec(step);
+      else step(db);
+    }
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   })();
   db.pragma("secure_delete = OFF");

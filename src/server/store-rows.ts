@@ -4,7 +4,7 @@
  */
 import { EdgeplanError } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, isId, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
-import type { EdgeRecord, RouteRecord, StoredSaml, WeightedBackendRecord } from "./store.js";
+import type { ChildBackendFields, EdgeRecord, FixtureBackendRecord, RouteRecord, StoredSaml, WeightedBackendRecord } from "./store.js";
 
 export interface WeightedRow {
   id: string;
@@ -12,6 +12,12 @@ export interface WeightedRow {
   description: string;
   metadata: string;
   backends: string;
+}
+export interface FixtureBackendRow {
+  id: string;
+  type: string;
+  created_at: string;
+  fields: string;
 }
 export interface EdgeRow {
   id: string;
@@ -42,6 +48,19 @@ export function weightedFromRow(row: WeightedRow): WeightedBackendRecord {
     metadata: row.metadata,
     backends: JSON.parse(row.backends) as Record<string, number>,
   };
+}
+
+export function fixtureBackendFromRow(row: FixtureBackendRow): FixtureBackendRecord {
+  return { id: row.id, type: row.type as FixtureBackendType, created_at: row.created_at, fields: JSON.parse(row.fields) as ChildBackendFields };
+}
+
+/**
+ * The bounds of the ids of one fixture backend type, for a list that walks the primary key: every id of prefix `p`
+ * sorts after `p_` and before `p` followed by the character after `_`.
+ */
+export function fixtureIdRange(type: FixtureBackendType): { low: string; high: string } {
+  const prefix = FIXTURE_BACKEND_TYPES[type];
+  return { low: `${prefix}_`, high: `${prefix}\`` };
 }
 
 export function edgeFromRow(row: EdgeRow): EdgeRecord {

@@ -22,7 +22,15 @@ export interface FixtureBackendRecord {
   id: string;
   type: FixtureBackendType;
   created_at: string;
+  /**
+   * The fields its fixture gave (`description`, `metadata` and those of its type, docs/api.md section 2); the ones
+   * left out are answered with their empty values (`CHILD_BACKEND_DEFAULTS`).
+   */
+  fields: ChildBackendFields;
 }
+
+/** Fields of a fixture backend as its fixture gave them, JSON values by name. */
+export type ChildBackendFields = Record<string, unknown>;
 
 export interface EdgeRecord {
   id: string;
@@ -95,13 +103,16 @@ export interface StoreTx {
   existingBackends(account: string, ids: string[]): Awaitable<Set<string>>;
 
   getFixtureBackend(account: string, id: string): Awaitable<FixtureBackendRecord | undefined>;
+  /** One page of the account's fixture backends of `type`, newest first. */
+  listFixtureBackends(account: string, type: FixtureBackendType, page: PageQuery): Awaitable<FixtureBackendRecord[]>;
   /**
-   * Makes sure a fixture backend with this id exists (its type follows from the id prefix) and returns it.
-   * Throws when the id is not a fixture backend id. An existing backend is returned as it is.
+   * Makes sure a fixture backend with this id exists (its type follows from the id prefix) and returns it, with
+   * `fields` when it is created now. Throws when the id is not a fixture backend id. An existing backend is
+   * returned as it is.
    */
-  ensureBackend(account: string, id: string): Awaitable<FixtureBackendRecord>;
-  /** Creates a fixture backend of `type` with a new id. */
-  createBackend(account: string, type: FixtureBackendType): Awaitable<FixtureBackendRecord>;
+  ensureBackend(account: string, id: string, fields?: ChildBackendFields): Awaitable<FixtureBackendRecord>;
+  /** Creates a fixture backend of `type` with a new id and `fields` (default none: every field empty). */
+  createBackend(account: string, type: FixtureBackendType, fields?: ChildBackendFields): Awaitable<FixtureBackendRecord>;
 
   getEdge(account: string, id: string): Awaitable<EdgeRecord | undefined>;
   listEdges(account: string, page: PageQuery): Awaitable<EdgeRecord[]>;

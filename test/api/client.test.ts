@@ -328,6 +328,25 @@ describe("answers", () => {
     );
   });
 
+  it("reads a child backend by its type's path with its type's schema: null for 404, a contract error for a wrong shape", async () => {
+    const SC = idOf("bkdsc", 1);
+    const body = { id: SC, uri: `http://x/backends/static/${SC}`, created_at: "2025-01-01T00:00:00Z", description: "", metadata: "", address: "a:1", tls: { enabled: true } };
+    let n = 0;
+    const { client, stub } = await setup((_req, res) => {
+      n++;
+      if (n === 1) json(res, 200, body);
+      else if (n === 2) apiError(res, 404, "ERR_NGROK_404", `static address backend ${SC} was not found`);
+      else json(res, 200, { ...body, tls: true });
+    });
+    expect(await client.getChildBackend("static_address", SC)).toEqual(body);
+    expect(await client.getChildBackend("static_address", SC)).toBeNull();
+    const err = await errorOf(client.getChildBackend("static_address", SC));
+    expect(err.message).toMatch(
+      new RegExp(`^GET /backends/static/${SC}: 200: the answer does not match the API contract \\(tls: .+\\); check that --api-url points at the API$`),
+    );
+    expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual(Array(3).fill(`GET /backends/static/${SC}`));
+  });
+
   it("refuses an answer that is not JSON", async () => {
     const { client } = await setup((_req, res) => {
       res.writeHead(200, { "content-type": "text/html" });

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
 import { RouteNotFoundError } from "../../src/api/errors.js";
-import { fetchLive, fetchTouched } from "../../src/api/fetch-live.js";
+import { fetchChildBackends, fetchLive, fetchTouched } from "../../src/api/fetch-live.js";
 import { fingerprintOf } from "../../src/api/live-state.js";
 import type { CircuitBreakerModule, SamlModule } from "../../src/model/wire.js";
 import { CB, SAML, desired, edgeRoute } from "./builders.js";
@@ -174,5 +174,76 @@ describe("fetchTouched", () => {
       [R1, true, false],
       [R2, false, false],
     ]);
+  });
+});
+
+describe("fetchChildBackends", () => {
+  /** A server holding http response backends 1 to 6: each GET answered after 20 ms, so reads overlap. */
+  async function childServer(): Promise<{ stub: Stub; client: ApiClient }> {
+    const held = new Set([1, 2, 3, 4, 5, 6].map((n) => idOf("bkdhr", n)));
+    const body = (id: string, base: string) => ({
+      id,
+      uri: `${base}/backends/http_response/${id}`,
+      created_at: "2025-09-04T10:11:37Z",
+      description: "",
+      metadata: "",
+      body: "",
+      headers: {},
+      status_code: 200,
+    });
+    const stub = await startStub((req, res) => {
+      const path = req.url.split("?")[0] ?? "";
+      if (path === "/backends/http_response") {
+        json(res, 200, { backends: [...held].reverse().map((id) => body(id, stub.url)), uri: `${stub.url}${path}`, next_page_uri: null });
+        return;
+      }
+      const id = path.slice("/backends/http_response/".length);
+      setTimeout(() => (held.has(id) ? json(res, 200, body(id, stub.url)) : apiError(res, 404, "ERR_NGROK_404", `${id} was not found`)), 20);
+    });
+    stubs.push(stub);
+    const client = createClient({
+      baseUrl: stub.url,
+      apiKey: "k",
+      concurrency: 3,
+      rateLimit: null,
+      retries: 0,
+      timeoutMs: 5000,
+      versionHeader: "Ngrok-Version",
+      insecureHttp: false,
+    });
+    clients.push(client);
+    return { stub, client };
+  }
+
+  it("reads each id once, in parallel within the client's concurrency, and lists nothing when every one exists", async () => {
+    const { stub, client } = await childServer();
+    const ids = [1, 2, 3, 4, 5, 6].map((n) => idOf("bkdhr", n));
+    const result = await fetchChildBackends(
+      client,
+      ids.map((id) => ({ type: "http_response" as const, id })),
+    );
+    expect(result).toEqual({ found: new Set(ids), known: new Map() });
+    expect(sorted(stub.requests)).toEqual(ids.map((id) => `GET /backends/http_response/${id}`));
+    expect(stub.maxInFlight).toBe(3);
+  });
+
+  it("lists a type once when ids of it are not found, for the suggestion", async () => {
+    const { stub, client } = await childServer();
+    const result = await fetchChildBackends(client, [
+      { type: "http_response", id: idOf("bkdhr", 1) },
+      { type: "http_response", id: idOf("bkdhr", 8) },
+      { type: "http_response", id: idOf("bkdhr", 9) },
+    ]);
+    expect(result.found).toEqual(new Set([idOf("bkdhr", 1)]));
+    expect(result.known.get("http_response")).toEqual([6, 5, 4, 3, 2, 1].map((n) => idOf("bkdhr", n)));
+    // The listing comes after the reads: only a read that found nothing asks for it.
+    expect(stub.requests.map((r) => `${r.method} ${r.url}`).at(-1)).toBe("GET /backends/http_response?limit=100");
+    expect(sorted(stub.requests)).toEqual([...[1, 8, 9].map((n) => `GET /backends/http_response/${idOf("bkdhr", n)}`), "GET /backends/http_response?limit=100"]);
+  });
+
+  it("sends nothing when there is nothing to read", async () => {
+    const { stub, client } = await childServer();
+    expect(await fetchChildBackends(client, [])).toEqual({ found: new Set(), known: new Map() });
+    expect(stub.requests).toEqual([]);
   });
 });

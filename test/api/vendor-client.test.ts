@@ -18,7 +18,18 @@ let raw: ApiClient;
 let ngrok: Ngrok;
 
 beforeAll(async () => {
-  s = await startTestServer({ spBase: SP, fixtures: { edges: [{ id: EDGE, routes: [{ id: ROUTE, match: "/", match_type: "path_prefix" }] }] } });
+  s = await startTestServer({
+    spBase: SP,
+    fixtures: {
+      edges: [{ id: EDGE, routes: [{ id: ROUTE, match: "/", match_type: "path_prefix" }] }],
+      backends: [
+        { id: fakeId("bkdhr", 1), type: "http_response", body: "gone", headers: { a: "b" }, status_code: 410, description: "d" },
+        { id: fakeId("bkdtg", 1), type: "tunnel_group", labels: { app: "foo" } },
+        { id: fakeId("bkdfo", 1), type: "failover", backends: [fakeId("bkdhr", 1)] },
+        { id: fakeId("bkdsc", 1), type: "static_address", address: "10.0.0.1:443", tls: { enabled: true } },
+      ],
+    },
+  });
   raw = apiClient(s.url, s.apiKey);
   ngrok = new Ngrok({ baseUrl: s.url, apiToken: s.apiKey });
 });
@@ -97,6 +108,27 @@ describe("the vendor's client, @ngrok/ngrok-api 0.11.0", () => {
     expect(listed.map((b) => b.id)).toEqual([...made].reverse());
     expect(listed.map((b) => b.description)).toEqual(["page 6", "page 5", "page 4", "page 3", "page 2", "page 1", "page 0"]);
     expect(received(from)).toEqual(["GET /backends/weighted 200", "GET /backends/weighted 200", "GET /backends/weighted 200"]);
+  });
+
+  it("gets and lists the four child backend kinds by their own paths and fields", async () => {
+    const from = s.logLines.length;
+    const hr = await ngrok.backends.httpResponseBackends.get(fakeId("bkdhr", 1));
+    expect(hr).toMatchObject({ id: fakeId("bkdhr", 1), uri: `${s.url}/backends/http_response/${fakeId("bkdhr", 1)}`, description: "d", body: "gone", statusCode: 410 });
+    // Declared a Map, read as the JSON object it is.
+    expect(hr.headers as unknown).toEqual({ a: "b" });
+    const tg = await ngrok.backends.tunnelGroupBackends.get(fakeId("bkdtg", 1));
+    expect(tg.labels as unknown).toEqual({ app: "foo" });
+    expect(tg.tunnels).toEqual([]);
+    expect((await ngrok.backends.failoverBackends.get(fakeId("bkdfo", 1))).backends).toEqual([fakeId("bkdhr", 1)]);
+    expect(await ngrok.backends.staticBackends.get(fakeId("bkdsc", 1))).toMatchObject({ address: "10.0.0.1:443", tls: { enabled: true } });
+    expect((await ngrok.backends.staticBackends.list()).map((b) => b.id)).toEqual([fakeId("bkdsc", 1)]);
+    expect(received(from)).toEqual([
+      `GET /backends/http_response/${fakeId("bkdhr", 1)} 200`,
+      `GET /backends/tunnel_group/${fakeId("bkdtg", 1)} 200`,
+      `GET /backends/failover/${fakeId("bkdfo", 1)} 200`,
+      `GET /backends/static/${fakeId("bkdsc", 1)} 200`,
+      "GET /backends/static 200",
+    ]);
   });
 
   it("gives the server's error as its {errorCode, statusCode, msg, details} shape", async () => {

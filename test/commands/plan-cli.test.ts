@@ -38,13 +38,14 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(first.stdout).toContain("+ weighted_backend.checkout");
     expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
     expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.");
-    // One page of weighted backends and one read of the edge: nothing else.
+    // One page of weighted backends, one read of the edge, and one read of each child id the create introduces:
+    // nothing else.
     expect(
       w
         .log(from)
         .map((l) => `${l.method} ${l.path}`)
         .sort(),
-    ).toEqual([`GET /backends/weighted`, `GET /edges/https/${EDGE}`]);
+    ).toEqual([`GET /backends/http_response/${HR1}`, `GET /backends/http_response/${HR2}`, `GET /backends/weighted`, `GET /edges/https/${EDGE}`]);
     expect(w.writes(from)).toEqual([]);
 
     expect((await w.cli(["plan", "m", "--detailed-exitcode"])).code).toBe(2);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closest, didYouMean, editDistance } from "../../src/manifest/suggest.js";
+import { closest, didYouMean, editDistance } from "../../src/model/suggest.js";
 import { substitute } from "../../src/manifest/interpolate.js";
 import { MAX_NESTING, decodeManifest, findExcessiveNesting, firstInvalidUtf8, lineColOf, parseManifestText } from "../../src/manifest/yaml-source.js";
 import { checkIdpMetadataXml } from "../../src/manifest/idp-metadata.js";

@@ -53,7 +53,7 @@ describe("start-up", () => {
     const created = three.map((s) => Number(/\((\d+) created now/.exec(s.stderr())?.[1]));
     expect(created.reduce((a, b) => a + b, 0)).toBe(10);
     expect(created.filter((n) => n === 10)).toHaveLength(1);
-    expect(await sql(db, "SELECT version FROM edgeplan_schema")).toEqual([{ version: 1 }]);
+    expect(await sql(db, "SELECT version FROM edgeplan_schema")).toEqual([{ version: 2 }]);
     for (const s of three) expect((await apiClient(s.url, KEY).get("/edges/https")).json.https_edges).toHaveLength(2);
     const again = await replica(db, ["--fixtures", FIXTURES]);
     expect(again.stderr()).toContain("(0 created now, 10 already there)");
@@ -66,8 +66,21 @@ describe("start-up", () => {
     await sql(db, "UPDATE edgeplan_schema SET version = 99");
     const r = await runCli(["serve", "--port", "0", "--api-key", KEY, "--database", db]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe("edgeplan: the database has edgeplan schema 99, newer than this edgeplan knows (1); upgrade edgeplan, or point --database at another database\n");
+    expect(r.stderr).toBe("edgeplan: the database has edgeplan schema 99, newer than this edgeplan knows (2); upgrade edgeplan, or point --database at another database\n");
     expect(await sql(db, "SELECT version FROM edgeplan_schema")).toEqual([{ version: 99 }]);
+  });
+
+  it("brings a database of schema 1 to 2: its child backends are read with their fields empty", async () => {
+    const db = await freshDatabase();
+    await (await replica(db, ["--fixtures", FIXTURES])).stop();
+    await sql(db, "ALTER TABLE fixture_backends DROP COLUMN fields");
+    await sql(db, "UPDATE edgeplan_schema SET version = 1");
+    const s = await replica(db);
+    expect(await sql(db, "SELECT version FROM edgeplan_schema")).toEqual([{ version: 2 }]);
+    const id = "bkdhr_000000000000000000000000001";
+    const r = await apiClient(s.url, KEY).get(`/backends/http_response/${id}`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ id, description: "", metadata: "", body: "", headers: {}, status_code: 200 });
   });
 
   it("takes the URL from EDGEPLAN_SERVE_DATABASE_URL and says which store and limits it runs with", async () => {

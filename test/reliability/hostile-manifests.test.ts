@@ -10,6 +10,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountForKey } from "../../src/server/index.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { canary, runEdgeplan, tempDir, type CliResult } from "./cli.js";
 
@@ -251,6 +252,8 @@ describe("hostile manifests", () => {
       apiKeys: [API_KEY],
       fixtures: { edges: [{ id: EDGE, routes: [{ id: ROUTE, match: "/", match_type: "path_prefix" }] }], backends: [{ id: CHILD, type: "http_response" }] },
     });
+    // The fixtures go to the server's first key; the manifests name the child in API_KEY's account, where plans run.
+    await server.read((tx) => tx.ensureBackend(accountForKey(API_KEY), CHILD));
   });
   afterAll(async () => {
     await server?.close();

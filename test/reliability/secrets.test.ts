@@ -127,7 +127,7 @@ async function startEchoServer(): Promise<EchoServer> {
         if (isList) return list(`http://evil.example/backends/weighted?key=${encodeURIComponent(auth)}`);
         return error(404);
       }
-      // 400-on-write: reads show an empty account with the route, writes are refused with the headers echoed; only
+      // 400-on-write: reads show an empty account with the route and the children, writes are refused with the headers echoed; only
       // the apply's lease (docs/reliability.md, section 6) is taken and given back, so that its changes are sent.
       if (isList) return list(null);
       const lease = req.method === "POST" && req.url === "/backends/weighted" ? (JSON.parse(body) as { description: string; metadata: string }) : undefined;
@@ -138,6 +138,24 @@ async function startEchoServer(): Promise<EchoServer> {
       if (req.method === "DELETE" && req.url === `/backends/weighted/${LEASE_ID}`) {
         res.writeHead(204);
         return res.end();
+      }
+      // The plan reads the child backends its creates introduce: each exists.
+      const child = req.method === "GET" ? /^\/backends\/http_response\/(bkdhr_\w{27})$/.exec(req.url ?? "") : null;
+      if (child) {
+        res.writeHead(200, { "content-type": "application/json" });
+        const id = child[1] as string;
+        return res.end(
+          JSON.stringify({
+            id,
+            uri: `${state.url}/backends/http_response/${id}`,
+            created_at: "2025-01-01T00:00:00Z",
+            description: "",
+            metadata: "",
+            body: "",
+            headers: {},
+            status_code: 200,
+          }),
+        );
       }
       if (req.method === "GET" && (req.url ?? "").startsWith(`/edges/https/${EDGE}`)) {
         res.writeHead(200, { "content-type": "application/json" });

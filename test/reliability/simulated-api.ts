@@ -6,10 +6,21 @@
  * times without a socket.
  */
 import type { ApiClient, ClientStats, ModuleKind, ModuleOf, Sent, SettingsOf, WeightedBackendBody, WriteRequest } from "../../src/api/client.js";
-import { parseWritePath } from "../../src/model/paths.js";
+import { childBackendPath, parseWritePath } from "../../src/model/paths.js";
 import { OutcomeUnknownError } from "../../src/api/errors.js";
 import { ApiError } from "../../src/model/errors.js";
-import { CIRCUIT_BREAKER_DEFAULTS, SAML_DEFAULTS, type CircuitBreakerModule, type HttpsEdge, type SamlModule, type WeightedBackend } from "../../src/model/wire.js";
+import {
+  CHILD_BACKEND_DEFAULTS,
+  childBackendType,
+  CIRCUIT_BREAKER_DEFAULTS,
+  SAML_DEFAULTS,
+  type ChildBackend,
+  type CircuitBreakerModule,
+  type FixtureBackendType,
+  type HttpsEdge,
+  type SamlModule,
+  type WeightedBackend,
+} from "../../src/model/wire.js";
 
 export interface SimRoute {
   edge: string;
@@ -108,6 +119,23 @@ export class SimulatedApi implements ApiClient {
     this.requests++;
     const b = this.backends.get(id);
     return b ? structuredClone(b) : null;
+  }
+
+  /** A fixture backend of the id's type with every field empty, or null when the account holds none with this id. */
+  async getChildBackend(type: FixtureBackendType, id: string): Promise<ChildBackend | null> {
+    this.requests++;
+    if (!this.fixtures.has(id) || childBackendType(id) !== type) return null;
+    return { id, uri: `${BASE}${childBackendPath(type, id)}`, created_at: "2026-01-01T00:00:00Z", ...CHILD_BACKEND_DEFAULTS[type], tunnels: [] } as ChildBackend;
+  }
+
+  async listChildBackends(type: FixtureBackendType): Promise<ChildBackend[]> {
+    const ids = [...this.fixtures]
+      .filter((id) => childBackendType(id) === type)
+      .sort()
+      .reverse();
+    const found = await Promise.all(ids.map((id) => this.getChildBackend(type, id)));
+    this.requests -= ids.length - 1;
+    return found as ChildBackend[];
   }
 
   private create(body: WeightedBackendBody): WeightedBackend {
