@@ -34,7 +34,15 @@ describe("sticky comment", () => {
     const second = await upsertStickyComment(octokit, issue, marker, `${marker}\nsecond`);
     expect(second).toEqual({ action: "updated", id: first.id });
     const mine = gh.comments.get("acme/routes#12")!.filter((c) => c.body.startsWith(marker));
-    expect(mine).toEqual([{ id: first.id, body: `${marker}\nsecond`, user: { login: "github-actions[bot]", type: "Bot" } }]);
+    expect(mine).toEqual([
+      {
+        id: first.id,
+        body: `${marker}\nsecond`,
+        user: { login: "github-actions[bot]", type: "Bot" },
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        html_url: `https://github.com/acme/routes/pull/12#issuecomment-${first.id}`,
+      },
+    ]);
     expect(gh.calls.map((c) => `${c.method} ${c.path} ${c.query.page ?? "-"}`)).toEqual([
       "GET /repos/acme/routes/issues/12/comments -",
       "GET /repos/acme/routes/issues/12/comments 2",
