@@ -133,7 +133,7 @@ describe("the pull-request workflow with the bundled action", () => {
     const acked = stickyOf(31);
     expect(acked).toContain(`- \`traffic-shift\`: acknowledged by @alice on 2026-11-25 13:04 UTC ([comment](${ack.html_url}))\n`);
     expect(acked).toContain("Ignored: the commands of @bob, who may not merge this pull request.\n");
-    expect(acked.replace(/<!-- edgeplan:acks -->[^]*<!-- \/edgeplan:acks -->/, "")).toBe(body.replace(/<!-- edgeplan:acks -->[^]*<!-- \/edgeplan:acks -->/, ""));
+    expect(acked.replace(/<!-- edgeplan:acks -->[\s\S]*<!-- \/edgeplan:acks -->/, "")).toBe(body.replace(/<!-- edgeplan:acks -->[\s\S]*<!-- \/edgeplan:acks -->/, ""));
 
     const applied = await merge("ack", ws, 31, "31bb31bb31bb");
     expect(applied.run.code).toBe(0);
