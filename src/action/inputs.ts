@@ -17,6 +17,8 @@ export const INPUT_NAMES = [
   "on-difference",
   "wait",
   "wait-timeout",
+  "lock-timeout",
+  "rollouts-only",
   "comment",
   "comment-author",
   "drift-issue",
@@ -47,6 +49,10 @@ export interface ActionInputs {
   wait: boolean;
   /** With wait: how long it may go on (a duration, as `--wait-timeout` takes it). */
   waitTimeout?: string;
+  /** On an apply: how long to wait for another apply's lease on the stack (as `--lock-timeout`). */
+  lockTimeout?: string;
+  /** On an apply: write rollout steps only; a plan with any other change writes nothing and fails. */
+  rolloutsOnly: boolean;
   comment: boolean;
   /** The login the token writes comments as: only its sticky comment is trusted and edited. */
   commentAuthor: string;
@@ -124,6 +130,7 @@ export function readActionInputs(defaults: InputDefaults = {}): ActionInputs {
     ack,
     onDifference,
     wait: readBooleanInput("wait", false),
+    rolloutsOnly: readBooleanInput("rollouts-only", false),
     comment: readBooleanInput("comment", true),
     commentAuthor: readInput("comment-author") ?? "github-actions[bot]",
     driftIssue: readBooleanInput("drift-issue", false),
@@ -133,6 +140,8 @@ export function readActionInputs(defaults: InputDefaults = {}): ActionInputs {
   if (stack !== undefined) inputs.stack = stack;
   const waitTimeout = readInput("wait-timeout");
   if (waitTimeout !== undefined) inputs.waitTimeout = waitTimeout;
+  const lockTimeout = readInput("lock-timeout");
+  if (lockTimeout !== undefined) inputs.lockTimeout = lockTimeout;
   const apiUrl = readInput("api-url");
   if (apiUrl !== undefined) inputs.apiUrl = apiUrl;
   const apiKey = readInput("api-key");

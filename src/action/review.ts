@@ -117,3 +117,17 @@ function whatToDo(digest: string): string {
     `To apply the plan at merge as it is, a person who may merge comments \`/edgeplan accept ${digest.slice(0, ACCEPT_DIGEST_CHARS)}\` in the pull request, then re-runs this job.`
   );
 }
+
+/**
+ * The check of a scheduled apply with `rollouts-only`: it writes the rollout steps that are due and nothing else,
+ * so that a change of the default branch that no merge applied (a refused one) is never applied by a schedule.
+ */
+export function rolloutsOnlyCheck(run: ActionRun): (plan: Plan) => void {
+  return (plan) => {
+    const others = plan.changes.filter((c) => c.action !== "rollout").map((c) => c.address);
+    if (others.length === 0) return;
+    throw new EdgeplanError(
+      `rollouts-only: the plan of stack ${run.stack} has changes that are not rollout steps (${others.join(", ")}), so nothing was written; they are applied by the apply of the merge that brings them (or its re-run), not by a schedule`,
+    );
+  };
+}

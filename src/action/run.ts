@@ -16,7 +16,7 @@ import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubConte
 import type { PlanRecord } from "../core/plan-digest.js";
 import type { Plan, RiskRule } from "../model/plan.js";
 import { postApplyComment, postDrift, postPlanComment, refreshAcknowledgements, type CommentResult, type DriftReport } from "./post.js";
-import { loadMergeReview, reviewAcks, reviewCheck, reviewTargets, UnreviewedPlanError, type MergeReview } from "./review.js";
+import { loadMergeReview, reviewAcks, reviewCheck, reviewTargets, rolloutsOnlyCheck, UnreviewedPlanError, type MergeReview } from "./review.js";
 import { readActionInputs, readInput, type ActionInputs, type InputDefaults, type OutputName } from "./inputs.js";
 
 export type { InputDefaults } from "./inputs.js";
@@ -52,6 +52,8 @@ export interface ApplyRunOptions {
   /** Rollouts: go on step after step (`--wait`), for at most `waitTimeout`. */
   wait?: boolean;
   waitTimeout?: string;
+  /** How long to wait for another apply's lease (`--lock-timeout`). */
+  lockTimeout?: string;
 }
 
 /** What plan and apply return to the action. */
@@ -274,16 +276,18 @@ function planOptions(run: ActionRun, out: string): PlanRunOptions {
 }
 
 function applyOptions(run: ActionRun, review: MergeReview | undefined): ApplyRunOptions {
-  const { paths, prune, ack, apiUrl, wait, waitTimeout } = run.inputs;
+  const { paths, prune, ack, apiUrl, wait, waitTimeout, lockTimeout } = run.inputs;
   const options: ApplyRunOptions = { paths, stack: run.stack, prune, ack: reviewAcks(review, ack), autoApprove: true, color: false };
   if (apiUrl) options.apiUrl = apiUrl;
-  if (review) {
+  if (run.inputs.rolloutsOnly) options.review = rolloutsOnlyCheck(run);
+  else if (review) {
     options.review = reviewCheck(review, run);
     const target = reviewTargets(review, run);
     if (target.length > 0) options.target = target;
   }
   if (wait) options.wait = true;
   if (waitTimeout) options.waitTimeout = waitTimeout;
+  if (lockTimeout) options.lockTimeout = lockTimeout;
   return options;
 }
 

@@ -240,6 +240,16 @@ describe("the pull-request workflow with the bundled action", () => {
     expect(gh.writes()).toEqual([]);
   });
 
+  it("a scheduled apply with rollouts-only never writes a change that is not a rollout step", async () => {
+    const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(9000, 1000) });
+    const { run } = await act("sched", ws, { event: "schedule", inputs: { command: "apply", "rollouts-only": "true", comment: "false" } });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      "::error title=edgeplan::rollouts-only: the plan of stack sched has changes that are not rollout steps (weighted_backend.checkout), so nothing was written;",
+    );
+    expect(await weightsOf("sched")).toEqual([]);
+  });
+
   it("a fork's pull request with a read-only token: the plan in the summary only, no failure", async () => {
     gh.readOnly = true;
     const ws = checkout({ "manifests/checkout.yaml": checkoutYaml(0, 10000) });

@@ -45,6 +45,8 @@ describe("inputs", () => {
       "on-difference": "apply",
       wait: "true",
       "wait-timeout": "50m",
+      "lock-timeout": "30m",
+      "rollouts-only": "true",
       "comment-author": "edgeplan-bot[bot]",
     });
     expect(readActionInputs()).toEqual({
@@ -58,6 +60,8 @@ describe("inputs", () => {
       onDifference: "apply",
       wait: true,
       waitTimeout: "50m",
+      lockTimeout: "30m",
+      rolloutsOnly: true,
       comment: false,
       commentAuthor: "edgeplan-bot[bot]",
       driftIssue: true,
@@ -73,6 +77,7 @@ describe("inputs", () => {
       ack: [],
       onDifference: "refuse",
       wait: false,
+      rolloutsOnly: false,
       comment: true,
       commentAuthor: "github-actions[bot]",
       driftIssue: false,
