@@ -1,6 +1,7 @@
 /**
  * The GitHub REST calls of the action, through the Actions toolkit's Octokit (`@actions/github`): the sticky
- * comment of a pull request, and the drift issue of a stack. The token goes to the configured API origin only.
+ * comment of a pull request, the permission of a comment's author, the pull request that merged a commit, and the
+ * drift issue of a stack. The token goes to the configured API origin only.
  */
 import type { getOctokit } from "@actions/github";
 import { EdgeplanError } from "../model/errors.js";

@@ -1,6 +1,7 @@
 /**
- * What the action posts on GitHub besides the log: the sticky comment of a pull request's plan, and the drift issue
- * of a plan outside pull requests. Neither fails the step when GitHub refuses it: the report is in the job summary.
+ * What the action posts on GitHub besides the log: the sticky comment of a pull request's plan (with the record of
+ * the plan and its acknowledgements), the result of a merge's apply in that comment, and the drift issue of a plan
+ * outside pull requests. Neither fails the step when GitHub refuses it: the report is in the job summary.
  */
 import * as core from "@actions/core";
 import type { PlanRecord } from "../core/plan-digest.js";
