@@ -117,15 +117,6 @@ export async function writeStickyComment(octokit: Octokit, issue: IssueRef, exis
   return { action: "created", id: created.data.id };
 }
 
-/**
- * Creates the comment marked by `marker` on the pull request, or edits it in place when `author` wrote one (the
- * first whose body starts with the marker), so every push updates one comment instead of adding one.
- */
-export async function upsertStickyComment(octokit: Octokit, issue: IssueRef, marker: string, body: string, author: string = ACTIONS_BOT): Promise<StickyResult> {
-  const existing = findStickyComment(await listIssueComments(octokit, issue), marker, author);
-  return writeStickyComment(octokit, issue, existing?.id, body);
-}
-
 /** True when `login` may push to (and so merge into) the repository: admin, maintain or write. */
 export async function canMerge(octokit: Octokit, repo: RepoRef, login: string): Promise<boolean> {
   try {
