@@ -1,6 +1,7 @@
 /**
  * A loopback stand-in for the parts of the GitHub REST API the action's Octokit calls: list the comments of an issue
- * (paged, with a `Link` header), create one, edit one; list the open issues of a label, open one, close one. It
+ * (paged, with a `Link` header), create one, edit one; list the open issues of a label, open one, close one; the
+ * pull requests of a commit; a user's permission on the repository. It
  * records every call, with the time it came in (`performance.now()`). In `readOnly` mode every write answers 403
  * the way GitHub answers a fork's token. The tests of the action use it, and so does the `action-start` benchmark.
  */
@@ -11,6 +12,16 @@ export interface StandInComment {
   id: number;
   body: string;
   user: { login: string; type: string };
+  created_at?: string;
+  html_url?: string;
+}
+
+/** A pull request as "list pull requests associated with a commit" gives it. */
+export interface StandInPull {
+  number: number;
+  merged_at: string | null;
+  merge_commit_sha: string | null;
+  base: { ref: string };
 }
 
 export interface StandInIssue {
@@ -42,9 +53,15 @@ export interface GitHubStandIn {
   comments: Map<string, StandInComment[]>;
   /** Issues per `owner/repo`. */
   issues: Map<string, StandInIssue[]>;
+  /** Pull requests per commit SHA. */
+  pulls: Map<string, StandInPull[]>;
+  /** Permission of each login on every repository (`admin`, `write`, `read`); others are `read`. */
+  permissions: Map<string, string>;
   readOnly: boolean;
   /** Adds comments by someone else, to make the list span several pages. */
   seed(issue: string, count: number): void;
+  /** A person's comment on `owner/repo#number`, at `at` (RFC 3339). */
+  comment(issue: string, login: string, body: string, at?: string): StandInComment;
   writes(): StandInCall[];
   close(): Promise<void>;
 }
@@ -62,11 +79,19 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
     calls: [],
     comments: new Map(),
     issues: new Map(),
+    pulls: new Map(),
+    permissions: new Map(),
     readOnly: false,
     seed(issue, count) {
       const list = state.comments.get(issue) ?? [];
       for (let i = 0; i < count; i++) list.push({ id: nextId++, body: `comment ${i} by a person`, user: { login: "someone", type: "User" } });
       state.comments.set(issue, list);
+    },
+    comment(issue, login, body, at = "2026-11-25T13:04:00Z") {
+      const id = nextId++;
+      const comment = { id, body, user: { login, type: "User" }, created_at: at, html_url: `https://github.com/${issue.replace("#", "/pull/")}#issuecomment-${id}` };
+      state.comments.set(issue, [...(state.comments.get(issue) ?? []), comment]);
+      return comment;
     },
     writes: () => state.calls.filter((c) => c.method !== "GET"),
     close: () =>
@@ -105,12 +130,12 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
     const route = routes.find((r) => r.method === req.method && r.pattern.test(url.pathname));
     if (!route) return send(res, 404, { message: "Not Found" });
     const [, owner, repo, n] = route.pattern.exec(url.pathname) as RegExpExecArray;
-    const answer = route.run({ repo: `${owner}/${repo}`, n: Number(n), url, body: (call.body ?? {}) as Record<string, unknown> });
+    const answer = route.run({ repo: `${owner}/${repo}`, n: Number(n), key: n ?? "", url, body: (call.body ?? {}) as Record<string, unknown> });
     return send(res, answer.status, answer.body, answer.headers);
   }
 
   type Answer = { status: number; body: unknown; headers?: Record<string, string> };
-  type Request = { repo: string; n: number; url: URL; body: Record<string, unknown> };
+  type Request = { repo: string; n: number; key: string; url: URL; body: Record<string, unknown> };
 
   /** A page of `items` as GitHub gives it, with `Link` headers to the next, last, first and previous pages. */
   function paged(url: URL, items: unknown[]): Answer {
@@ -136,6 +161,12 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
   }
 
   const routes: { method: string; pattern: RegExp; run: (r: Request) => Answer }[] = [
+    { method: "GET", pattern: /^\/repos\/([^/]+)\/([^/]+)\/commits\/([0-9a-f]+)\/pulls$/, run: (r) => paged(r.url, state.pulls.get(r.key) ?? []) },
+    {
+      method: "GET",
+      pattern: /^\/repos\/([^/]+)\/([^/]+)\/collaborators\/([^/]+)\/permission$/,
+      run: (r) => ({ status: 200, body: { permission: state.permissions.get(decodeURIComponent(r.key)) ?? "read", user: { login: decodeURIComponent(r.key) } } }),
+    },
     { method: "GET", pattern: /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/, run: (r) => paged(r.url, state.comments.get(`${r.repo}#${r.n}`) ?? []) },
     {
       method: "POST",
@@ -144,7 +175,9 @@ export async function startGitHubStandIn(token: string, options: { defaultPerPag
         const body = bodyText(r.body);
         if (typeof body !== "string") return body;
         const comments = state.comments.get(`${r.repo}#${r.n}`) ?? [];
-        const comment = { id: nextId++, body, user: { login: "github-actions[bot]", type: "Bot" } };
+        const id = nextId++;
+        const html_url = `https://github.com/${r.repo}/pull/${r.n}#issuecomment-${id}`;
+        const comment = { id, body, user: { login: "github-actions[bot]", type: "Bot" }, created_at: new Date().toISOString(), html_url };
         comments.push(comment);
         state.comments.set(`${r.repo}#${r.n}`, comments);
         return { status: 201, body: comment };

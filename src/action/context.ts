@@ -26,6 +26,10 @@ export interface GitHubContext {
   pullRequest?: PullRequestContext;
   /** `refs/heads/main` on a push. */
   ref?: string;
+  /** The commit the run is for (GITHUB_SHA): on a push to the default branch, the merge commit. */
+  sha?: string;
+  /** On a comment (`issue_comment`) of a pull request: its number. */
+  commentedPullRequest?: number;
   defaultBranch?: string;
   /** The repository checkout: annotation paths are made relative to it. */
   workspace: string;
@@ -65,6 +69,8 @@ export function loadGitHubContext(
   if (tempDir) ctx.tempDir = tempDir;
   const ref = nonEmpty("GITHUB_REF");
   if (ref) ctx.ref = ref;
+  const sha = nonEmpty("GITHUB_SHA");
+  if (sha) ctx.sha = sha;
 
   const repository = nonEmpty("GITHUB_REPOSITORY");
   const slash = repository?.indexOf("/") ?? -1;
@@ -95,6 +101,11 @@ function applyEvent(ctx: GitHubContext, event: unknown): void {
   if (defaultBranch) ctx.defaultBranch = defaultBranch;
   const ref = str(get(event, "ref"));
   if (ref && !ctx.ref) ctx.ref = ref;
+  // A comment on a pull request is an issue comment whose issue carries a `pull_request` object.
+  const issueNumber = get(event, "issue", "number");
+  if (get(event, "issue", "pull_request") !== undefined && typeof issueNumber === "number" && Number.isInteger(issueNumber) && issueNumber > 0) {
+    ctx.commentedPullRequest = issueNumber;
+  }
   const pr = get(event, "pull_request");
   const number = get(pr, "number") ?? get(event, "number");
   if (pr !== undefined && typeof number === "number" && Number.isInteger(number) && number > 0) {

@@ -1,6 +1,7 @@
 /**
  * The GitHub REST calls of the action, through the Actions toolkit's Octokit (`@actions/github`): the sticky
- * comment of a pull request, and the drift issue of a stack. The token goes to the configured API origin only.
+ * comment of a pull request, the permission of a comment's author, the pull request that merged a commit, and the
+ * drift issue of a stack. The token goes to the configured API origin only.
  */
 import type { getOctokit } from "@actions/github";
 import { EdgeplanError } from "../model/errors.js";
@@ -71,20 +72,72 @@ async function findPaged<T>(pages: AsyncIterable<{ data: T[] }>, found: (item: T
 
 export type StickyResult = { action: "created" | "updated"; id: number };
 
-/**
- * Creates the comment marked by `marker` on the pull request, or edits it in place when one exists (the first
- * whose body starts with the marker), so every push updates one comment instead of adding one.
- */
-export async function upsertStickyComment(octokit: Octokit, issue: IssueRef, marker: string, body: string): Promise<StickyResult> {
+/** The login the workflow's token (GITHUB_TOKEN) writes comments as. */
+export const ACTIONS_BOT = "github-actions[bot]";
+
+/** A comment of a pull request, as the action reads it. */
+export interface IssueComment {
+  id: number;
+  body: string;
+  login: string;
+  /** RFC 3339, as GitHub gives it. */
+  createdAt: string;
+  url: string;
+}
+
+/** Every comment of a pull request (at most MAX_PAGES pages of 100), oldest first. */
+export async function listIssueComments(octokit: Octokit, issue: IssueRef): Promise<IssueComment[]> {
   const { owner, repo, number } = issue;
   const pages = octokit.paginate.iterator(octokit.rest.issues.listComments, { owner, repo, issue_number: number, per_page: 100 });
-  const existing = await findPaged(pages, (c) => startsWithMarker(c.body, marker));
-  if (existing) {
-    await octokit.rest.issues.updateComment({ owner, repo, comment_id: existing.id, body });
-    return { action: "updated", id: existing.id };
+  const comments: IssueComment[] = [];
+  let page = 0;
+  for await (const { data } of pages) {
+    for (const c of data) comments.push({ id: c.id, body: c.body ?? "", login: c.user?.login ?? "", createdAt: c.created_at, url: c.html_url });
+    if (++page >= MAX_PAGES) break;
+  }
+  return comments;
+}
+
+/**
+ * The sticky comment among `comments`: the first whose body starts with `marker` and that `author` wrote. Anyone
+ * may write a comment that starts with the marker; only the action's own is read back or edited.
+ */
+export function findStickyComment(comments: readonly IssueComment[], marker: string, author: string): IssueComment | undefined {
+  return comments.find((c) => c.login === author && startsWithMarker(c.body, marker));
+}
+
+/** Edits the sticky comment `existing` in place, or creates it when there is none. */
+export async function writeStickyComment(octokit: Octokit, issue: IssueRef, existing: number | undefined, body: string): Promise<StickyResult> {
+  const { owner, repo, number } = issue;
+  if (existing !== undefined) {
+    await octokit.rest.issues.updateComment({ owner, repo, comment_id: existing, body });
+    return { action: "updated", id: existing };
   }
   const created = await octokit.rest.issues.createComment({ owner, repo, issue_number: number, body });
   return { action: "created", id: created.data.id };
+}
+
+/** True when `login` may push to (and so merge into) the repository: admin, maintain or write. */
+export async function canMerge(octokit: Octokit, repo: RepoRef, login: string): Promise<boolean> {
+  try {
+    const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ ...repo, username: login });
+    return data.permission === "admin" || data.permission === "write";
+  } catch (err) {
+    // Not a collaborator (404) is no permission; anything else is not taken as one either.
+    if (statusOf(err) === 404) return false;
+    throw err;
+  }
+}
+
+/**
+ * The pull request merged into `branch` by commit `sha` (GitHub's "list pull requests associated with a commit"),
+ * or undefined for a push no pull request made.
+ */
+export async function findMergedPullRequest(octokit: Octokit, repo: RepoRef, sha: string, branch: string | undefined): Promise<number | undefined> {
+  const { data } = await octokit.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: sha, per_page: 100 });
+  const merged = data.filter((pr) => pr.merged_at && (branch === undefined || pr.base.ref === branch));
+  // The merge commit names the pull request it merged; a commit also on other merged branches is matched by it first.
+  return (merged.find((pr) => pr.merge_commit_sha === sha) ?? merged[0])?.number;
 }
 
 /** The open drift issue whose body starts with `marker`, if any. */

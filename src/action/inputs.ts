@@ -6,7 +6,24 @@ import { getInput } from "@actions/core";
 import { EdgeplanError } from "../model/errors.js";
 
 /** Every input of action.yml, by its name there. */
-export const INPUT_NAMES = ["command", "paths", "stack", "api-url", "api-key", "prune", "ack", "comment", "drift-issue", "github-token"] as const;
+export const INPUT_NAMES = [
+  "command",
+  "paths",
+  "stack",
+  "api-url",
+  "api-key",
+  "prune",
+  "ack",
+  "on-difference",
+  "wait",
+  "wait-timeout",
+  "lock-timeout",
+  "rollouts-only",
+  "comment",
+  "comment-author",
+  "drift-issue",
+  "github-token",
+] as const;
 export type InputName = (typeof INPUT_NAMES)[number];
 
 /** Every output of action.yml. */
@@ -26,7 +43,19 @@ export interface ActionInputs {
   apiKey?: string;
   prune: boolean;
   ack: string[];
+  /** On a merge whose plan is not the reviewed one: `refuse` (write nothing, fail) or `apply`. */
+  onDifference: "refuse" | "apply";
+  /** On an apply: go on step after step until every rollout reached the manifest's weights. */
+  wait: boolean;
+  /** With wait: how long it may go on (a duration, as `--wait-timeout` takes it). */
+  waitTimeout?: string;
+  /** On an apply: how long to wait for another apply's lease on the stack (as `--lock-timeout`). */
+  lockTimeout?: string;
+  /** On an apply: write rollout steps only; a plan with any other change writes nothing and fails. */
+  rolloutsOnly: boolean;
   comment: boolean;
+  /** The login the token writes comments as: only its sticky comment is trusted and edited. */
+  commentAuthor: string;
   /** On a plan outside a pull request: open, update or close the stack's drift issue. */
   driftIssue: boolean;
   githubToken?: string;
@@ -90,17 +119,29 @@ export function readActionInputs(defaults: InputDefaults = {}): ActionInputs {
   if (unknown.length > 0) {
     throw new InputError(`input ack: unknown rule ${unknown.map((r) => `"${r}"`).join(", ")}; the rules are ${ACK_RULES.join(", ")}`);
   }
+  const onDifference = readInput("on-difference") ?? "refuse";
+  if (onDifference !== "refuse" && onDifference !== "apply") {
+    throw new InputError(`input on-difference: "${onDifference}" is not a choice; use refuse (the default) or apply`);
+  }
   const paths = splitList(readInput("paths"));
   const inputs: ActionInputs = {
     paths: paths.length > 0 ? paths : (defaults.paths ?? ["."]),
     prune: readBooleanInput("prune", defaults.prune ?? false),
     ack,
+    onDifference,
+    wait: readBooleanInput("wait", false),
+    rolloutsOnly: readBooleanInput("rollouts-only", false),
     comment: readBooleanInput("comment", true),
+    commentAuthor: readInput("comment-author") ?? "github-actions[bot]",
     driftIssue: readBooleanInput("drift-issue", false),
   };
   if (command !== undefined) inputs.command = command;
   const stack = readInput("stack");
   if (stack !== undefined) inputs.stack = stack;
+  const waitTimeout = readInput("wait-timeout");
+  if (waitTimeout !== undefined) inputs.waitTimeout = waitTimeout;
+  const lockTimeout = readInput("lock-timeout");
+  if (lockTimeout !== undefined) inputs.lockTimeout = lockTimeout;
   const apiUrl = readInput("api-url");
   if (apiUrl !== undefined) inputs.apiUrl = apiUrl;
   const apiKey = readInput("api-key");

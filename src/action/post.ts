@@ -1,10 +1,27 @@
 /**
- * What the action posts on GitHub besides the log: the sticky comment of a pull request's plan, and the drift issue
- * of a plan outside pull requests. Neither fails the step when GitHub refuses it: the report is in the job summary.
+ * What the action posts on GitHub besides the log: the sticky comment of a pull request's plan (with the record of
+ * the plan and its acknowledgements), the result of a merge's apply in that comment, and the drift issue of a plan
+ * outside pull requests. Neither fails the step when GitHub refuses it: the report is in the job summary.
  */
 import * as core from "@actions/core";
-import { COMMENT_MAX_CHARS, commentMarker, driftIssueTitle, driftMarker, renderComment, renderDrift, renderDriftResolved } from "../render/action.js";
-import { createGitHub, statusOf, syncDriftIssue, upsertStickyComment, type DriftResult, type Octokit } from "./github.js";
+import type { PlanRecord } from "../core/plan-digest.js";
+import type { RiskRule } from "../model/plan.js";
+import {
+  COMMENT_MAX_CHARS,
+  commentMarker,
+  driftIssueTitle,
+  driftMarker,
+  renderAcknowledgements,
+  renderComment,
+  renderDrift,
+  renderDriftResolved,
+  replaceAcknowledgements,
+  reviewedMarker,
+  parseReviewedMarker,
+} from "../render/action.js";
+import { readCommands } from "./acks.js";
+import { createGitHub, findStickyComment, listIssueComments, statusOf, syncDriftIssue, writeStickyComment, type DriftResult, type Octokit } from "./github.js";
+import type { MergeReview } from "./review.js";
 import type { ActionRun } from "./run.js";
 
 export type CommentResult = "created" | "updated" | "skipped" | "forbidden" | "failed";
@@ -21,6 +38,9 @@ export interface PostedReport {
   markdown: string;
   summaryLine: string;
   hasChanges: boolean;
+  /** What a plan would change, recorded in the comment for the apply on merge; undefined when the plan failed. */
+  record?: PlanRecord;
+  risks?: RiskRule[];
 }
 
 /** A client for the run's token, or undefined (with a notice saying why the post is skipped). */
@@ -45,18 +65,84 @@ function refused(err: unknown, what: string, redact: (text: string) => string): 
   return "failed";
 }
 
-/** On a pull request's plan (unless the comment input is false): the one comment of the stack, created or edited. */
-export async function postPlanComment(run: ActionRun, markdown: string, max: number = COMMENT_MAX_CHARS): Promise<CommentResult> {
+/**
+ * On a pull request's plan (unless the comment input is false): the one comment of the stack, created or edited,
+ * with the record of the plan and each risk's acknowledgement (or what acknowledges it).
+ */
+export async function postPlanComment(run: ActionRun, report: PostedReport, max: number = COMMENT_MAX_CHARS): Promise<CommentResult> {
   if (run.command !== "plan" || !run.pr || !run.inputs.comment) return "skipped";
   const client = await github(run, "pull-request comment");
   if (!client) return "skipped";
   const marker = commentMarker(run.stack);
-  const body = renderComment({ marker, title: run.title, markdown, headSha: run.pr.headSha, runUrl: run.ctx.runUrl, max });
   try {
     const issue = { ...client.repo, number: run.pr.number };
-    return (await upsertStickyComment(client.octokit, issue, marker, run.secrets.redact(body))).action;
+    const comments = await listIssueComments(client.octokit, issue);
+    let preamble: string | undefined;
+    if (report.record) {
+      const rules = report.risks ?? [];
+      const commands = rules.length > 0 ? await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor) : undefined;
+      const acks = commands ? renderAcknowledgements(rules, commands.acks, commands.ignored) : "";
+      preamble = [reviewedMarker(report.record, rules), acks].filter(Boolean).join("\n");
+    }
+    const body = renderComment({ marker, title: run.title, markdown: report.markdown, preamble, headSha: run.pr.headSha, runUrl: run.ctx.runUrl, max });
+    const existing = findStickyComment(comments, marker, run.inputs.commentAuthor);
+    return (await writeStickyComment(client.octokit, issue, existing?.id, run.secrets.redact(body))).action;
   } catch (err) {
     // The plan itself succeeded and is in the summary: a comment that could not be written does not fail the step.
+    return refused(err, "a pull-request comment", run.secrets.redact);
+  }
+}
+
+/**
+ * After an apply on merge: the merged pull request's comment shows what the apply did (or why it wrote nothing, with
+ * the plan at merge), under the record of the reviewed plan, kept as it was so that a re-run compares with it.
+ */
+export async function postApplyComment(run: ActionRun, review: MergeReview | undefined, markdown: string, max: number = COMMENT_MAX_CHARS): Promise<CommentResult> {
+  if (!review) return "skipped";
+  const reviewed = review.reviewed;
+  const rules = reviewed?.rules ?? [];
+  const acks = renderAcknowledgements(rules, review.commands.acks, review.commands.ignored);
+  const preamble = [reviewed?.line, acks].filter(Boolean).join("\n") || undefined;
+  const body = renderComment({
+    marker: commentMarker(run.stack),
+    title: run.title,
+    markdown,
+    preamble,
+    headSha: run.ctx.sha,
+    commitLabel: "Merged as",
+    runUrl: run.ctx.runUrl,
+    max,
+  });
+  try {
+    const result = await writeStickyComment(review.octokit, review.issue, review.sticky?.id, run.secrets.redact(body));
+    core.info(`edgeplan: the result is in the comment of pull request #${review.issue.number}`);
+    return result.action;
+  } catch (err) {
+    return refused(err, "a pull-request comment", run.secrets.redact);
+  }
+}
+
+/**
+ * On a comment of a pull request (`issue_comment`): the sticky comment's risks show the acknowledgements made so
+ * far. Nothing is planned, so no API key and no checkout are needed. Returns what became of the comment.
+ */
+export async function refreshAcknowledgements(run: ActionRun, number: number): Promise<CommentResult> {
+  const client = await github(run, "pull-request comment");
+  if (!client) return "skipped";
+  try {
+    const issue = { ...client.repo, number };
+    const comments = await listIssueComments(client.octokit, issue);
+    const sticky = findStickyComment(comments, commentMarker(run.stack), run.inputs.commentAuthor);
+    const rules = sticky ? (parseReviewedMarker(sticky.body)?.rules ?? []) : [];
+    if (!sticky || rules.length === 0) {
+      core.info(`edgeplan: pull request #${number} has no plan of stack ${run.stack} with risks to acknowledge`);
+      return "skipped";
+    }
+    const commands = await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor);
+    const body = replaceAcknowledgements(sticky.body, renderAcknowledgements(rules, commands.acks, commands.ignored));
+    if (body === undefined || body === sticky.body) return "skipped";
+    return (await writeStickyComment(client.octokit, issue, sticky.id, run.secrets.redact(body))).action;
+  } catch (err) {
     return refused(err, "a pull-request comment", run.secrets.redact);
   }
 }

@@ -13,7 +13,10 @@ import type { CommandIO } from "../commands/io.js";
 import { errorOutcome, EXIT, type Diagnostic } from "../model/errors.js";
 import { actionTitle, boundDiagnostic, defaultSummaryLine, outputBlock, renderFailure, renderJobSummary } from "../render/action.js";
 import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext, type PullRequestContext } from "./context.js";
-import { postDrift, postPlanComment, type CommentResult, type DriftReport } from "./post.js";
+import type { PlanRecord } from "../core/plan-digest.js";
+import type { Plan, RiskRule } from "../model/plan.js";
+import { postApplyComment, postDrift, postPlanComment, refreshAcknowledgements, type CommentResult, type DriftReport } from "./post.js";
+import { loadMergeReview, reviewAcks, reviewCheck, reviewTargets, rolloutsOnlyCheck, UnreviewedPlanError, type MergeReview } from "./review.js";
 import { readActionInputs, readInput, type ActionInputs, type InputDefaults, type OutputName } from "./inputs.js";
 
 export type { InputDefaults } from "./inputs.js";
@@ -42,6 +45,15 @@ export interface ApplyRunOptions {
   ack: string[];
   autoApprove: true;
   color: false;
+  /** Only these addresses (the reviewed plan's, on a merge); absent: everything. */
+  target?: string[];
+  /** Refuses a plan that is not the reviewed one (see review.ts). */
+  review?: (plan: Plan) => void;
+  /** Rollouts: go on step after step (`--wait`), for at most `waitTimeout`. */
+  wait?: boolean;
+  waitTimeout?: string;
+  /** How long to wait for another apply's lease (`--lock-timeout`). */
+  lockTimeout?: string;
 }
 
 /** What plan and apply return to the action. */
@@ -55,6 +67,10 @@ export interface RunResult {
   hasChanges?: boolean;
   /** One line, e.g. `Plan: 1 to create, 2 to update, 0 to delete.` */
   summary?: string;
+  /** A plan's record (what it would change), kept in the pull request's comment for the apply on merge. */
+  record?: PlanRecord;
+  /** The plan's risk rules, each listed in the comment with its acknowledgement. */
+  risks?: RiskRule[];
 }
 
 export type PlanRunner = (options: PlanRunOptions, io: CommandIO) => Promise<RunResult>;
@@ -122,11 +138,18 @@ export async function runAction(io: CommandIO, runners: ActionRunners, options: 
   const secrets = maskSecrets(io.env);
   const run = startRun(io, secrets, options.defaults ?? {});
   if ("exitCode" in run) return run;
-  const finished = await runCommand(io, run, runners);
+  if (run.ctx.commentedPullRequest !== undefined) return acknowledgeRun(run, run.ctx.commentedPullRequest);
+  const { review, finished } = await reviewAndRun(io, run, runners);
   annotate(finished, run);
   await writeJobSummary(run, finished);
-  const report = { markdown: finished.markdown.trim() || finished.summaryLine, summaryLine: finished.summaryLine, hasChanges: finished.hasChanges };
-  const comment = await postPlanComment(run, report.markdown, options.commentMaxChars);
+  const report = {
+    markdown: finished.markdown.trim() || finished.summaryLine,
+    summaryLine: finished.summaryLine,
+    hasChanges: finished.hasChanges,
+    ...(finished.result.record ? { record: finished.result.record, risks: finished.result.risks ?? [] } : {}),
+  };
+  const comment =
+    run.command === "apply" ? await postApplyComment(run, review, report.markdown, options.commentMaxChars) : await postPlanComment(run, report, options.commentMaxChars);
   // A failed plan says nothing about drift: the issue is left as it is.
   const failed = finished.result.exitCode === EXIT.error;
   const drift = failed ? undefined : await postDrift(run, report);
@@ -134,6 +157,27 @@ export async function runAction(io: CommandIO, runners: ActionRunners, options: 
   setOutputs(outputs, secrets.redact);
   if (!failed && run.command === "plan") core.notice(secrets.redact(finished.summaryLine), { title: "edgeplan" });
   return { exitCode: exitCodeOf(run, finished, drift), command: run.command, outputs, comment, drift };
+}
+
+/** On an apply for a push: the merged pull request's review first (a failure to read it is the run's failure). */
+async function reviewAndRun(io: CommandIO, run: ActionRun, runners: ActionRunners): Promise<{ review: MergeReview | undefined; finished: Finished }> {
+  let review: MergeReview | undefined;
+  try {
+    review = await loadMergeReview(run);
+  } catch (err) {
+    const message = run.secrets.redact(errorOutcome(err).message);
+    return { review, finished: finish(run, { exitCode: EXIT.error, diagnostics: [] }, message, undefined, io.cwd) };
+  }
+  return { review, finished: await runCommand(io, run, runners, review) };
+}
+
+/** A comment on a pull request: its sticky comment shows the acknowledgements; nothing is planned or applied. */
+async function acknowledgeRun(run: ActionRun, number: number): Promise<ActionOutcome> {
+  const comment = await refreshAcknowledgements(run, number);
+  const summary = `The acknowledgements of pull request #${number} for stack ${run.stack} are ${comment === "updated" ? "updated in its comment" : "unchanged"}.`;
+  const outputs = { "has-changes": "false", exitcode: String(EXIT.ok), "plan-file": "", summary };
+  setOutputs(outputs, run.secrets.redact);
+  return { exitCode: EXIT.ok, command: run.command, outputs, comment };
 }
 
 /** Reads the two secrets and masks them: the first bytes of the log, before any line could contain them. */
@@ -165,12 +209,14 @@ function startRun(io: CommandIO, secrets: Secrets, defaults: InputDefaults): Act
   const command = resolveCommand(inputs.command, ctx);
   const stack = inputs.stack ?? (io.env.EDGEPLAN_STACK || defaults.stack || "default");
   const pr = isPullRequestEvent(ctx.eventName) ? ctx.pullRequest : undefined;
-  io.stderr(`edgeplan action: ${command} of stack "${stack}"${pr ? ` for pull request #${pr.number}` : ""} (event ${ctx.eventName || "none"})\n`);
+  const what =
+    ctx.commentedPullRequest !== undefined ? `acknowledgements of stack "${stack}" for pull request #${ctx.commentedPullRequest}` : `${command} of stack "${stack}"`;
+  io.stderr(`edgeplan action: ${what}${pr ? ` for pull request #${pr.number}` : ""} (event ${ctx.eventName || "none"})\n`);
   return { command, stack, title: actionTitle(command, stack), inputs, ctx, pr, secrets };
 }
 
 /** Runs plan or apply in a log group, with the API key handed over; the error of a failed run becomes its result. */
-async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners): Promise<Finished> {
+async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners, review: MergeReview | undefined): Promise<Finished> {
   const { apiKey, redact } = run.secrets;
   if (!apiKey) {
     const failure =
@@ -187,9 +233,9 @@ async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners)
   let result: RunResult;
   let failure: string | undefined;
   try {
-    result = planFile ? await runners.plan(planOptions(run, planFile), child) : await runners.apply(applyOptions(run), child);
+    result = planFile ? await runners.plan(planOptions(run, planFile), child) : await runners.apply(applyOptions(run, review), child);
   } catch (err) {
-    ({ result, failure } = failedResult(err));
+    ({ result, failure } = failedResult(err, review?.issue.number));
   } finally {
     core.info(`::${token}::`);
     core.endGroup();
@@ -202,11 +248,17 @@ async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners)
 }
 
 /** The result of a command that threw: its exit code and diagnostics, and what to say (manifest errors say themselves). */
-function failedResult(err: unknown): { result: RunResult; failure: string | undefined } {
+function failedResult(err: unknown, merged: number | undefined): { result: RunResult; failure: string | undefined } {
   const outcome = errorOutcome(err);
-  const result = { exitCode: outcome.exitCode, diagnostics: outcome.diagnostics };
+  const result: RunResult = { exitCode: outcome.exitCode, diagnostics: outcome.diagnostics };
+  // The plan at merge that was not reviewed is shown under the reason, as a refused apply shows its plan.
+  if (err instanceof UnreviewedPlanError) result.markdown = err.planMarkdown;
   if (outcome.diagnostics.length > 0) return { result, failure: undefined };
-  const hint = outcome.unacknowledged.length > 0 ? `\nIn the action, name the rules in the ack input (for example \`ack: ${outcome.unacknowledged.join(", ")}\`).` : "";
+  const rules = outcome.unacknowledged;
+  let hint = "";
+  if (rules.length > 0 && merged !== undefined) {
+    hint = `\nA person who may merge acknowledges each rule with a comment in pull request #${merged} (\`/edgeplan ack ${rules.join(" ")}\`), then re-runs this job.`;
+  } else if (rules.length > 0) hint = `\nIn the action, name the rules in the ack input (for example \`ack: ${rules.join(", ")}\`).`;
   return { result, failure: `${outcome.message}${hint}` };
 }
 
@@ -223,10 +275,19 @@ function planOptions(run: ActionRun, out: string): PlanRunOptions {
   return options;
 }
 
-function applyOptions(run: ActionRun): ApplyRunOptions {
-  const { paths, prune, ack, apiUrl } = run.inputs;
-  const options: ApplyRunOptions = { paths, stack: run.stack, prune, ack, autoApprove: true, color: false };
+function applyOptions(run: ActionRun, review: MergeReview | undefined): ApplyRunOptions {
+  const { paths, prune, ack, apiUrl, wait, waitTimeout, lockTimeout } = run.inputs;
+  const options: ApplyRunOptions = { paths, stack: run.stack, prune, ack: reviewAcks(review, ack), autoApprove: true, color: false };
   if (apiUrl) options.apiUrl = apiUrl;
+  if (run.inputs.rolloutsOnly) options.review = rolloutsOnlyCheck(run);
+  else if (review) {
+    options.review = reviewCheck(review, run);
+    const target = reviewTargets(review, run);
+    if (target.length > 0) options.target = target;
+  }
+  if (wait) options.wait = true;
+  if (waitTimeout) options.waitTimeout = waitTimeout;
+  if (lockTimeout) options.lockTimeout = lockTimeout;
   return options;
 }
 

@@ -1,8 +1,9 @@
 /**
  * `edgeplan action` and the bundled GitHub Action: all of its logic is in src/action/; this file hands it the same
- * plan and apply the CLI runs, with their reports rendered for GitHub by src/render/action.ts, and the defaults
- * of the project file.
+ * plan and apply the CLI runs, with their reports rendered for GitHub by src/render/action.ts, the record of each
+ * plan (src/core/plan-digest.ts) for the apply on merge, and the defaults of the project file.
  */
+import { buildPlanRecord } from "../core/plan-digest.js";
 import { runAction, type ActionRunners, type ApplyRunner, type InputDefaults, type PlanRunner } from "../action/run.js";
 import { loadProjectFile, type ProjectSettings } from "../manifest/project-file.js";
 import { planSummaryLine, renderActionApply, renderActionPlan } from "../render/action.js";
@@ -36,7 +37,9 @@ export async function projectDefaults(io: CommandIO): Promise<InputDefaults> {
 export function actionRunners(): ActionRunners {
   const plan: PlanRunner = async (options, io) => {
     const result = await runPlan(options, io);
-    return result.plan ? { ...result, markdown: renderActionPlan(result.plan), summary: planSummaryLine(result.plan) } : result;
+    if (!result.plan) return result;
+    const risks = [...new Set(result.plan.risks.map((r) => r.rule))];
+    return { ...result, markdown: renderActionPlan(result.plan), summary: planSummaryLine(result.plan), record: buildPlanRecord(result.plan), risks };
   };
   const apply: ApplyRunner = async (options, io) => {
     const result = await runApply(options, io);

@@ -72,6 +72,11 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   /** Asks a rollout check (default: a GET, `runRolloutCheck`). */
   checker?: Checker;
   /**
+   * Called with the plan once it is made, under the lease and before anything is written; it throws to refuse the
+   * plan (the GitHub Action refuses a plan that is not the one reviewed in the merged pull request).
+   */
+  review?: (plan: Plan) => void;
+  /**
    * Aborting it stops the run as Ctrl-C does. When absent, the command handles SIGINT and SIGTERM itself while the
    * changes run (a second signal ends the process at once).
    */
@@ -164,6 +169,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       return result;
     }
     try {
+      options.review?.(plan);
       await approve(plan, acks, options, io);
     } catch (err) {
       await showPlanOnly(plan, format, options, io);

@@ -3,8 +3,9 @@
  * `summary` output. Plans are rendered by markdown.ts and applies by the apply report; this file puts them together
  * and cuts them to GitHub's limits without leaving a code fence or a `<details>` block open. Reads only. Pure.
  */
+import type { PlanDifference, PlanRecord } from "../core/plan-digest.js";
 import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
-import type { Plan } from "../model/plan.js";
+import { RISK_RULES, type Plan, type RiskRule } from "../model/plan.js";
 import { utf8Bytes } from "../model/wire.js";
 import { noChangesLine, summaryLine } from "./common.js";
 import { code, renderMarkdown } from "./markdown.js";
@@ -129,14 +130,114 @@ export function fitBytes(markdown: string, maxBytes: number = SUMMARY_MAX_BYTES)
   return text;
 }
 
+/** How many characters of a record's change list the comment carries; a larger plan is recorded by its digest alone. */
+export const RECORD_MAX_CHARS = 20_000;
+
+/** The length of the digest prefix a person types in `/edgeplan accept`. */
+export const ACCEPT_DIGEST_CHARS = 12;
+
+const REVIEWED = /^<!-- edgeplan:reviewed digest=([0-9a-f]{64}) risks=([a-z,-]*)(?: changes=([^\s>]*))? -->$/m;
+
+/**
+ * The hidden line of the sticky comment that records what was reviewed: the plan's digest, its risk rules, and
+ * (when it fits) one short digest per change, for saying what differs at merge.
+ */
+export function reviewedMarker(record: PlanRecord, rules: readonly RiskRule[]): string {
+  const changes = Object.entries(record.changes)
+    .map(([address, digest]) => `${address}=${digest}`)
+    .join(",");
+  const list = changes.length <= RECORD_MAX_CHARS ? ` changes=${changes}` : "";
+  return `<!-- edgeplan:reviewed digest=${record.digest} risks=${[...new Set(rules)].join(",")}${list} -->`;
+}
+
+/** What a sticky comment's reviewed line records; undefined when it has none. `changes` is undefined when it was left out. */
+export function parseReviewedMarker(body: string): { line: string; digest: string; rules: RiskRule[]; changes: Record<string, string> | undefined } | undefined {
+  const m = REVIEWED.exec(body);
+  if (!m) return undefined;
+  const rules = (m[2] ?? "").split(",").filter((r): r is RiskRule => (RISK_RULES as readonly string[]).includes(r));
+  if (m[3] === undefined) return { line: m[0], digest: m[1] as string, rules, changes: undefined };
+  const changes: Record<string, string> = {};
+  for (const item of m[3].split(",").filter(Boolean)) {
+    const eq = item.lastIndexOf("=");
+    if (eq > 0) changes[item.slice(0, eq)] = item.slice(eq + 1);
+  }
+  return { line: m[0], digest: m[1] as string, rules, changes };
+}
+
+/** An acknowledgement as the comment shows it. */
+export interface ShownAck {
+  rule: RiskRule;
+  login: string;
+  at: string;
+  url: string;
+}
+
+const ACKS_START = "<!-- edgeplan:acks -->";
+const ACKS_END = "<!-- /edgeplan:acks -->";
+
+/** `2026-11-25T13:04:00Z` as `2026-11-25 13:04 UTC`. */
+function shownTime(at: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(at);
+  return m ? `${m[1]} ${m[2]} UTC` : at;
+}
+
+/**
+ * The risks of the reviewed plan, each with who acknowledged it and when, or the comment that acknowledges it;
+ * between two hidden lines, so that a later acknowledgement rewrites this part alone. Empty without risks.
+ */
+export function renderAcknowledgements(rules: readonly RiskRule[], acks: readonly ShownAck[], ignored: readonly string[]): string {
+  if (rules.length === 0) return "";
+  const lines = [
+    ACKS_START,
+    "#### Risks to acknowledge",
+    "",
+    "The apply on merge writes nothing until each risk is acknowledged in this pull request by a person who may merge it.",
+    "",
+  ];
+  for (const rule of rules) {
+    const ack = acks.find((a) => a.rule === rule);
+    lines.push(
+      ack
+        ? `- ${code(rule)}: acknowledged by @${ack.login} on ${shownTime(ack.at)} ([comment](${ack.url}))`
+        : `- ${code(rule)}: **not acknowledged**. To acknowledge it, comment \`/edgeplan ack ${rule}\``,
+    );
+  }
+  if (ignored.length > 0) lines.push("", `Ignored: the commands of ${ignored.map((l) => `@${l}`).join(", ")}, who may not merge this pull request.`);
+  lines.push(ACKS_END);
+  return lines.join("\n");
+}
+
+/** `body` with its acknowledgements part replaced by `section`; undefined when the body has no such part. */
+export function replaceAcknowledgements(body: string, section: string): string | undefined {
+  const start = body.indexOf(ACKS_START);
+  const end = body.indexOf(ACKS_END, start);
+  if (start < 0 || end < 0) return undefined;
+  return body.slice(0, start) + section + body.slice(end + ACKS_END.length);
+}
+
+/** What differs between the reviewed plan and the plan at merge, as one sentence (addresses in code). */
+export function describeDifference(diff: PlanDifference | undefined): string {
+  if (!diff) return "the plan's changes differ (the reviewed plan was too large to record change by change)";
+  const list = (items: string[]) => items.map(code).join(", ");
+  const parts: string[] = [];
+  if (diff.changed.length > 0) parts.push(`${list(diff.changed)} would now do something else than the reviewed plan showed`);
+  if (diff.added.length > 0) parts.push(`${list(diff.added)} ${diff.added.length === 1 ? "is a change" : "are changes"} that the reviewed plan did not show`);
+  if (diff.removed.length > 0) parts.push(`${list(diff.removed)} ${diff.removed.length === 1 ? "is" : "are"} no longer changed`);
+  return parts.join("; ");
+}
+
 export interface CommentParts {
   marker: string;
   /** One heading line, without `#`; left out when the Markdown starts with a heading of its own. */
   title: string;
   /** The plan (or the failure) as Markdown. */
   markdown: string;
-  /** The commit the plan was made for. */
+  /** Hidden lines and parts that go between the marker and the plan: the reviewed record and the risks. */
+  preamble?: string;
+  /** The commit the plan was made for (or, after a merge, the merge commit). */
   headSha?: string;
+  /** How the footer names the commit (default `Commit`). */
+  commitLabel?: string;
   /** Link to the run, where the full plan is when the comment had to be cut. */
   runUrl?: string;
   max?: number;
@@ -148,8 +249,9 @@ export interface CommentParts {
  */
 export function renderComment(parts: CommentParts): string {
   const max = parts.max ?? COMMENT_MAX_CHARS;
-  const head = `${parts.marker}\n${startsWithHeading(parts.markdown) ? "" : `### ${parts.title}\n\n`}`;
-  const footer = [parts.headSha ? `Commit ${parts.headSha.slice(0, 7)}` : undefined, parts.runUrl ? `[workflow run](${parts.runUrl})` : undefined]
+  const preamble = parts.preamble ? `${parts.preamble}\n\n` : "";
+  const head = `${parts.marker}\n${preamble}${startsWithHeading(parts.markdown) ? "" : `### ${parts.title}\n\n`}`;
+  const footer = [parts.headSha ? `${parts.commitLabel ?? "Commit"} ${parts.headSha.slice(0, 7)}` : undefined, parts.runUrl ? `[workflow run](${parts.runUrl})` : undefined]
     .filter(Boolean)
     .join(" · ");
   const foot = footer ? `\n\n<sub>${footer}</sub>\n` : "\n";

@@ -26,6 +26,10 @@ describe("action.yml", () => {
     expect(action.inputs["drift-issue"].default).toBe("false");
     expect(action.inputs["github-token"].default).toBe("${{ github.token }}");
     expect(action.inputs.command.default).toBe("");
+    expect(action.inputs["on-difference"].default).toBe("refuse");
+    expect(action.inputs.wait.default).toBe("false");
+    expect(action.inputs["rollouts-only"].default).toBe("false");
+    expect(action.inputs["comment-author"].default).toBe("github-actions[bot]");
     for (const input of Object.values<any>(action.inputs)) expect(input.required).toBe(false);
   });
 
@@ -45,43 +49,63 @@ describe("example workflows", () => {
   const rollout = load("examples/workflows/rollout.yml");
   const edgeplanStep = (wf: any, job: string): any => wf.jobs[job].steps.find((s: any) => String(s.uses).includes("/edgeplan@"));
 
-  it("plan on pull requests may comment and nothing more", () => {
-    expect(Object.keys(plan.on)).toEqual(["pull_request"]);
+  it("plan on pull requests may comment and nothing more; a comment on a pull request refreshes its acknowledgements", () => {
+    expect(Object.keys(plan.on)).toEqual(["pull_request", "issue_comment"]);
     expect(plan.permissions).toEqual({ contents: "read", "pull-requests": "write" });
     const step = edgeplanStep(plan, "plan");
     expect(step.with["api-key"]).toBe("${{ secrets.EDGEPLAN_API_KEY }}");
     expect(step.with.command).toBeUndefined();
+    expect(plan.jobs.plan.if).toBe("github.event_name == 'pull_request'");
+    // The acknowledgement job plans nothing: no API key reaches it.
+    expect(plan.jobs.acknowledge.if).toContain("github.event_name == 'issue_comment' && github.event.issue.pull_request");
+    expect(edgeplanStep(plan, "acknowledge").with).toBeUndefined();
   });
 
-  it("apply on merge runs one at a time, never cancelled, read-only on the repository", () => {
+  it("path filters name files that exist once the examples are copied to .github/workflows/", () => {
+    const workflows = plan.on.pull_request.paths.filter((p: string) => p.startsWith(".github/workflows/"));
+    expect(workflows.length).toBeGreaterThan(0);
+    for (const path of workflows) expect(existsSync(new URL(`examples/workflows/${path.slice(".github/workflows/".length)}`, root))).toBe(true);
+    for (const wf of [plan.on.pull_request, apply.on.push]) expect(wf.paths).toEqual(expect.arrayContaining(["manifests/**", "edgeplan.yaml"]));
+  });
+
+  it("apply on merge: one run per merge (no group that could cancel a pending one), the reviewed plan only, result posted", () => {
     expect(apply.on.push.branches).toEqual(["main"]);
-    expect(apply.permissions).toEqual({ contents: "read" });
-    expect(apply.concurrency).toEqual({ group: "edgeplan-apply-production", "cancel-in-progress": false });
+    expect(apply.permissions).toEqual({ contents: "read", "pull-requests": "write" });
+    expect(apply.concurrency).toBeUndefined();
+    expect(apply.jobs.apply.concurrency).toBeUndefined();
     const step = edgeplanStep(apply, "apply");
-    expect(step.with.command).toBe("apply");
+    expect(step.with).toMatchObject({ command: "apply", "on-difference": "refuse", wait: true, "lock-timeout": "30m" });
+    expect(step.with.ack).toBeUndefined();
     expect(step.with["api-key"]).toBe("${{ secrets.EDGEPLAN_API_KEY }}");
   });
 
-  it("rollout applies on a schedule, in the apply's concurrency group, read-only on the repository", () => {
+  it("rollout applies rollout steps on a schedule, needs no approval per run, and its group is its own", () => {
     expect(rollout.on.schedule).toEqual([{ cron: "*/5 * * * *" }]);
     expect(rollout.permissions).toEqual({ contents: "read" });
-    expect(rollout.concurrency).toEqual(apply.concurrency);
-    expect(edgeplanStep(rollout, "rollout").with).toMatchObject({ command: "apply", paths: "manifests", stack: "production", comment: false });
+    expect(rollout.jobs.rollout.environment).toBeUndefined();
+    expect(rollout.concurrency).toEqual({ group: "edgeplan-rollout-production", "cancel-in-progress": false });
+    expect(edgeplanStep(rollout, "rollout").with).toMatchObject({ command: "apply", paths: "manifests", stack: "production", comment: false, "rollouts-only": true });
   });
 
   it("drift check plans nightly, and the action keeps the drift issue", () => {
     expect(drift.on.schedule).toEqual([{ cron: "17 3 * * *" }]);
     expect(drift.permissions).toEqual({ contents: "read", issues: "write" });
-    expect(drift.concurrency).toEqual(apply.concurrency);
+    expect(drift.concurrency).toEqual({ group: "edgeplan-drift-production", "cancel-in-progress": true });
     const step = edgeplanStep(drift, "drift");
     expect(step.with).toMatchObject({ command: "plan", comment: false, "drift-issue": true });
     expect(drift.jobs.drift.steps.at(-1)).toBe(step);
   });
 
+  it("no two workflows share a concurrency group", () => {
+    const groups = [plan, apply, drift, rollout].flatMap((wf) => [wf.concurrency, ...Object.values<any>(wf.jobs).map((j) => j.concurrency)]).filter(Boolean);
+    const names = groups.map((g: any) => g.group);
+    expect(new Set(names).size).toBe(names.length);
+  });
+
   it("use action majors that run on Node 24", () => {
     const release = load(".github/workflows/release.yml");
     const uses = [plan, apply, drift, release].flatMap(usesOf).filter((u) => u.startsWith("actions/"));
-    expect([...new Set(uses)].sort()).toEqual(["actions/checkout@v6", "actions/setup-node@v6", "actions/upload-artifact@v6"]);
+    expect([...new Set(uses)].sort()).toEqual(["actions/checkout@v6", "actions/setup-node@v6"]);
     expect(release.jobs.release.steps.find((s: any) => s.uses === "actions/setup-node@v6").with["node-version"]).toBe("24");
     expect(release.permissions).toEqual({ contents: "write", "id-token": "write" });
   });

@@ -18,6 +18,7 @@ import {
 } from "../../src/action/run.js";
 import type { CommandIO } from "../../src/commands/io.js";
 import { ManifestError } from "../../src/model/errors.js";
+import { reviewedMarker } from "../../src/render/action.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
 import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 
@@ -41,6 +42,8 @@ beforeEach(() => {
   gh.calls.length = 0;
   gh.comments.clear();
   gh.issues.clear();
+  gh.pulls.clear();
+  gh.permissions.clear();
   gh.readOnly = false;
 });
 afterEach(() => {
@@ -333,6 +336,46 @@ describe("edgeplan action on push", () => {
     expect(gh.calls).toHaveLength(0);
     expect(runner.summary()).toBe("### edgeplan apply: stack `prod`\n\nApplied 1 change. Converged.\n\n");
     expect(runner.outputs()).toEqual({ "has-changes": "true", exitcode: "0", "plan-file": "", summary: "The apply of stack prod converged." });
+  });
+
+  it("on a merge: the apply is limited to the reviewed addresses, takes the pull request's acknowledgements and the wait inputs, and posts its result", async () => {
+    const sha = "5a5a5a5a5a5a";
+    gh.pulls.set(sha, [{ number: 9, merged_at: "2026-11-25T13:10:00Z", merge_commit_sha: sha, base: { ref: "main" } }]);
+    // GitHub answers `write` for the maintain role.
+    gh.permissions.set("alice", "write");
+    const reviewed = reviewedMarker({ digest: "a".repeat(64), changes: { "weighted_backend.checkout": "0123456789abcdef" } }, ["traffic-shift"]);
+    gh.comments.set("acme/routes#9", [{ id: 77, body: `<!-- edgeplan:plan stack=prod -->\n${reviewed}\n\nplan`, user: { login: "github-actions[bot]", type: "Bot" } }]);
+    gh.comment("acme/routes#9", "alice", "/edgeplan ack traffic-shift");
+    const { io } = setup({
+      event: "push",
+      ref: "refs/heads/main",
+      pr: undefined,
+      sha,
+      inputs: { command: "apply", wait: "true", "wait-timeout": "50m", "lock-timeout": "30m" },
+    });
+    const fake = runners({ exitCode: 0, markdown: "**Apply complete: 1 done.**\n", hasChanges: true });
+    const outcome = await runAction(io, fake);
+    expect(outcome.exitCode).toBe(0);
+    const { review, ...options } = fake.recorded.apply[0]!.options;
+    expect(options).toEqual({
+      paths: ["manifests"],
+      stack: "prod",
+      prune: false,
+      ack: ["traffic-shift"],
+      autoApprove: true,
+      color: false,
+      target: ["weighted_backend.checkout"],
+      wait: true,
+      waitTimeout: "50m",
+      lockTimeout: "30m",
+    });
+    expect(typeof review).toBe("function");
+    const body = gh.comments.get("acme/routes#9")!.find((c) => c.id === 77)!.body;
+    expect(body.startsWith(`<!-- edgeplan:plan stack=prod -->\n${reviewed}\n<!-- edgeplan:acks -->\n`)).toBe(true);
+    expect(body).toContain(
+      "\n\n### edgeplan apply: stack `prod`\n\n**Apply complete: 1 done.**\n\n<sub>Merged as 5a5a5a5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>\n",
+    );
+    expect(gh.writes().map((c) => `${c.method} ${c.path}`)).toEqual(["PATCH /repos/acme/routes/issues/comments/77"]);
   });
 
   it("fails the step when the apply is refused or partly failed", async () => {

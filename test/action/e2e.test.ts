@@ -13,6 +13,9 @@ import { apiClient, startTestServer, type TestServer } from "../helpers/server.j
 import { runnerEnv, type RunnerOptions } from "./env.js";
 import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 import { copyAction, nodeModulesAbove, runNode, withDefaults, type CliRun } from "./run-cli.js";
+import { buildPlanRecord } from "../../src/core/plan-digest.js";
+import type { Plan } from "../../src/model/plan.js";
+import { reviewedMarker } from "../../src/render/action.js";
 
 const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
 const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
@@ -142,7 +145,7 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
       "plan-file": join(first.runner.dir, "temp", "edgeplan-plan-e2e.json"),
       summary: "Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.",
     });
-    const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as { format_version: number; stack: string; changes: unknown[] };
+    const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as Plan;
     expect(saved.format_version).toBe(1);
     expect(saved.stack).toBe("e2e");
     expect(saved.changes).toHaveLength(2);
@@ -152,7 +155,9 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expect(comments).toHaveLength(1);
     const body1 = comments[0]!.body;
     expect(
-      body1.startsWith("<!-- edgeplan:plan stack=e2e -->\n### edgeplan plan: stack `e2e`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.**\n"),
+      body1.startsWith(
+        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [])}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.**\n`,
+      ),
     ).toBe(true);
     expect(body1).toContain("weighted_backend.checkout");
     expect(body1).toContain("<sub>Commit 5e5e5e5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>");

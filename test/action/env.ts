@@ -16,11 +16,15 @@ export interface RunnerFiles {
 }
 
 export interface RunnerOptions {
-  event: "pull_request" | "push" | "schedule";
+  event: "pull_request" | "push" | "schedule" | "issue_comment";
   inputs: Record<string, string>;
   githubApiUrl: string;
   pr?: { number: number; headSha: string; fork?: boolean };
   ref?: string;
+  /** GITHUB_SHA: the commit of the run (on a push, the merge commit). */
+  sha?: string;
+  /** On issue_comment: the pull request commented on. */
+  commentOn?: number;
   /** An existing checkout to use as the workspace (default: an empty folder). */
   workspace?: string;
   extraEnv?: Record<string, string>;
@@ -42,6 +46,7 @@ export function runnerEnv(options: RunnerOptions): RunnerFiles {
     };
   }
   if (options.ref) payload.ref = options.ref;
+  if (options.commentOn !== undefined) payload.issue = { number: options.commentOn, pull_request: { url: "https://api.github.com/pulls" } };
   writeFileSync(join(dir, "event.json"), JSON.stringify(payload));
   writeFileSync(join(dir, "output"), "");
   const summaryFile = options.summaryFile ?? join(dir, "summary");
@@ -59,6 +64,7 @@ export function runnerEnv(options: RunnerOptions): RunnerFiles {
     GITHUB_STEP_SUMMARY: summaryFile,
     RUNNER_TEMP: join(dir, "temp"),
     ...(options.ref ? { GITHUB_REF: options.ref } : {}),
+    ...(options.sha ? { GITHUB_SHA: options.sha } : {}),
     ...options.extraEnv,
   };
   for (const [name, value] of Object.entries(options.inputs)) env[inputEnvName(name)] = value;

@@ -1,6 +1,17 @@
 /** The action's GitHub calls through the toolkit's Octokit, against the loopback stand-in of GitHub's REST API. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createGitHub, DRIFT_LABEL, statusOf, syncDriftIssue, upsertStickyComment } from "../../src/action/github.js";
+import {
+  ACTIONS_BOT,
+  createGitHub,
+  DRIFT_LABEL,
+  findStickyComment,
+  listIssueComments,
+  statusOf,
+  syncDriftIssue,
+  writeStickyComment,
+  type IssueRef,
+  type Octokit,
+} from "../../src/action/github.js";
 import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 
 const TOKEN = "ghs_standInToken0123456789";
@@ -20,6 +31,12 @@ beforeEach(() => {
 });
 
 const issue = { owner: "acme", repo: "routes", number: 12 };
+
+/** What a plan run does with the sticky comment: read every comment, find the action's own, edit it or create it. */
+async function upsertStickyComment(octokit: Octokit, where: IssueRef, marker: string, body: string) {
+  const existing = findStickyComment(await listIssueComments(octokit, where), marker, ACTIONS_BOT);
+  return writeStickyComment(octokit, where, existing?.id, body);
+}
 const marker = "<!-- edgeplan:plan stack=prod -->";
 
 describe("sticky comment", () => {
@@ -34,7 +51,15 @@ describe("sticky comment", () => {
     const second = await upsertStickyComment(octokit, issue, marker, `${marker}\nsecond`);
     expect(second).toEqual({ action: "updated", id: first.id });
     const mine = gh.comments.get("acme/routes#12")!.filter((c) => c.body.startsWith(marker));
-    expect(mine).toEqual([{ id: first.id, body: `${marker}\nsecond`, user: { login: "github-actions[bot]", type: "Bot" } }]);
+    expect(mine).toEqual([
+      {
+        id: first.id,
+        body: `${marker}\nsecond`,
+        user: { login: "github-actions[bot]", type: "Bot" },
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        html_url: `https://github.com/acme/routes/pull/12#issuecomment-${first.id}`,
+      },
+    ]);
     expect(gh.calls.map((c) => `${c.method} ${c.path} ${c.query.page ?? "-"}`)).toEqual([
       "GET /repos/acme/routes/issues/12/comments -",
       "GET /repos/acme/routes/issues/12/comments 2",

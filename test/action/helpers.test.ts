@@ -42,6 +42,12 @@ describe("inputs", () => {
       comment: "FALSE",
       "github-token": "t",
       "drift-issue": "true",
+      "on-difference": "apply",
+      wait: "true",
+      "wait-timeout": "50m",
+      "lock-timeout": "30m",
+      "rollouts-only": "true",
+      "comment-author": "edgeplan-bot[bot]",
     });
     expect(readActionInputs()).toEqual({
       command: "apply",
@@ -51,7 +57,13 @@ describe("inputs", () => {
       apiKey: "k",
       prune: true,
       ack: ["traffic-shift", "mass-delete"],
+      onDifference: "apply",
+      wait: true,
+      waitTimeout: "50m",
+      lockTimeout: "30m",
+      rolloutsOnly: true,
       comment: false,
+      commentAuthor: "edgeplan-bot[bot]",
       driftIssue: true,
       githubToken: "t",
     });
@@ -59,13 +71,27 @@ describe("inputs", () => {
 
   it("has defaults for what is left out or blank", () => {
     env({ paths: "  ", comment: "" });
-    expect(readActionInputs()).toEqual({ paths: ["."], prune: false, ack: [], comment: true, driftIssue: false });
+    expect(readActionInputs()).toEqual({
+      paths: ["."],
+      prune: false,
+      ack: [],
+      onDifference: "refuse",
+      wait: false,
+      rolloutsOnly: false,
+      comment: true,
+      commentAuthor: "github-actions[bot]",
+      driftIssue: false,
+    });
     expect(splitList(undefined)).toEqual([]);
   });
 
   it("refuses wrong values with a message naming the input", () => {
     env({ command: "destroy" });
     expect(() => readActionInputs()).toThrow('input command: "destroy" is not a command of the action; use plan or apply (or leave it out)');
+    env({ "on-difference": "ignore" });
+    expect(() => readActionInputs()).toThrow('input on-difference: "ignore" is not a choice; use refuse (the default) or apply');
+    env({ wait: "yes" });
+    expect(() => readActionInputs()).toThrow('input wait: "yes" is not a boolean; use true or false');
     env({ prune: "yes" });
     expect(() => readActionInputs()).toThrow('input prune: "yes" is not a boolean; use true or false');
     env({ "drift-issue": "on" });

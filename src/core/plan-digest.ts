@@ -1,0 +1,66 @@
+/**
+ * The digest of what a plan would change: the record that a pull request's reviewed plan and the plan made when it
+ * merges are the same. Both sides compute it here, from the changes only (never a timestamp, the estimate or the
+ * order a renderer shows), so that the same changes give the same digest on any runner. Pure.
+ */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { canonicalJson, compareText } from "../model/canonical.js";
+import type { Change, Plan } from "../model/plan.js";
+
+/** Hex characters of a change's digest in the record: 64 bits tell two versions of one change apart. */
+const CHANGE_DIGEST_CHARS = 16;
+
+/** What was reviewed: the digest of the whole plan, and one short digest per change address. */
+export interface PlanRecord {
+  digest: string;
+  changes: Record<string, string>;
+}
+
+/** How the plan at merge differs from the reviewed one, by address. */
+export interface PlanDifference {
+  /** Changes the reviewed plan did not show. */
+  added: string[];
+  /** Changes the reviewed plan showed that are gone. */
+  removed: string[];
+  /** Changes on both sides that would now do something else (live changed, or the manifest did). */
+  changed: string[];
+}
+
+/**
+ * What of a change is reviewed: what it does (action, before, after, the request's method and path) and nothing
+ * about when. A rollout step is recorded by its destination (the target digest and the weights it starts from), not
+ * by its step: steps advance on their own schedule between review and merge, and each is the reviewed rollout.
+ */
+function reviewedPart(change: Change): unknown {
+  const common = { address: change.address, action: change.action, method: change.request.method, path: change.request.path };
+  if (change.kind === "weighted_backend" && change.action === "rollout" && change.rollout) {
+    return { ...common, target: change.rollout.target, from: change.rollout.from };
+  }
+  return { ...common, before: change.before, after: change.after };
+}
+
+/** sha256 (hex) of canonical JSON. */
+function hash(value: unknown): string {
+  return bytesToHex(sha256(utf8ToBytes(canonicalJson(value))));
+}
+
+/**
+ * The record of a plan: the same changes (in any order) give the same record; a change that would send another
+ * request, or start from other live values, gives another. The stack is part of the whole digest.
+ */
+export function buildPlanRecord(plan: Plan): PlanRecord {
+  const changes: Record<string, string> = {};
+  for (const change of [...plan.changes].sort((a, b) => compareText(a.address, b.address))) {
+    changes[change.address] = hash(reviewedPart(change)).slice(0, CHANGE_DIGEST_CHARS);
+  }
+  return { digest: hash({ stack: plan.stack, changes }), changes };
+}
+
+/** What differs between the reviewed record and the record of the plan at merge, each list sorted. */
+export function diffPlanRecords(reviewed: PlanRecord, now: PlanRecord): PlanDifference {
+  const added = Object.keys(now.changes).filter((a) => !(a in reviewed.changes));
+  const removed = Object.keys(reviewed.changes).filter((a) => !(a in now.changes));
+  const changed = Object.keys(now.changes).filter((a) => a in reviewed.changes && reviewed.changes[a] !== now.changes[a]);
+  return { added: added.sort(compareText), removed: removed.sort(compareText), changed: changed.sort(compareText) };
+}

@@ -1,0 +1,54 @@
+/** Comment commands and the sticky comment's author: what the action trusts in a pull request's conversation. */
+import { describe, expect, it } from "vitest";
+import { parseCommands } from "../../src/action/acks.js";
+import { findStickyComment, type IssueComment } from "../../src/action/github.js";
+import { renderAcknowledgements, replaceAcknowledgements } from "../../src/render/action.js";
+
+const comment = (id: number, login: string, body: string): IssueComment => ({ id, login, body, createdAt: "2026-11-25T13:04:00Z", url: `u${id}` });
+
+describe("comment commands", () => {
+  it("take known rules and hex digests from lines that start with /edgeplan, nothing else", () => {
+    expect(parseCommands("LGTM\n/edgeplan ack traffic-shift, mass-delete\n/edgeplan ack destroy-all\n/edgeplan accept 6e4e6463abc6")).toEqual({
+      rules: ["traffic-shift", "mass-delete"],
+      digests: ["6e4e6463abc6"],
+    });
+    expect(parseCommands("> /edgeplan ack traffic-shift\nplease /edgeplan ack no-traffic\n/edgeplan accept xyz\n/edgeplan accept 6e4e")).toEqual({ rules: [], digests: [] });
+  });
+});
+
+describe("the sticky comment", () => {
+  const marker = "<!-- edgeplan:plan stack=prod -->";
+  it("is the action's own: a comment of someone else that starts with the marker is never read as the record", () => {
+    const forged = comment(1, "mallory", `${marker}\n<!-- edgeplan:reviewed digest=${"0".repeat(64)} risks= changes= -->`);
+    const own = comment(2, "github-actions[bot]", `${marker}\nplan`);
+    expect(findStickyComment([forged, own], marker, "github-actions[bot]")).toBe(own);
+    expect(findStickyComment([forged], marker, "github-actions[bot]")).toBeUndefined();
+    expect(findStickyComment([forged, own], marker, "edgeplan-app[bot]")).toBeUndefined();
+  });
+
+  it("shows each risk with who acknowledged it, and only that part is rewritten", () => {
+    const section = renderAcknowledgements(
+      ["traffic-shift", "auth-removal"],
+      [{ rule: "traffic-shift", login: "alice", at: "2026-11-25T13:04:00Z", url: "https://c/1" }],
+      ["bob"],
+    );
+    expect(section).toBe(
+      [
+        "<!-- edgeplan:acks -->",
+        "#### Risks to acknowledge",
+        "",
+        "The apply on merge writes nothing until each risk is acknowledged in this pull request by a person who may merge it.",
+        "",
+        "- `traffic-shift`: acknowledged by @alice on 2026-11-25 13:04 UTC ([comment](https://c/1))",
+        "- `auth-removal`: **not acknowledged**. To acknowledge it, comment `/edgeplan ack auth-removal`",
+        "",
+        "Ignored: the commands of @bob, who may not merge this pull request.",
+        "<!-- /edgeplan:acks -->",
+      ].join("\n"),
+    );
+    const body = `${marker}\nrecord\n${renderAcknowledgements(["auth-removal"], [], [])}\n\nplan`;
+    expect(replaceAcknowledgements(body, "NEW")).toBe(`${marker}\nrecord\nNEW\n\nplan`);
+    expect(replaceAcknowledgements("no section", "NEW")).toBeUndefined();
+    expect(renderAcknowledgements([], [], ["bob"])).toBe("");
+  });
+});
