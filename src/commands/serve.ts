@@ -13,8 +13,6 @@ import {
   loadFixturesFile,
   startServer,
   type DrainOptions,
-  type LogFormat,
-  type LogLevel,
   type RunningServer,
   type ServerOptions,
 } from "../server/index.js";
@@ -138,7 +136,9 @@ function operationsOptions(flags: ServeFlags): Partial<ServerOptions> {
   if (flags.logFormat !== undefined) options.logFormat = oneOf("--log-format", flags.logFormat, LOG_FORMATS);
   if (flags.logLevel !== undefined) options.logLevel = oneOf("--log-level", flags.logLevel, LOG_LEVELS);
   if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) {
-    throw new EdgeplanError(`${flags.tlsCert === undefined ? "--tls-key" : "--tls-cert"} needs ${flags.tlsCert === undefined ? "--tls-cert" : "--tls-key"}: give both PEM files, the certificate and its key`);
+    throw new EdgeplanError(
+      `${flags.tlsCert === undefined ? "--tls-key" : "--tls-cert"} needs ${flags.tlsCert === undefined ? "--tls-cert" : "--tls-key"}: give both PEM files, the certificate and its key`,
+    );
   }
   if (flags.tlsCert !== undefined && flags.tlsKey !== undefined) options.tls = { certFile: flags.tlsCert, keyFile: flags.tlsKey };
   return options;

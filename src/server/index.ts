@@ -240,10 +240,9 @@ function readTls(tls: { certFile: string; keyFile: string }): { cert: Buffer; ke
 
 /** A TLS error of node (bad PEM, key and certificate that do not match) as an EdgeplanError naming both files. */
 function tlsError(tls: { certFile: string; keyFile: string }, err: unknown): EdgeplanError {
-  return new EdgeplanError(
-    `cannot use --tls-cert ${tls.certFile} with --tls-key ${tls.keyFile}: ${(err as Error).message}; give a PEM certificate and its private key`,
-    { cause: err },
-  );
+  return new EdgeplanError(`cannot use --tls-cert ${tls.certFile} with --tls-key ${tls.keyFile}: ${(err as Error).message}; give a PEM certificate and its private key`, {
+    cause: err,
+  });
 }
 
 function createApiServer(options: ServerOptions, settings: Settings, store: Store, context: ServerContext, parts: ServerParts): ApiServer {
@@ -373,7 +372,12 @@ function serverParts(options: ServerOptions, store: () => Store | undefined): Se
   const notices = createLogger(options.notice, options.logFormat, options.logLevel);
   const readiness = new Readiness();
   const on = options.metrics === true || options.adminListen !== undefined;
-  const metrics = on ? new ServerMetrics(() => store()?.poolUse?.(), () => readiness.ready) : undefined;
+  const metrics = on
+    ? new ServerMetrics(
+        () => store()?.poolUse?.(),
+        () => readiness.ready,
+      )
+    : undefined;
   return { requests, notices, metrics, ops: { readiness, metrics, logger: requests, closing: () => readiness.draining } };
 }
 

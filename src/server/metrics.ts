@@ -12,6 +12,9 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
 /** Seconds: from a cached GET (well under a millisecond) to the contention budget and beyond. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** prom-client's process metrics that are gauges with a `_total` suffix. */
+const LINT_REFUSED = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
 /** Which limit refused a request with 429. */
 export type Refusal = "rate_limit" | "inflight_limit";
 
@@ -73,6 +76,8 @@ export class ServerMetrics implements StoreObserver {
       });
     }
     collectDefaultMetrics({ register: this.registry });
+    // Gauges named like counters, which promtool's lint refuses; their per-type series (nodejs_active_handles...) stay.
+    for (const name of LINT_REFUSED) this.registry.removeSingleMetric(name);
   }
 
   private poolGauges(poolUse: () => PoolUse | undefined): void {

@@ -23,7 +23,20 @@ import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { rateLimited } from "./faults.js";
 import { rfc3339Seconds, sequencedKsuid } from "./ksuid.js";
 import { migrate, STARTUP_LOCK } from "./pg-schema.js";
-import type { EdgeRecord, FixtureBackendRecord, PageQuery, PoolUse, RateGate, RouteRecord, Store, StoredSaml, StoreObserver, StoreTx, TransactionOptions, WeightedBackendRecord } from "./store.js";
+import type {
+  EdgeRecord,
+  FixtureBackendRecord,
+  PageQuery,
+  PoolUse,
+  RateGate,
+  RouteRecord,
+  Store,
+  StoredSaml,
+  StoreObserver,
+  StoreTx,
+  TransactionOptions,
+  WeightedBackendRecord,
+} from "./store.js";
 import { checkId, edgeFromRow, fixtureBackendType, routeFromRow, routeOfEdge, weightedFromRow, type EdgeRow, type RouteRow, type WeightedRow } from "./store-rows.js";
 
 const WB = "id, created_at, description, metadata, backends";
