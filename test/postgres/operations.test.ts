@@ -11,7 +11,7 @@ import { sample } from "../helpers/metrics.js";
 import { apiClient, freshDatabase, http, spawnServer, startTestServer, type SpawnedServer, type TestServer } from "../helpers/server.js";
 
 const KEY = "ep_test_operations_key";
-const cleanup: (() => Promise<unknown> | void)[] = [];
+const cleanup: (() => unknown)[] = [];
 afterAll(async () => {
   for (const c of cleanup.reverse()) await c();
 });
