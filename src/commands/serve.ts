@@ -19,6 +19,8 @@ import {
 
 /** Default `--drain-delay`: long enough for a load balancer probing every second or two to take the replica out. */
 export const DEFAULT_DRAIN_DELAY_MS = 5_000;
+/** Time the process may take to end by itself once drained, before it exits anyway. */
+const DRAINED_EXIT_GRACE_MS = 500;
 /** Default `--drain-timeout`: the request timeout, so a request accepted in time can finish. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
@@ -246,5 +248,8 @@ export async function serveCommand(flags: ServeFlags, io?: Partial<ServeIo>): Pr
   stopSecond();
   stopHangup();
   requestLog.flush();
+  // A handler whose connection the drain timeout cut may still be waiting (on a fault's delay, on the closed
+  // store): it has nobody to answer, so it does not hold the process past a short grace.
+  if (!io?.stopSignal) setTimeout(() => process.exit(EXIT.ok), DRAINED_EXIT_GRACE_MS).unref();
   return EXIT.ok;
 }
