@@ -240,9 +240,11 @@ function readTls(tls: { certFile: string; keyFile: string }): { cert: Buffer; ke
 
 /** A TLS error of node (bad PEM, key and certificate that do not match) as an EdgeplanError naming both files. */
 function tlsError(tls: { certFile: string; keyFile: string }, err: unknown): EdgeplanError {
-  return new EdgeplanError(`cannot use --tls-cert ${tls.certFile} with --tls-key ${tls.keyFile}: ${(err as Error).message}; give a PEM certificate and its private key`, {
-    cause: err,
-  });
+  // OpenSSL's messages start with a code and a library name (error:05800074:x509 certificate routines::...).
+  const reason = (err as Error).message.replace(/^error:[0-9A-F]+:[^:]*::/, "");
+  const why =
+    reason === "key values mismatch" ? "the key is not the certificate's" : reason === "unsupported" || reason === "no start line" ? `a file is not PEM (${reason})` : reason;
+  return new EdgeplanError(`cannot use --tls-cert ${tls.certFile} with --tls-key ${tls.keyFile}: ${why}; give a PEM certificate and its private key`, { cause: err });
 }
 
 function createApiServer(options: ServerOptions, settings: Settings, store: Store, context: ServerContext, parts: ServerParts): ApiServer {
