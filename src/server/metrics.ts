@@ -108,12 +108,12 @@ export class ServerMetrics implements StoreObserver {
   /** A request has arrived; call the returned function once with its route template and status when it ends. */
   started(method: string): (route: string, status: string) => void {
     this.inflight.inc();
-    const end = performance.now();
+    const arrived = performance.now();
     const m = METHODS.has(method) ? method : "other";
     return (route, status) => {
       this.inflight.dec();
       this.requests.inc({ route, method: m, status });
-      this.latency.observe({ route, method: m }, (performance.now() - end) / 1000);
+      this.latency.observe({ route, method: m }, (performance.now() - arrived) / 1000);
     };
   }
 
