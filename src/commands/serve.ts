@@ -239,8 +239,9 @@ export async function serveCommand(flags: ServeFlags, io?: Partial<ServeIo>): Pr
   const stop = io?.stopSignal ?? waitForSignal();
   const server = await startServer(options);
   const stopHangup = options.tls && !io?.stopSignal ? reloadOnHangup(server) : () => undefined;
-  stdout(`listening on ${server.url}\n`);
+  // The admin line first: whoever waits for "listening on" then has both addresses.
   if (server.adminUrl) stdout(`admin listening on ${server.adminUrl} (/healthz, /readyz, /metrics)\n`);
+  stdout(`listening on ${server.url}\n`);
   const signal = await stop;
   const stopSecond = io?.stopSignal ? () => undefined : exitOnSecondSignal(server, requestLog.flush);
   if (typeof signal === "string") server.logger.write("info", `${signal}: draining`);
