@@ -4,9 +4,11 @@
  * creates and PATCHes loses nothing: every request is answered, none on a draining replica is reset, and what the
  * load was told matches what the database holds. Runs in the `postgres` project only.
  */
+import { createServer } from "node:net";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createDatabase, findPostgresBin, startCluster, type Cluster } from "../../bench/postgres-cluster.js";
+import { STARTUP_LOCK } from "../../src/server/pg-schema.js";
 import { sample } from "../helpers/metrics.js";
 import { apiClient, freshDatabase, http, spawnServer, startTestServer, type SpawnedServer, type TestServer } from "../helpers/server.js";
 
@@ -24,9 +26,42 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15
   }
 }
 
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 const readyStatus = async (url: string): Promise<number> => (await http(url, "GET", "/readyz").catch(() => ({ status: 0 }))).status;
 
 describe("readiness", () => {
+  it("while migrations wait for another replica, the admin address answers /healthz and /readyz says starting", async () => {
+    const db = await freshDatabase();
+    const holder = new pg.Client({ connectionString: db });
+    await holder.connect();
+    cleanup.push(() => holder.end());
+    await holder.query("BEGIN");
+    await holder.query("SELECT pg_advisory_xact_lock($1)", [STARTUP_LOCK]);
+    // The admin address is printed with the API's, once started: give it a port known beforehand.
+    const port = await freePort();
+    const admin = `http://127.0.0.1:${port}`;
+    const starting = spawnServer(["--quiet", "--database", db, "--admin-listen", `127.0.0.1:${port}`], {}, { apiKey: KEY });
+    starting.catch(() => undefined);
+    await until("the admin address answers", async () => (await readyStatus(admin)) !== 0);
+    expect((await http(admin, "GET", "/healthz")).json).toEqual({ status: "ok" });
+    expect((await http(admin, "GET", "/readyz")).json).toEqual({ status: "unavailable", reason: "starting: the store is being opened and migrated" });
+    await holder.query("COMMIT");
+    const s = await starting;
+    cleanup.push(() => s.kill9());
+    expect(s.stdout()).toContain(`admin listening on ${admin} (/healthz, /readyz, /metrics)`);
+    expect((await http(admin, "GET", "/readyz")).json).toEqual({ status: "ready" });
+  });
+
   it("/readyz answers 503 while PostgreSQL is stopped and 200 once it is back; /healthz stays 200", async () => {
     const cluster: Cluster = await startCluster(findPostgresBin() as string);
     cleanup.push(() => cluster.stop());
