@@ -1,6 +1,6 @@
 /**
- * The server in production on PostgreSQL: `/readyz` follows the database (503 while it is stopped, 200 once it is
- * back), and a rolling restart of two replicas (`edgeplan serve` processes on one database) under a steady load of
+ * The server in production on PostgreSQL: `/readyz` says `starting` while migrations wait and follows the database
+ * (503 while it is stopped, 200 once it is back), and a rolling restart of two replicas (`edgeplan serve` processes on one database) under a steady load of
  * creates and PATCHes loses nothing: every request is answered, none on a draining replica is reset, and what the
  * load was told matches what the database holds. Runs in the `postgres` project only.
  */
