@@ -51,7 +51,12 @@ function freePort(): Promise<number> {
 export interface Cluster {
   /** `postgres://postgres@127.0.0.1:PORT/postgres` (trust authentication on loopback). */
   url: string;
+  /** Stops the server and removes its folder. */
   stop(): void;
+  /** Stops the server (fast shutdown: connections are cut), keeping its data, as an outage would. */
+  halt(): void;
+  /** Starts the halted server again on the same port, with the same data. */
+  resume(): void;
 }
 
 /** Starts a cluster; throws with PostgreSQL's own output when it cannot. */
@@ -77,16 +82,18 @@ export async function startCluster(bin: string): Promise<Cluster> {
     }
     rmSync(dir, { recursive: true, force: true });
   };
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB -c deadlock_timeout=100ms`;
+  const start = (): void => asOwner("pg_ctl", ["-D", data, "-o", settings, "-l", join(dir, "log"), "-w", "-t", "60", "start"]);
   try {
     asOwner("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"]);
-    const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB -c deadlock_timeout=100ms`;
-    asOwner("pg_ctl", ["-D", data, "-o", settings, "-l", join(dir, "log"), "-w", "-t", "60", "start"]);
+    start();
   } catch (err) {
     const e = err as { stderr?: Buffer; message: string };
     stop();
     throw new Error(`could not start a PostgreSQL cluster with ${bin}: ${e.stderr?.toString() || e.message}`);
   }
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
+  const halt = (): void => asOwner("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop, halt, resume: start };
 }
 
 /** Creates a new, empty database in the cluster of `adminUrl` (named `prefix` + random hex); returns its URL. */

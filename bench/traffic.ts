@@ -114,6 +114,8 @@ export interface ServeSettings {
   discardLog?: boolean;
   /** `--fixtures`: edges, routes and backends to load. */
   fixtures?: string;
+  /** `--metrics`: the Prometheus metrics counted (and served on the API port). */
+  metrics?: boolean;
 }
 
 export interface BenchServer {
@@ -132,7 +134,9 @@ const READY_TIMEOUT_MS = 20_000;
 
 /** Starts `node dist/cli/edgeplan.js serve` on a free loopback port and resolves once it is listening. */
 export function startBenchServer(cli: string, settings: ServeSettings): Promise<BenchServer> {
-  const args = [cli, "serve", "--port", "0", "--api-key", BENCH_KEY];
+  // No drain delay: nothing probes a benchmark's server, and its stop would wait for it.
+  const args = [cli, "serve", "--port", "0", "--api-key", BENCH_KEY, "--drain-delay", "0"];
+  if (settings.metrics) args.push("--metrics");
   if (settings.dataFile !== undefined) args.push("--data", settings.dataFile);
   if (settings.databaseUrl !== undefined) args.push("--database", settings.databaseUrl);
   if (settings.latencyMs !== undefined) args.push("--latency", String(settings.latencyMs));

@@ -151,6 +151,19 @@ const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flags: "--headers-timeout <duration>", description: "time allowed to receive request headers (milliseconds or e.g. 10s)", default: "10000" },
   { flags: "--request-timeout <duration>", description: "time allowed to receive a whole request (milliseconds or e.g. 30s)", default: "30000" },
   { flags: "--quiet", description: "no request log on stderr", default: false },
+  { flags: "--log-format <format>", description: "format of every log line on stderr, each with its level", choices: ["json", "text"], default: "json" },
+  {
+    flags: "--log-level <level>",
+    description: "least level of the lines written (probes are logged at debug)",
+    choices: ["debug", "info", "warn", "error"],
+    default: "info",
+  },
+  { flags: "--admin-listen <host:port>", description: "also serve /healthz, /readyz and /metrics (plain HTTP, no key) on this address, e.g. 127.0.0.1:9090" },
+  { flags: "--metrics", description: "serve /metrics (Prometheus text, no key) on the API port too", default: false },
+  { flags: "--tls-cert <file>", description: "serve HTTPS with this PEM certificate (chain); with --tls-key; SIGHUP reads both again" },
+  { flags: "--tls-key <file>", description: "the PEM private key of --tls-cert" },
+  { flags: "--drain-delay <duration>", description: "on SIGTERM, /readyz answers 503 at once and new connections are refused after this long (0: at once)", default: "5s" },
+  { flags: "--drain-timeout <duration>", description: "on SIGTERM, time the requests in flight get to be answered before their connections are cut", default: "30s" },
 ];
 
 /** A command that plans: its manifest paths argument, and the common options after its own. */

@@ -141,6 +141,19 @@ export function addressMatches(pattern: string, address: string): boolean {
   return patternRegExp(pattern).test(address);
 }
 
+/**
+ * A listen address `HOST:PORT`: an IPv4 address or a name, or an IPv6 address in brackets (`[::1]:9090`); the port
+ * from 0 (a free one) to 65535.
+ */
+export function parseListenAddress(flag: string, value: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535) {
+    throw new EdgeplanError(`${flag}: expected HOST:PORT, e.g. 127.0.0.1:9090 or [::1]:9090 (port 0 picks a free one), got "${value}"`);
+  }
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
 /** True when `hostname` (as `URL.hostname` gives it) is loopback: 127.0.0.0/8, ::1, or localhost. */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname

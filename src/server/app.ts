@@ -15,6 +15,9 @@ import { CONTENTION_RETRY_AFTER_S, StoreContentionError } from "./contention.js"
 import type { InflightLimiter } from "./faults.js";
 import { HttpError } from "./http-error.js";
 import { randomKsuid } from "./ksuid.js";
+import type { Logger, LogLevel } from "./log.js";
+import type { ServerMetrics } from "./metrics.js";
+import { isOpsPath, serveOps, type OpsOptions } from "./ops.js";
 import { parseJsonBody, readBody, type BodyResult } from "./request.js";
 import { matchRoute, type Method } from "./router.js";
 import type { RateGate, Store } from "./store.js";
@@ -35,8 +38,12 @@ export interface AppOptions {
   draw: () => number;
   rateGate?: RateGate | undefined;
   inflight?: InflightLimiter | undefined;
-  /** Receives one JSON line per request; absent: no request log. */
-  log?: ((line: string) => void) | undefined;
+  /** The request log: one line per request. */
+  logger: Logger;
+  /** Counts every API request (not the operations paths); absent: metrics are off. */
+  metrics?: ServerMetrics | undefined;
+  /** The operations paths served on this port, and whether the server is draining. */
+  ops: OpsOptions;
 }
 
 interface Outcome {
@@ -95,17 +102,33 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? "" : url.slice(q + 1);
+    if (isOpsPath(o.ops, path)) {
+      serveOps(o.ops, req, res, path).catch(() => req.socket.destroy());
+      return;
+    }
+    const counted = o.metrics?.started(method);
     void run(o, req, method, path, query)
       .then((outcome) => {
-        answer(req, res, outcome, operationId);
-        o.log?.(logLine(outcome, method, path, operationId, started));
+        answer(req, res, outcome, operationId, o.ops.closing());
+        if (o.metrics && counted) countOutcome(o.metrics, counted, path, outcome);
+        logRequest(o.logger, outcome, method, path, operationId, started);
       })
       .catch((err: unknown) => {
         // Answering itself failed (the socket broke mid-write): nothing more can be sent on this connection.
         req.socket.destroy();
-        o.log?.(JSON.stringify({ time: new Date().toISOString(), method, path: logPath(path), operation_id: operationId, error: String(err) }));
+        counted?.(matchRoute(path)?.template ?? "unmatched", "failed");
+        o.logger.write("error", "answer failed", { method, path: logPath(path), operation_id: operationId, error: String(err) });
       });
   };
+}
+
+/** Counts a request that ended: by route template (never the path: ids stay out of labels) and status. */
+function countOutcome(metrics: ServerMetrics, counted: (route: string, status: string) => void, path: string, outcome: Outcome): void {
+  const status = outcome.aborted ? "aborted" : outcome.drop ? "dropped" : String(outcome.status);
+  counted(matchRoute(path)?.template ?? "unmatched", status);
+  const code = outcome.error instanceof HttpError ? outcome.error.code : undefined;
+  if (code === "ERR_NGROK_226") metrics.refused("rate_limit");
+  else if (code === "ERR_NGROK_225") metrics.refused("inflight_limit");
 }
 
 /** Every step of one request up to its outcome; errors at any step become the outcome. */
@@ -229,7 +252,7 @@ async function readRequestBody(req: IncomingMessage, method: string, limit: numb
 }
 
 /** Sends the outcome (or destroys the connection when it says to drop). */
-function answer(req: IncomingMessage, res: ServerResponse, outcome: Outcome, operationId: string): void {
+function answer(req: IncomingMessage, res: ServerResponse, outcome: Outcome, operationId: string, draining: boolean): void {
   if (outcome.drop) {
     req.socket.destroy();
     return;
@@ -242,15 +265,20 @@ function answer(req: IncomingMessage, res: ServerResponse, outcome: Outcome, ope
     headers["Content-Type"] = "application/json";
     headers["Content-Length"] = Buffer.byteLength(payload);
   }
-  if (outcome.close) headers.Connection = "close";
+  // While draining, a keep-alive connection is closed after its answer, so that its client reconnects elsewhere.
+  if (outcome.close || draining) headers.Connection = "close";
   res.writeHead(outcome.status, headers);
   res.end(payload);
 }
 
-/** The request's log line: method, path, status, ms, operation id, and why it failed (never the key). */
-function logLine(outcome: Outcome, method: string, path: string, operationId: string, started: number): string {
+/**
+ * The request's log line: method, path, status, ms, operation id, and why it failed (never the key, never a body).
+ * A 500 is an error, another 5xx or a connection cut before the answer a warning, the rest info.
+ */
+function logRequest(logger: Logger, outcome: Outcome, method: string, path: string, operationId: string, started: number): void {
+  const level: LogLevel = outcome.status === 500 ? "error" : outcome.status >= 500 || outcome.drop ? "warn" : "info";
+  if (!logger.enabled(level)) return;
   const line: Record<string, unknown> = {
-    time: new Date().toISOString(),
     method,
     path: logPath(path),
     status: outcome.status,
@@ -266,14 +294,14 @@ function logLine(outcome: Outcome, method: string, path: string, operationId: st
   } else if (outcome.error instanceof HttpError && outcome.error.cause instanceof StoreContentionError) {
     line.error = outcome.error.cause.message;
   }
-  return JSON.stringify(line);
+  logger.write(level, "request", line);
 }
 
 /**
  * The `clientError` listener: a request node could not parse, or whose headers or body came too slowly, gets an
  * error body with an operation id (and a log line) instead of a bare status line.
  */
-export function createClientErrorListener(log: AppOptions["log"]): (err: Error & { code?: string }, socket: Socket) => void {
+export function createClientErrorListener(logger: Logger): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
     if (err.code === "ECONNRESET" || !socket.writable) {
       socket.destroy();
@@ -293,6 +321,6 @@ export function createClientErrorListener(log: AppOptions["log"]): (err: Error &
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${Buffer.byteLength(payload)}\r\nNgrok-Operation-Id: ${operationId}\r\n\r\n${payload}`,
     );
-    log?.(JSON.stringify({ time: new Date().toISOString(), status, operation_id: operationId, error: err.code ?? err.message }));
+    logger.write("info", "request", { status, operation_id: operationId, error: err.code ?? err.message });
   };
 }

@@ -4,6 +4,7 @@
  * give up with `StoreContentionError`, which the pipeline answers as 503 with `Retry-After` (app.ts). A transaction
  * that lost is always rolled back whole, so the request it carried changed nothing and may be sent again.
  */
+import type { StoreObserver, TransactionOutcome } from "./store.js";
 
 /** How long one request may spend losing races before it is refused as contended. */
 export const CONTENTION_BUDGET_MS = 2000;
@@ -38,6 +39,10 @@ export class StoreContentionError extends Error {
 
 export interface ContentionOptions {
   budgetMs?: number;
+  /** Told how the transaction ended and of each race it lost. */
+  observer?: StoreObserver | undefined;
+  /** The short reason of a lost race, for the observer. */
+  raceReason?: (err: unknown) => string;
   /** A number in [0, 1) per draw, for the jitter. */
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -53,16 +58,26 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * nothing behind when it throws (the stores roll back before they rethrow).
  */
 export async function retryLostRaces<T>(attempt: () => Promise<T>, lostRace: (err: unknown) => boolean, options: ContentionOptions = {}): Promise<T> {
-  const { budgetMs = CONTENTION_BUDGET_MS, random = Math.random, sleep = pause, now = () => performance.now() } = options;
+  const { budgetMs = CONTENTION_BUDGET_MS, random = Math.random, sleep = pause, now = () => performance.now(), observer, raceReason } = options;
   const started = now();
+  const ended = (outcome: TransactionOutcome): void => observer?.transaction((now() - started) / 1000, outcome);
   for (let attempts = 1; ; attempts++) {
     try {
-      return await attempt();
+      const result = await attempt();
+      ended("committed");
+      return result;
     } catch (err) {
-      if (!lostRace(err)) throw err;
+      if (!lostRace(err)) {
+        ended("rolled_back");
+        throw err;
+      }
+      observer?.lostRace(raceReason?.(err) ?? "conflict");
       const wait = random() * Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (attempts - 1));
       const elapsed = now() - started;
-      if (elapsed + wait >= budgetMs) throw new StoreContentionError(attempts, elapsed, { cause: err });
+      if (elapsed + wait >= budgetMs) {
+        ended("contended");
+        throw new StoreContentionError(attempts, elapsed, { cause: err });
+      }
       await sleep(wait);
     }
   }

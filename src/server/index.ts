@@ -3,7 +3,9 @@
  * tests run. It listens on node's HTTP stack, keeps its state in SQLite (a file, or memory) or in PostgreSQL (shared
  * by several replicas), and answers every request through the pipeline of app.ts.
  */
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { createServer as createTlsServer, type Server as TlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { EdgeplanError } from "../model/errors.js";
 import { LIMITS } from "../model/wire.js";
@@ -12,6 +14,9 @@ import { accountForKey, KeyRing } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { faultDraws, InflightLimiter } from "./faults.js";
 import { applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
+import { createLogger, type Logger, type LogFormat, type LogLevel } from "./log.js";
+import { ServerMetrics } from "./metrics.js";
+import { createAdminListener, Readiness, type OpsOptions } from "./ops.js";
 import { makeSigningCertificate } from "./saml-certificate.js";
 import { openSqliteStore } from "./sqlite-store.js";
 import type { Store } from "./store.js";
@@ -28,6 +33,7 @@ export {
   type ProvisionNeeds,
 } from "./fixtures.js";
 export { faultDraws } from "./faults.js";
+export { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "./log.js";
 export type { Store, StoreTx, WeightedBackendRecord, EdgeRecord, RouteRecord, FixtureBackendRecord, StoredSaml } from "./store.js";
 
 export const DEFAULT_PORT = 4780;
@@ -75,10 +81,28 @@ export interface ServerOptions {
   headersTimeoutMs?: number;
   /** Time allowed to receive the whole request; default 30 s. */
   requestTimeoutMs?: number;
-  /** Receives one JSON line per request; absent: no request log. */
+  /** Receives one line per request (probes only at level debug); absent: no request log. */
   log?: (line: string) => void;
-  /** Receives the start-up notices: faults that are on, fixtures loaded. */
+  /** Receives the notices: faults that are on, fixtures loaded, the steps of a drain, TLS reloads. */
   notice?: (line: string) => void;
+  /** Format of every log and notice line; default json. */
+  logFormat?: LogFormat;
+  /** Least level of the lines written; default info. */
+  logLevel?: LogLevel;
+  /** Serve `/metrics` on the API port too (it is always served on `adminListen`). */
+  metrics?: boolean;
+  /** A second, plain-HTTP address serving only `/healthz`, `/readyz` and `/metrics`; listening while the store opens. */
+  adminListen?: { host: string; port: number };
+  /** PEM files of the certificate (chain) and key: the API is served over HTTPS; `reloadTls` reads them again. */
+  tls?: { certFile: string; keyFile: string };
+}
+
+/** How a drain goes: see `RunningServer.drain`. */
+export interface DrainOptions {
+  /** Time between `/readyz` turning 503 and the listening socket closing; 0 closes it at once. */
+  delayMs: number;
+  /** Time the requests in flight get once the socket is closed; then their connections are cut. */
+  timeoutMs: number;
 }
 
 export interface RunningServer {
@@ -93,9 +117,25 @@ export interface RunningServer {
   account: string;
   /** What loading the fixtures did, when fixtures were given. */
   fixtures?: FixturesSummary;
-  /** Stops accepting connections, lets requests in flight finish (at most 5 s), then closes the store. */
+  /** `http://HOST:PORT` of the admin address, when `adminListen` was given. */
+  adminUrl?: string;
+  /** The metrics, when they are on (`metrics` or `adminListen`). */
+  metrics?: ServerMetrics;
+  /** The notices' logger (for what the command around the server has to say). */
+  logger: Logger;
+  /**
+   * Drains: `/readyz` answers 503 at once and every answer closes its connection; after `delayMs` the listening
+   * socket closes and idle connections with it; requests in flight get `timeoutMs` to be answered, then their
+   * connections are cut; then the store closes. Resolves when all that is done (the same promise for every call).
+   */
+  drain(options: DrainOptions): Promise<void>;
+  /** A drain without delay and with 5 s for the requests in flight. */
   close(): Promise<void>;
+  /** Reads the TLS certificate and key files again for new connections; throws an EdgeplanError (the old ones kept). */
+  reloadTls(): void;
 }
+
+type ApiServer = Server | TlsServer;
 
 function urlHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
@@ -186,7 +226,28 @@ export async function openStore(options: Pick<ServerOptions, "dataFile" | "datab
   return openPgStore(options.databaseUrl, options.poolSize ?? DEFAULT_POOL_SIZE);
 }
 
-function createHttpServer(options: ServerOptions, settings: Settings, store: Store, context: ServerContext): Server {
+/** The certificate and key of `tls`, read; an EdgeplanError names the file that cannot be read. */
+function readTls(tls: { certFile: string; keyFile: string }): { cert: Buffer; key: Buffer } {
+  const read = (flag: string, file: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new EdgeplanError(`cannot read ${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; give a readable PEM file`, { cause: err });
+    }
+  };
+  return { cert: read("--tls-cert", tls.certFile), key: read("--tls-key", tls.keyFile) };
+}
+
+/** A TLS error of node (bad PEM, key and certificate that do not match) as an EdgeplanError naming both files. */
+function tlsError(tls: { certFile: string; keyFile: string }, err: unknown): EdgeplanError {
+  // OpenSSL's messages start with a code and a library name (error:05800074:x509 certificate routines::...).
+  const reason = (err as Error).message.replace(/^error:[0-9A-F]+:[^:]*::/, "");
+  const why =
+    reason === "key values mismatch" ? "the key is not the certificate's" : reason === "unsupported" || reason === "no start line" ? `a file is not PEM (${reason})` : reason;
+  return new EdgeplanError(`cannot use --tls-cert ${tls.certFile} with --tls-key ${tls.keyFile}: ${why}; give a PEM certificate and its private key`, { cause: err });
+}
+
+function createApiServer(options: ServerOptions, settings: Settings, store: Store, context: ServerContext, parts: ServerParts): ApiServer {
   const listener = createRequestListener({
     context,
     store,
@@ -199,24 +260,34 @@ function createHttpServer(options: ServerOptions, settings: Settings, store: Sto
     draw: faultDraws(options.faultSeed),
     rateGate: options.rateLimit ? store.rateGate(options.rateLimit.count, options.rateLimit.windowMs) : undefined,
     inflight: options.maxInflight ? new InflightLimiter(options.maxInflight) : undefined,
-    log: options.log,
+    logger: parts.requests,
+    metrics: parts.metrics,
+    ops: { ...parts.ops, metrics: options.metrics ? parts.metrics : undefined },
   });
-  const server = createServer(
-    {
-      headersTimeout: settings.headersTimeout,
-      requestTimeout: settings.requestTimeout,
-      // Node checks the two timeouts on this interval (30 s by default): check often enough to honour them.
-      connectionsCheckingInterval: Math.min(1_000, settings.headersTimeout),
-      keepAliveTimeout: 5_000,
-    },
-    listener,
-  );
-  server.on("clientError", createClientErrorListener(options.log));
+  const httpOptions = {
+    headersTimeout: settings.headersTimeout,
+    requestTimeout: settings.requestTimeout,
+    // Node checks the two timeouts on this interval (30 s by default): check often enough to honour them.
+    connectionsCheckingInterval: Math.min(1_000, settings.headersTimeout),
+    keepAliveTimeout: 5_000,
+  };
+  let server: ApiServer;
+  if (options.tls) {
+    try {
+      server = createTlsServer({ ...httpOptions, ...readTls(options.tls) }, listener);
+    } catch (err) {
+      if (err instanceof EdgeplanError) throw err;
+      throw tlsError(options.tls, err);
+    }
+  } else {
+    server = createServer(httpOptions, listener);
+  }
+  server.on("clientError", createClientErrorListener(parts.requests));
   return server;
 }
 
 /** Listens; resolves with the bound port, or throws an EdgeplanError saying why not. */
-async function listen(server: Server, host: string, port: number): Promise<number> {
+async function listen(server: ApiServer, host: string, port: number, flag = "--port"): Promise<number> {
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -227,64 +298,153 @@ async function listen(server: Server, host: string, port: number): Promise<numbe
     });
   } catch (err) {
     const code = (err as { code?: string }).code;
-    const why = code === "EADDRINUSE" ? "the address is in use; pick another --port (0 picks a free one)" : (err as Error).message;
+    const why = code === "EADDRINUSE" ? `the address is in use; pick another ${flag} (0 picks a free one)` : (err as Error).message;
     throw new EdgeplanError(`cannot listen on ${urlHost(host)}:${port}: ${why}`, { cause: err });
   }
   return (server.address() as AddressInfo).port;
 }
 
-function announce(options: ServerOptions, store: Store, fixtures: FixturesSummary | undefined): void {
-  if (!options.notice) return;
+function announce(options: ServerOptions, notices: Logger, store: Store, fixtures: FixturesSummary | undefined): void {
   if (store.kind === "postgres")
-    options.notice(
+    notices.write(
+      "info",
       `store: PostgreSQL (${options.poolSize ?? DEFAULT_POOL_SIZE} connections); --rate-limit is shared by every replica of the database, --max-inflight counts per replica`,
     );
-  for (const n of faultNotices(options)) options.notice(n);
+  for (const n of faultNotices(options)) notices.write(n.startsWith("fault on:") ? "warn" : "info", n);
   if (fixtures) {
     const s = fixtures;
-    options.notice(
+    notices.write(
+      "info",
       `fixtures: ${s.edges} edges, ${s.routes} routes, ${s.backends} backends in the first key's account (${s.created} created now, ${s.edges + s.routes + s.backends - s.created} already there)`,
     );
   }
 }
 
-/** Stops accepting connections, lets requests in flight finish (at most 5 s), then closes the store. */
-function closer(server: Server, store: Store): () => Promise<void> {
-  let closing: Promise<void> | undefined;
-  return () => {
-    closing ??= new Promise<void>((resolve) => {
-      const force = setTimeout(() => server.closeAllConnections(), 5_000);
-      server.close(() => {
-        clearTimeout(force);
-        resolve(store.close());
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Closes `server` once its connections end, cutting those still open after `timeoutMs`; resolves with the number cut. */
+function closeServer(server: ApiServer, timeoutMs: number): Promise<number> {
+  return new Promise((resolve) => {
+    let cut = 0;
+    const force = setTimeout(() => {
+      server.getConnections((_, n) => {
+        cut = n ?? 0;
+        server.closeAllConnections();
       });
-      server.closeIdleConnections();
+    }, timeoutMs);
+    server.close(() => {
+      clearTimeout(force);
+      resolve(cut);
     });
-    return closing;
+    server.closeIdleConnections();
+  });
+}
+
+/** The `drain` of a running server (see `RunningServer.drain`): the first call's promise, for every call. */
+function drainer(api: ApiServer, admin: ApiServer | undefined, store: Store, parts: ServerParts): (o: DrainOptions) => Promise<void> {
+  let draining: Promise<void> | undefined;
+  return (o) => {
+    draining ??= (async () => {
+      parts.ops.readiness.drain();
+      if (o.delayMs > 0) {
+        parts.notices.write("info", `draining: /readyz answers 503; new connections are accepted for ${o.delayMs} ms more, then refused`);
+        await pause(o.delayMs);
+      }
+      parts.notices.write("info", `draining: no new connections; the requests in flight have ${o.timeoutMs} ms to be answered`);
+      const cut = await closeServer(api, o.timeoutMs);
+      if (cut > 0) parts.notices.write("warn", `draining: ${cut} connections still busy after ${o.timeoutMs} ms were cut`);
+      await store.close();
+      if (admin) await closeServer(admin, 0);
+      parts.notices.write("info", "drained: the store is closed");
+    })();
+    return draining;
   };
+}
+
+/** What every part of a server shares: its loggers, its readiness, its metrics. */
+interface ServerParts {
+  requests: Logger;
+  notices: Logger;
+  metrics: ServerMetrics | undefined;
+  ops: OpsOptions;
+}
+
+function serverParts(options: ServerOptions, store: () => Store | undefined): ServerParts {
+  const requests = createLogger(options.log, options.logFormat, options.logLevel);
+  const notices = createLogger(options.notice, options.logFormat, options.logLevel);
+  const readiness = new Readiness();
+  const on = options.metrics === true || options.adminListen !== undefined;
+  const metrics = on
+    ? new ServerMetrics(
+        () => store()?.poolUse?.(),
+        () => readiness.ready,
+      )
+    : undefined;
+  return { requests, notices, metrics, ops: { readiness, metrics, logger: requests, closing: () => readiness.draining } };
+}
+
+/** The admin server, listening; undefined without `adminListen`. */
+async function startAdmin(options: ServerOptions, parts: ServerParts): Promise<{ server: Server; url: string } | undefined> {
+  if (!options.adminListen) return undefined;
+  const { host, port } = options.adminListen;
+  const server = createServer({ keepAliveTimeout: 5_000 }, createAdminListener(parts.ops));
+  const bound = await listen(server, host, port, "--admin-listen port");
+  return { server, url: `http://${urlHost(host)}:${bound}` };
 }
 
 /**
  * Opens the store (migrating it), loads the fixtures, and listens. Resolves once the server accepts connections.
- * Throws an EdgeplanError (with the store closed again) when there is no API key, the options conflict, the
- * store cannot be opened, the fixtures are invalid, or the address cannot be bound.
+ * With `adminListen`, the admin address listens first, so `/healthz` answers (and `/readyz` says "starting") while
+ * the store opens. Throws an EdgeplanError (with the store closed again) when there is no API key, the options
+ * conflict, the store cannot be opened, the fixtures or the TLS files are invalid, or an address cannot be bound.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const settings = checkOptions(options);
-  const store = await openStore(options);
+  let store: Store | undefined;
+  const parts = serverParts(options, () => store);
+  const admin = await startAdmin(options, parts);
   try {
+    store = await openStore(options);
+    store.observer = parts.metrics;
     const fixtures = settings.fixtures ? await applyFixtures(store, settings.account, settings.fixtures) : undefined;
     const context: ServerContext = { baseUrl: "", spBase: settings.spBase, makeSigningCertificate: (entityId) => makeSigningCertificate(entityId) };
-    const server = createHttpServer(options, settings, store, context);
+    const server = createApiServer(options, settings, store, context, parts);
     const port = await listen(server, settings.host, settings.port);
-    const url = `http://${urlHost(settings.host)}:${port}`;
+    const url = `${options.tls ? "https" : "http"}://${urlHost(settings.host)}:${port}`;
     context.baseUrl = settings.publicUrl ?? url;
-    announce(options, store, fixtures);
-    const running: RunningServer = { url, port, host: settings.host, baseUrl: context.baseUrl, store, account: settings.account, close: closer(server, store) };
+    announce(options, parts.notices, store, fixtures);
+    parts.ops.readiness.started(store);
+    const drain = drainer(server, admin?.server, store, parts);
+    const running: RunningServer = {
+      url,
+      port,
+      host: settings.host,
+      baseUrl: context.baseUrl,
+      store,
+      account: settings.account,
+      logger: parts.notices,
+      drain,
+      close: () => drain({ delayMs: 0, timeoutMs: 5_000 }),
+      reloadTls: () => reloadTls(server, options),
+    };
     if (fixtures) running.fixtures = fixtures;
+    if (admin) running.adminUrl = admin.url;
+    if (parts.metrics) running.metrics = parts.metrics;
     return running;
   } catch (err) {
-    await store.close();
+    await store?.close();
+    if (admin) await closeServer(admin.server, 0);
     throw err;
+  }
+}
+
+/** New connections get the certificate and key the files hold now; on any error the old ones stay. */
+function reloadTls(server: ApiServer, options: ServerOptions): void {
+  if (!options.tls || !("setSecureContext" in server)) throw new EdgeplanError("the server does not use TLS: give --tls-cert and --tls-key");
+  const files = readTls(options.tls);
+  try {
+    server.setSecureContext(files);
+  } catch (err) {
+    throw tlsError(options.tls, err);
   }
 }

@@ -28,10 +28,12 @@ import type {
   EdgeRecord,
   FixtureBackendRecord,
   PageQuery,
+  PoolUse,
   RateGate,
   RouteRecord,
   Store,
   StoredSaml,
+  StoreObserver,
   StoreTx,
   TransactionOptions,
   WeightedBackendRecord,
@@ -133,6 +135,12 @@ const IN_TRANSACTION: ReadonlySet<Statement> = new Set<Statement>([
 /** Serialization failure, deadlock, a lock not granted in time: the transaction lost a race and may simply run again. */
 const LOST_RACE = new Set(["40001", "40P01", "55P03"]);
 
+const RACE_REASONS: Record<string, string> = { "40001": "serialization_failure", "40P01": "deadlock", "55P03": "lock_not_available" };
+
+function raceReason(err: unknown): string {
+  return err instanceof TransactionConflict ? "graph_lock" : (RACE_REASONS[(err as { code?: string }).code ?? ""] ?? "conflict");
+}
+
 function lostRace(err: unknown): boolean {
   return err instanceof TransactionConflict || LOST_RACE.has((err as { code?: string }).code ?? "");
 }
@@ -170,13 +178,17 @@ export async function openPgStore(url: string, poolSize: number): Promise<PgStor
       cause: err,
     });
   }
-  return new PgStore(pool);
+  return new PgStore(pool, poolSize);
 }
 
 export class PgStore implements Store {
   readonly kind = "postgres";
+  observer: StoreObserver | undefined;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly poolSize: number,
+  ) {}
 
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const client = await this.pool.connect();
@@ -195,7 +207,7 @@ export class PgStore implements Store {
     };
     try {
       // A connection whose rollback failed is in an unknown state: its transaction is not run again on it.
-      return await retryLostRaces(attempt, (err) => !broken && lostRace(err));
+      return await retryLostRaces(attempt, (err) => !broken && lostRace(err), { observer: this.observer, raceReason });
     } finally {
       client.release(broken);
     }
@@ -213,6 +225,26 @@ export class PgStore implements Store {
         if (row && !row.admitted) throw rateLimited(count, windowMs, row.oldest + windowMs - row.now);
       },
     };
+  }
+
+  /**
+   * `SELECT 1` on a pooled connection, given up after `timeoutMs` (the query then ends on its own; a pool of
+   * connections to a database that is gone fails fast, with the driver's error).
+   */
+  async ping(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`PostgreSQL did not answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.pool.query("SELECT 1"), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  poolUse(): PoolUse {
+    return { max: this.poolSize, total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
   }
 
   close(): Promise<void> {

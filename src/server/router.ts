@@ -15,12 +15,15 @@ interface Pattern {
   segments: string[];
   methods: Partial<Record<Method, Handler>>;
   allow: string;
+  template: string;
 }
 
 export interface RouteMatch {
   methods: Partial<Record<Method, Handler>>;
   /** The `Allow` header of this path. */
   allow: string;
+  /** The path with its ids as placeholders (`/backends/weighted/{id}`): what metrics label a request with. */
+  template: string;
   /** Captured ids and the prefix each must have. */
   params: string[];
   prefixes: string[];
@@ -28,8 +31,13 @@ export interface RouteMatch {
 
 const ROUTE = `edges/https/:${ID_PREFIX.edge}/routes/:${ID_PREFIX.route}`;
 
+/** The placeholder of each captured id in a route template. */
+const PLACEHOLDERS: Record<string, string> = { [ID_PREFIX.edge]: "{edge_id}", [ID_PREFIX.route]: "{route_id}" };
+
 function pattern(path: string, methods: Partial<Record<Method, Handler>>): Pattern {
-  return { segments: path.split("/"), methods, allow: Object.keys(methods).join(", ") };
+  const segments = path.split("/");
+  const template = `/${segments.map((s) => (s.startsWith(":") ? (PLACEHOLDERS[s.slice(1)] ?? "{id}") : s)).join("/")}`;
+  return { segments, methods, allow: Object.keys(methods).join(", "), template };
 }
 
 const PATTERNS: Pattern[] = [
@@ -74,7 +82,7 @@ export function matchRoute(path: string): RouteMatch | undefined {
         continue next;
       }
     }
-    return { methods: p.methods, allow: p.allow, params, prefixes };
+    return { methods: p.methods, allow: p.allow, template: p.template, params, prefixes };
   }
   return undefined;
 }

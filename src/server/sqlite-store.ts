@@ -14,7 +14,7 @@ import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type Fix
 import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { RateLimiter } from "./faults.js";
 import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
-import type { ChildBackendFields, EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreTx, WeightedBackendRecord } from "./store.js";
+import type { ChildBackendFields, EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreObserver, StoreTx, WeightedBackendRecord } from "./store.js";
 import {
   checkId,
   edgeFromRow,
@@ -87,6 +87,7 @@ export function openSqliteStore(file?: string): SqliteStore {
 
 export class SqliteStore implements Store, StoreTx {
   readonly kind = "sqlite";
+  observer: StoreObserver | undefined;
   private readonly ids: MonotonicKsuid;
   private readonly s;
   /** The end of the queue of transactions: each one starts when the one before has ended. */
@@ -129,7 +130,11 @@ export class SqliteStore implements Store, StoreTx {
     };
     // The file's write lock held by another program (SQLite answers at once when a reading transaction cannot start
     // writing, else after busy_timeout) is a race this transaction lost, like a deadlock on PostgreSQL.
-    const run = (): Promise<T> => retryLostRaces(attempt, (err) => err instanceof TransactionConflict || /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? ""));
+    const run = (): Promise<T> =>
+      retryLostRaces(attempt, (err) => err instanceof TransactionConflict || /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? ""), {
+        observer: this.observer,
+        raceReason: (err) => (err instanceof TransactionConflict ? "graph_lock" : "database_busy"),
+      });
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -313,6 +318,16 @@ export class SqliteStore implements Store, StoreTx {
     this.s.fixtureKeySet.run(account, key, id);
   }
 
+  /** A query outside the transaction queue: better-sqlite3 answers at once, or throws (file gone, closed). */
+  ping(): Promise<void> {
+    try {
+      this.s.ping.get();
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
   close(): Promise<void> {
     if (this.db.open) this.db.close();
     return Promise.resolve();
@@ -322,6 +337,7 @@ export class SqliteStore implements Store, StoreTx {
 /** Every statement of the store, prepared once. */
 function prepare(db: Database.Database) {
   return {
+    ping: db.prepare<[], { one: number }>("SELECT 1 AS one"),
     metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
     metaSet: db.prepare<[string, string]>("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
     wbGet: db.prepare<[string, string], WeightedRow>("SELECT id, created_at, description, metadata, backends FROM weighted_backends WHERE account = ? AND id = ?"),

@@ -151,9 +151,37 @@ export interface TransactionOptions {
   startup?: boolean;
 }
 
+/** How a transaction ended: committed, rolled back (the handler threw), or given up after losing races. */
+export type TransactionOutcome = "committed" | "rolled_back" | "contended";
+
+/** Told of every transaction and of every race one lost (the metrics of metrics.ts). */
+export interface StoreObserver {
+  /** A transaction ended after `seconds`, its runs again included. */
+  transaction(seconds: number, outcome: TransactionOutcome): void;
+  /** A transaction lost a race and runs again; `reason` is a short word (deadlock, database_busy...). */
+  lostRace(reason: string): void;
+}
+
+/** The connections of a store's pool. */
+export interface PoolUse {
+  max: number;
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
 export interface Store {
   /** `sqlite` or `postgres`, for notices and tests; handlers never look at it. */
   readonly kind: "sqlite" | "postgres";
+  /** Told of every transaction from now on; absent: nobody is. */
+  observer?: StoreObserver | undefined;
+  /**
+   * Resolves when the store answers a trivial query within `timeoutMs`; rejects with an Error saying why not (no
+   * password in it). Runs outside any transaction queue, so a busy store still answers it when it can.
+   */
+  ping(timeoutMs: number): Promise<void>;
+  /** The use of the store's connection pool, when it has one (PostgreSQL). */
+  poolUse?(): PoolUse;
   /**
    * Runs `fn` in one transaction: all its writes are committed (durably) together before the promise resolves,
    * or none when it throws. `fn` may run again, rolled back first, when the transaction lost a race (a deadlock, a

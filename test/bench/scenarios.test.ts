@@ -139,7 +139,7 @@ describe("bench scenarios at a tiny size", () => {
     expectTimes(r, ["wall_ms"]);
   }, 60_000);
 
-  it("server: answers every GET and PATCH under load", async () => {
+  it("server: answers every GET and PATCH under load, without and with metrics", async () => {
     const r = await measureServerLoad({ objects: 20, connections: 4, phaseMs: 200 });
     expect(r.errors).toBe(0);
     expect(r.get_per_s as number).toBeGreaterThan(0);
@@ -147,6 +147,10 @@ describe("bench scenarios at a tiny size", () => {
     expectTimes(r, ["get_p50_ms", "get_p99_ms", "patch_p50_ms", "patch_p99_ms"]);
     expect(r.get_p99_ms as number).toBeGreaterThanOrEqual(r.get_p50_ms as number);
     expect(r.rss_mb as number).toBeGreaterThan(0);
+    expect(r.metrics_get_per_s as number).toBeGreaterThan(0);
+    expect(r.metrics_patch_per_s as number).toBeGreaterThan(0);
+    expect(r.metrics_vs_none_gets).toBe(Math.round(((r.metrics_get_per_s as number) / (r.get_per_s as number)) * 100) / 100);
+    expect(r.metrics_vs_none_patches).toBe(Math.round(((r.metrics_patch_per_s as number) / (r.patch_per_s as number)) * 100) / 100);
   }, 60_000);
 
   // Needs PostgreSQL, like the `postgres` test project (skipped with its notice when it is not installed).

@@ -65,13 +65,16 @@ export interface SpawnOptions {
 }
 
 /**
- * Runs `node dist/cli/edgeplan.js serve --port 0 --api-key <key> ...args`, waits for `listening on http://HOST:PORT`
+ * Runs `node dist/cli/edgeplan.js serve --port 0 --api-key <key> --drain-delay 0 ...args` (without `--drain-delay 0`
+ * when `args` give one), waits for `listening on http(s)://HOST:PORT`
  * on stdout, and returns the handle. Rejects with the server's stderr when it exits first or is not ready in
  * time. Needs `npm run build` (npm test runs it first).
  */
 export function spawnServer(args: string[] = [], env: Record<string, string> = {}, options: SpawnOptions = {}): Promise<SpawnedServer> {
   const apiKey = options.apiKey ?? randomKey();
-  const argv = [CLI, "serve", "--port", "0", ...(options.noKey ? [] : ["--api-key", apiKey]), ...args];
+  // No drain delay unless a test asks for one: nothing probes these servers, and every stop would wait for it.
+  const drain = args.includes("--drain-delay") ? [] : ["--drain-delay", "0"];
+  const argv = [CLI, "serve", "--port", "0", ...(options.noKey ? [] : ["--api-key", apiKey]), ...drain, ...args];
   const proc = spawn(process.execPath, argv, {
     cwd: REPO_ROOT,
     env: { ...process.env, EDGEPLAN_SERVE_API_KEYS: "", ...env },
@@ -104,7 +107,7 @@ export function spawnServer(args: string[] = [], env: Record<string, string> = {
       reject(new Error(`the server did not print "listening on" within ${options.timeoutMs ?? 20_000} ms; stderr:\n${err}`));
     }, options.timeoutMs ?? 20_000);
     const onData = (): void => {
-      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+      const m = /^listening on (https?:\/\/\S+)$/m.exec(out);
       if (m) {
         clearTimeout(timer);
         proc.stdout?.off("data", onData);

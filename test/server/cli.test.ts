@@ -99,8 +99,15 @@ describe("start and stop", () => {
   });
 });
 
+/** What a server stopped by SIGTERM with --drain-delay 0 and nothing in flight says, at which level. */
+const DRAIN_LINES = [
+  ["info", "SIGTERM: draining"],
+  ["info", "draining: no new connections; the requests in flight have 30000 ms to be answered"],
+  ["info", "drained: the store is closed"],
+];
+
 describe("logs and notices", () => {
-  it("writes one JSON line per request on stderr, never the key; --quiet turns them off", async () => {
+  it("writes one JSON line per request on stderr, with its level, never the key; --quiet turns them off", async () => {
     const s = await spawn();
     const api = apiClient(s.url, s.apiKey);
     await api.get("/backends/weighted?limit=5&before_id=secret-looking-value");
@@ -112,15 +119,17 @@ describe("logs and notices", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.map((l) => [l.method, l.path, l.status])).toEqual([
-      ["GET", "/backends/weighted", 200],
-      ["POST", "/backends/weighted", 201],
-      ["GET", "/backends/weighted", 401],
+    const requests = lines.filter((l) => l.msg === "request");
+    expect(requests.map((l) => [l.level, l.method, l.path, l.status])).toEqual([
+      ["info", "GET", "/backends/weighted", 200],
+      ["info", "POST", "/backends/weighted", 201],
+      ["info", "GET", "/backends/weighted", 401],
     ]);
-    for (const l of lines) {
+    for (const l of requests) {
       expect(l.operation_id).toMatch(/^op_[0-9A-Za-z]{27}$/);
       expect(typeof l.ms).toBe("number");
     }
+    expect(lines.filter((l) => l.msg !== "request").map((l) => [l.level, l.msg])).toEqual(DRAIN_LINES);
     expect(s.stderr()).not.toContain(s.apiKey);
     expect(s.stderr()).not.toContain("wrong-key-value");
     expect(s.stderr()).not.toContain("secret-looking-value");
@@ -128,7 +137,13 @@ describe("logs and notices", () => {
     const quiet = await spawn(["--quiet"]);
     await apiClient(quiet.url, quiet.apiKey).get("/backends/weighted");
     expect(await quiet.stop()).toBe(0);
-    expect(quiet.stderr()).toBe("");
+    expect(
+      quiet
+        .stderr()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).msg),
+    ).toEqual(DRAIN_LINES.map(([, msg]) => msg));
   });
 
   it("announces every fault that is on", async () => {
@@ -147,13 +162,18 @@ describe("logs and notices", () => {
       "--max-inflight",
       "8",
     ]);
-    expect(s.stderr().trim().split("\n")).toEqual([
-      "fault on: every request is delayed 1-2 ms (--latency)",
-      "fault on: 25% of requests are answered 503 before anything is done (--fail-rate)",
-      "fault on: 50% of successful writes are committed, then their connection is cut before the answer (--drop-rate)",
-      "faults are drawn from seed 7: the same requests in the same order meet the same faults (--fault-seed)",
-      "limit on: 120 requests per 60000 ms per API key, else 429 (--rate-limit)",
-      "limit on: 8 requests in flight per API key, else 429 (--max-inflight)",
+    const lines = s
+      .stderr()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { level: string; msg: string });
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      ["warn", "fault on: every request is delayed 1-2 ms (--latency)"],
+      ["warn", "fault on: 25% of requests are answered 503 before anything is done (--fail-rate)"],
+      ["warn", "fault on: 50% of successful writes are committed, then their connection is cut before the answer (--drop-rate)"],
+      ["info", "faults are drawn from seed 7: the same requests in the same order meet the same faults (--fault-seed)"],
+      ["info", "limit on: 120 requests per 60000 ms per API key, else 429 (--rate-limit)"],
+      ["info", "limit on: 8 requests in flight per API key, else 429 (--max-inflight)"],
     ]);
     expect(await s.stop()).toBe(0);
   });

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { retryLostRaces, StoreContentionError } from "../../src/server/contention.js";
-import { apiClient, startTestServer, TEST_STORE } from "../helpers/server.js";
+import { sample } from "../helpers/metrics.js";
+import { apiClient, http, startTestServer, TEST_STORE } from "../helpers/server.js";
 
 class Lost extends Error {
   code = "40P01";
@@ -67,6 +68,28 @@ describe("retryLostRaces", () => {
     expect(Math.max(...clock.waits)).toBeLessThan(100);
   });
 
+  it("tells its observer of each lost race, by reason, and how the transaction ended", async () => {
+    const told: string[] = [];
+    const observer = { lostRace: (reason: string) => told.push(reason), transaction: (seconds: number, outcome: string) => told.push(`${outcome} after ${seconds} s`) };
+    let attempts = 0;
+    const attempt = async (): Promise<string> => {
+      if (++attempts < 3) throw new Lost("deadlock detected");
+      return "done";
+    };
+    await retryLostRaces(attempt, (err) => err instanceof Lost, { ...virtualClock(), random: () => 0.5, observer, raceReason: () => "deadlock" });
+    expect(told).toEqual(["deadlock", "deadlock", "committed after 0.0075 s"]);
+    told.length = 0;
+    const refused = retryLostRaces(
+      async () => {
+        throw new Error("invalid");
+      },
+      (err) => err instanceof Lost,
+      { observer },
+    );
+    await expect(refused).rejects.toThrow("invalid");
+    expect(told).toEqual([expect.stringMatching(/^rolled_back after [\d.e-]+ s$/)]);
+  });
+
   it("rethrows any other error at once, without running the attempt again", async () => {
     let attempts = 0;
     const boom = new Error("syntax error");
@@ -86,7 +109,7 @@ describe("retryLostRaces", () => {
 describe.skipIf(TEST_STORE === "postgres")("a store that stays contended past the budget", () => {
   it("answers 503 ERR_NGROK_503 with Retry-After: 1, logs why, and the write changed nothing", async () => {
     const dir = mkdtempSync(join(tmpdir(), "edgeplan-contention-"));
-    const s = await startTestServer({ dataFile: join(dir, "store.db") });
+    const s = await startTestServer({ dataFile: join(dir, "store.db"), metrics: true });
     const other = new Database(join(dir, "store.db"));
     try {
       const api = apiClient(s.url, s.apiKey);
@@ -105,6 +128,11 @@ describe.skipIf(TEST_STORE === "postgres")("a store that stays contended past th
       const line = s.logLines.find((l) => l.operation_id === refused.headers["ngrok-operation-id"]);
       expect(line?.status).toBe(503);
       expect(line?.error).toMatch(/^the transaction lost \d+ races? with concurrent ones in \d+ ms \(last: database is locked\)$/);
+      const lost = Number(/lost (\d+) race/.exec(line?.error as string)?.[1]);
+      const metrics = (await http(s.url, "GET", "/metrics")).text;
+      expect(sample(metrics, "edgeplan_store_lost_races_total", { reason: "database_busy" })).toBe(lost);
+      expect(sample(metrics, "edgeplan_store_transaction_duration_seconds_count", { outcome: "contended" })).toBe(1);
+      expect(sample(metrics, "edgeplan_http_requests_total", { route: "/backends/weighted/{id}", method: "PATCH", status: "503" })).toBe(1);
       expect((await api.get(`/backends/weighted/${id}`)).json.description).toBe("before");
       expect((await api.patch(`/backends/weighted/${id}`, { backends: {}, description: "after" })).status).toBe(200);
       expect((await api.get(`/backends/weighted/${id}`)).json.description).toBe("after");
