@@ -57,7 +57,7 @@ function addOptions(cmd: Command, table: readonly OptionSpec[]): Command {
 /** `--config`: every command that reads the project file takes it. */
 const CONFIG_OPTION: OptionSpec = { flags: "--config <file>", description: "project file to read instead of ./edgeplan.yaml" };
 
-/** Options of every command that talks to the API (README, "Commands and exit codes"). */
+/** Options of every command that talks to the API (docs/cli.md, "Commands"). */
 const COMMON_OPTIONS: readonly OptionSpec[] = [
   CONFIG_OPTION,
   { flags: "--api-url <url>", description: "API base URL", env: "EDGEPLAN_API_URL" },

@@ -30,7 +30,7 @@ export type InputName = (typeof INPUT_NAMES)[number];
 export const OUTPUT_NAMES = ["has-changes", "exitcode", "plan-file", "summary"] as const;
 export type OutputName = (typeof OUTPUT_NAMES)[number];
 
-/** The risk rules an apply may acknowledge (README, "Plan and apply"). */
+/** The risk rules an apply may acknowledge (docs/cli.md, "Plan and apply"). */
 export const ACK_RULES = ["auth-removal", "traffic-shift", "no-traffic", "mass-delete"] as const;
 
 export interface ActionInputs {

@@ -58,7 +58,7 @@ export interface ApplyRunOptions {
 
 /** What plan and apply return to the action. */
 export interface RunResult {
-  /** The CLI's exit code (README, "Commands and exit codes"). */
+  /** The CLI's exit code (docs/cli.md, "Commands"). */
   exitCode: number;
   /** Manifest problems, with file, line and column. */
   diagnostics: Diagnostic[];

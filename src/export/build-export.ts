@@ -1,6 +1,6 @@
 /**
  * `buildExport`: live objects to the manifest files `edgeplan export` writes, so that `plan` on them right after
- * shows no change but adoptions (README, "Plan and apply"). Owned weighted backends keep their marker's name;
+ * shows no change but adoptions (docs/cli.md, "Plan and apply"). Owned weighted backends keep their marker's name;
  * others get a name from their description (or id) and `id:` pinned; children that are exported are written by
  * name. Routes get an EdgeRoute document with every client-settable field of each module that is set, the SAML
  * IdP metadata in a file of its own. What cannot be written faithfully is skipped with the reason. Pure.

@@ -1,5 +1,5 @@
 /**
- * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (README, "Commands and exit codes") and a
+ * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (docs/cli.md, "Commands") and a
  * message that says where, what, and what to do. One top-level handler in the CLI prints them.
  */
 import type { RiskRule } from "./plan.js";

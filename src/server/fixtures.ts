@@ -1,5 +1,5 @@
 /**
- * The fixtures file of `edgeplan serve --fixtures FILE` (README, "Fixtures"): HTTPS edges with their routes,
+ * The fixtures file of `edgeplan serve --fixtures FILE` (docs/server.md, "Fixtures"): HTTPS edges with their routes,
  * and non-weighted backends, which the API itself cannot create.
  *
  * ```yaml
