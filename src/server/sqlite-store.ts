@@ -14,7 +14,19 @@ import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type Fix
 import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { RateLimiter } from "./faults.js";
 import { MonotonicKsuid, rfc3339Seconds } from "./ksuid.js";
-import type { ChildBackendFields, EdgeRecord, FixtureBackendRecord, PageQuery, RateGate, RouteRecord, Store, StoredSaml, StoreObserver, StoreTx, WeightedBackendRecord } from "./store.js";
+import type {
+  ChildBackendFields,
+  EdgeRecord,
+  FixtureBackendRecord,
+  PageQuery,
+  RateGate,
+  RouteRecord,
+  Store,
+  StoredSaml,
+  StoreObserver,
+  StoreTx,
+  WeightedBackendRecord,
+} from "./store.js";
 import {
   checkId,
   edgeFromRow,
