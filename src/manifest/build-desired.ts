@@ -263,7 +263,8 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
     out.warning(doc.src.pos, `edge route ${v.edge}/${v.route} manages no module; add saml or circuit_breaker (settings, or absent to delete one), or remove this manifest`);
   }
   const ignored = ignoreChanges.length > 0 ? { ignoreChanges } : {};
-  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos };
+  const guarded = v.protect === true ? { protect: true as const } : {};
+  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, ...guarded, source: doc.src.pos };
 }
 
 type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };

@@ -100,6 +100,8 @@ export interface DesiredEdgeRoute {
   circuit_breaker: ModuleIntent<CircuitBreakerSettings>;
   /** `ignore_changes`: module fields (`saml.FIELD`, `circuit_breaker.FIELD`) never updated once set. */
   ignoreChanges?: string[];
+  /** `protect: true`: the route's managed modules are recorded protected, never pruned once their blocks go. */
+  protect?: true;
   source: SourcePos;
 }
 
@@ -134,4 +136,9 @@ export interface LiveState {
   weightedBackends: LiveWeightedBackend[];
   /** Only the routes the manifests name are read. */
   routes: LiveRoute[];
+  /**
+   * The routes of modules the stack's inventory records and no manifest declares (src/core/inventory.ts), read
+   * with those modules only; absent or empty when there are none.
+   */
+  recorded?: LiveRoute[];
 }

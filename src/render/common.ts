@@ -2,7 +2,7 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, JsonValue, Plan, RolloutStep, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, FieldDiff, JsonValue, Plan, RolloutStep, WeightChange } from "../model/plan.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -44,6 +44,10 @@ export function symbolOf(change: Change): ChangeSymbol {
 
 /** `will be created`, `will be updated in place`, ... */
 export function phraseOf(change: Change): string {
+  if (change.kind === "inventory") {
+    if (change.action === "create") return "will be created";
+    return change.action === "delete" ? "will be deleted (it records no module any more)" : "will be updated";
+  }
   if (change.kind === "weighted_backend") {
     switch (change.action) {
       case "create":
@@ -134,6 +138,14 @@ export function visibleWeights(weights: WeightChange[]): { shown: WeightChange[]
 }
 
 /** `Plan: 1 to create, 2 to update, 0 to delete.` plus every other kind of change that occurs. */
+/** What an inventory write does to one module's entry, as words: `record ownership`, `forget ownership`, the protect flag. */
+export function ownershipText(diff: FieldDiff): string {
+  const protect = (v: JsonValue): boolean => typeof v === "object" && v !== null && !Array.isArray(v) && v.protect === true;
+  if (diff.op === "add") return `record ownership${protect(diff.after) ? " (protected)" : ""}`;
+  if (diff.op === "remove") return "forget ownership";
+  return `protect: ${protect(diff.before)} -> ${protect(diff.after)}`;
+}
+
 export function summaryLine(plan: Plan): string {
   const s = plan.summary;
   const parts = [`${s.create} to create`, `${s.update} to update`, `${s.delete} to delete`];
@@ -143,6 +155,8 @@ export function summaryLine(plan: Plan): string {
   if (s.rollout) parts.push(`${s.rollout} ${s.rollout === 1 ? "rollout" : "rollouts"}`);
   if (s.module_replace) parts.push(`${s.module_replace} ${s.module_replace === 1 ? "module" : "modules"} to replace`);
   if (s.module_delete) parts.push(`${s.module_delete} ${s.module_delete === 1 ? "module" : "modules"} to delete`);
+  const inventory = plan.changes.filter((c) => c.kind === "inventory").length;
+  if (inventory) parts.push(`${inventory} inventory ${inventory === 1 ? "write" : "writes"}`);
   return `Plan: ${parts.join(", ")}.`;
 }
 

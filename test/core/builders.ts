@@ -145,6 +145,6 @@ export function wbChange(p: Plan, address: string): WeightedBackendChange {
 
 export function moduleChange(p: Plan, address: string): ModuleChange {
   const c = p.changes.find((x) => x.address === address);
-  if (!c || c.kind === "weighted_backend") throw new Error(`no module change ${address}`);
+  if (!c || c.kind === "weighted_backend" || c.kind === "inventory") throw new Error(`no module change ${address}`);
   return c;
 }
