@@ -7,6 +7,7 @@ import { PlanFileSchema, PlanSchema } from "../../src/model/plan-schema.js";
 import type { Plan } from "../../src/model/plan.js";
 import {
   desiredRoute,
+  inventoryMetadata,
   desiredWb,
   EDGE,
   hrId,
@@ -83,7 +84,11 @@ describe("renderText", () => {
   it("says there is nothing to do, and still lists orphans and outputs", () => {
     const q = plan(
       { routes: [desiredRoute(present(samlSettings()), unmanaged)] },
-      { wbs: [liveWb(1, { metadata: markerMetadata("default", "left") })], routes: [liveRouteOf(samlModule(ROUTE), null)] },
+      {
+        // The stack's inventory records the SAML module it manages, as after any apply.
+        wbs: [liveWb(1, { metadata: markerMetadata("default", "left") }), liveWb(2, { metadata: inventoryMetadata("default", [`edge_route.${EDGE}/${ROUTE}.saml`]) })],
+        routes: [liveRouteOf(samlModule(ROUTE), null)],
+      },
     );
     expect(renderText(q, { color: true })).toBe(
       [
