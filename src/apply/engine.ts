@@ -9,7 +9,7 @@ import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
 import { ApiError, InternalError } from "../model/errors.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
-import { applyCreate } from "./create.js";
+import { applyCreate, findInventory } from "./create.js";
 import type { ApplyOutcome, ChangeResult } from "../model/apply-report.js";
 import { ApplySchedule } from "./schedule.js";
 
@@ -159,9 +159,20 @@ async function applyChange(
   progress: (line: string) => void,
 ): Promise<string | null> {
   if (change.kind === "inventory") {
-    // An inventory create whose answer is lost is not sent again: the next plan finds the object and merges it.
-    const sent = await client.send(change.request);
-    return change.action === "create" ? answeredWeightedBackend(sent, change.request).id : change.id;
+    if (change.action !== "create") {
+      await client.send(change.request);
+      return change.id;
+    }
+    // A create whose answer was lost is found by the entries it records before anything is sent again.
+    const created = await applyCreate(client, change.request, {
+      stack: change.stack,
+      name: "",
+      address: change.address,
+      attempts: options.createAttempts ?? DEFAULT_CREATE_ATTEMPTS,
+      progress,
+      find: (backends) => findInventory(backends, change.stack, change.after),
+    });
+    return created.id;
   }
   if (change.kind !== "weighted_backend") {
     await client.send(change.request);

@@ -282,15 +282,27 @@ function checkInventoryChange(change: InventoryChange, plan: Plan, say: Say): vo
   else if (change.diffs.some((d) => d.op !== "remove")) say(`records modules in the inventory of stack "${change.stack}"; a takeover only removes its entries there`);
 }
 
-/** A weighted backend is deleted only as an orphan the plan lists as deleted, with --prune, and never a protected one. */
+/**
+ * A weighted backend is deleted only as an orphan the plan lists as deleted, with --prune, and never a protected one;
+ * so is a module the plan lists as an orphan.
+ */
 function checkOrphans(plan: Plan, out: Disagreement[]): void {
   const orphans = new Map(plan.orphans.map((o) => [o.address, o]));
   const deleted = new Set<string>();
   for (const c of plan.changes) {
-    if (c.kind !== "weighted_backend" || c.action !== "delete") continue;
-    deleted.add(c.address);
+    if (c.kind === "inventory" || c.action !== "delete") continue;
     const orphan = orphans.get(c.address);
     const say = (what: string): void => void out.push({ address: c.address, what });
+    if (c.kind !== "weighted_backend") {
+      // A module is deleted by its manifest's `absent`, or as an orphan of the stack's inventory.
+      if (orphan === undefined) continue;
+      deleted.add(c.address);
+      if (!plan.options.prune) say("a delete of an orphan needs --prune, and the plan was made without it");
+      if (orphan.action !== "delete") say("is deleted, but the plan's orphans do not list it as deleted");
+      else if (orphan.protected) say("is deleted, but the plan's orphans say it is protected");
+      continue;
+    }
+    deleted.add(c.address);
     if (!plan.options.prune) say("a delete needs --prune, and the plan was made without it");
     if (orphan?.action !== "delete" || orphan.id !== c.id || orphan.name !== c.name) say("is deleted, but the plan's orphans do not list it as deleted");
     else if (orphan.protected) say("is deleted, but the plan's orphans say it is protected");

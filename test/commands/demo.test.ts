@@ -11,7 +11,7 @@ describe("edgeplan demo", () => {
     expect(res.stderr).toMatch(/weighted_backend\.storefront-blue: created bkdwd_[0-9A-Za-z]{27}/);
     expect(res.stderr).toContain("Demo done: the second plan has nothing to do.");
     // The first plan creates everything the examples declare; the last one has nothing to do.
-    expect(res.stdout).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to replace.");
+    expect(res.stdout).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to replace, 1 inventory write.");
     expect(res.stdout).toContain("Converged: the live state matches the manifests.");
     expect(
       res.stdout
