@@ -107,8 +107,10 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
 
 /** The inventory object of `stack` that records exactly `entries` (the one a lost create made), or null. */
 export function findInventory(backends: readonly WeightedBackend[], stack: string, entries: unknown): WeightedBackend | null {
-  return backends.find((wb) => {
-    const inventory = parseInventory(wb);
-    return inventory !== null && inventory.stack === stack && equal(inventory.entries, entries);
-  }) ?? null;
+  return (
+    backends.find((wb) => {
+      const inventory = parseInventory(wb);
+      return inventory !== null && inventory.stack === stack && equal(inventory.entries, entries);
+    }) ?? null
+  );
 }

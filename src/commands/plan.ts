@@ -105,8 +105,7 @@ export async function fetchForPlan(
   const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const scoped = scopeDesired(desired, scope);
   const reachesWeightedBackends = scopeReachesKind(scope, "weighted_backend");
-  const forInventory =
-    !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
+  const forInventory = !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
   const live = await fetchLive(client, scoped, {
     weightedBackends: reachesWeightedBackends,
     ...(listing ? { listing } : {}),

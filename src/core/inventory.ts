@@ -216,7 +216,8 @@ export function entryDiffs(before: InventoryEntries, after: InventoryEntries): F
     const a = after[address];
     if (b === undefined && a !== undefined) out.push({ path: address, op: "add", before: null, after: { ...a }, lines: null });
     else if (a === undefined && b !== undefined) out.push({ path: address, op: "remove", before: { ...b }, after: null, lines: null });
-    else if (a !== undefined && b !== undefined && (a.protect === true) !== (b.protect === true)) out.push({ path: address, op: "change", before: { ...b }, after: { ...a }, lines: null });
+    else if (a !== undefined && b !== undefined && (a.protect === true) !== (b.protect === true))
+      out.push({ path: address, op: "change", before: { ...b }, after: { ...a }, lines: null });
   }
   return out;
 }

@@ -265,9 +265,12 @@ function checkGraph(plan: Plan, out: Disagreement[]): void {
  */
 function checkInventoryChange(change: InventoryChange, plan: Plan, say: Say): void {
   const create = change.action === "create";
-  const shaped = create ? change.id === null && change.before === null && change.after !== null : change.id !== null && change.before !== null && (change.action === "delete") === (change.after === null);
+  const shaped = create
+    ? change.id === null && change.before === null && change.after !== null
+    : change.id !== null && change.before !== null && (change.action === "delete") === (change.after === null);
   if (!shaped) return say(`this change does not have the shape of its action: ${anAction(change.action)} of an inventory object`);
-  if (!/^inventory\.[^#]+#[1-9][0-9]*$/.test(change.address) || !change.address.startsWith(`inventory.${change.stack}#`)) say(`the address does not name an inventory object of stack "${change.stack}"`);
+  if (!/^inventory\.[^#]+#[1-9][0-9]*$/.test(change.address) || !change.address.startsWith(`inventory.${change.stack}#`))
+    say(`the address does not name an inventory object of stack "${change.stack}"`);
   for (const side of ["before", "after"] as const) {
     const entries = change[side];
     if (entries === null) continue;

@@ -80,13 +80,18 @@ export function ownershipSuite(): void {
       const plan = await w.cli(["plan", "m"]);
       expect(plan.code).toBe(0);
       expect(plan.stdout).toContain(`No changes. Live state matches the manifests.\n`);
-      expect(plan.stdout).toContain(`Orphans: objects of stack "default" that no manifest names:\n    ${CB_ADDR} (${id}): no manifest declares it; run with --prune to delete it\n`);
+      expect(plan.stdout).toContain(
+        `Orphans: objects of stack "default" that no manifest names:\n    ${CB_ADDR} (${id}): no manifest declares it; run with --prune to delete it\n`,
+      );
       expect(await circuitBreaker(w)).toBe(20);
 
       const from = w.log().length;
       const pruned = await w.cli(["apply", "m", "--prune", "--auto-approve"]);
       expect(pruned.code, pruned.stderr).toBe(0);
-      expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([`DELETE /edges/https/${EDGE}/routes/${R1}/circuit_breaker`, `DELETE /backends/weighted/${id}`]);
+      expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([
+        `DELETE /edges/https/${EDGE}/routes/${R1}/circuit_breaker`,
+        `DELETE /backends/weighted/${id}`,
+      ]);
       expect(await circuitBreaker(w)).toBeNull();
       expect(await inventories(w)).toEqual([]);
       expect((await w.cli(["plan", "m", "--prune"])).stdout).toBe("No changes. Live state matches the manifests.\n");

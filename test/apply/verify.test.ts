@@ -12,7 +12,23 @@ import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { EdgeplanError, StalePlanError, UnsafePlanError } from "../../src/model/errors.js";
 import type { Plan } from "../../src/model/plan.js";
 import type { LiveState } from "../../src/model/state.js";
-import { absent, CB, desiredRoute, desiredWb, EDGE, hrId, inventoryMetadata, liveRouteOf, liveWb, markerMetadata, present, ROUTE, samlModule, samlSettings, wbId } from "../core/builders.js";
+import {
+  absent,
+  CB,
+  desiredRoute,
+  desiredWb,
+  EDGE,
+  hrId,
+  inventoryMetadata,
+  liveRouteOf,
+  liveWb,
+  markerMetadata,
+  present,
+  ROUTE,
+  samlModule,
+  samlSettings,
+  wbId,
+} from "../core/builders.js";
 
 const OPTIONS = { stack: "default", prune: true, takeover: false, maxShift: DEFAULT_MAX_SHIFT };
 const SAML_ADDR = `edge_route.${EDGE}/${ROUTE}.saml`;

@@ -19,7 +19,11 @@ const CB_ADDR = `edge_route.${EDGE}/${ROUTE}.circuit_breaker`;
 const entries = (from: number, to: number): InventoryEntries => Object.fromEntries(Array.from({ length: to - from }, (_, i) => [cbAddr(from + i), {}]));
 const inventory = (n: number, stack: string, e: InventoryEntries): Inventory => ({ id: wbId(n), stack, entries: e, fingerprint: `fp${n}` });
 
-function planOf(live: Partial<LiveState> & { weightedBackends: LiveState["weightedBackends"] }, routes = [desiredRoute(unmanaged, present(CB))], options: Partial<PlanOptions> = {}): Plan {
+function planOf(
+  live: Partial<LiveState> & { weightedBackends: LiveState["weightedBackends"] },
+  routes = [desiredRoute(unmanaged, present(CB))],
+  options: Partial<PlanOptions> = {},
+): Plan {
   const state: LiveState = { routes: [liveRouteOf(null, CB)], ...live };
   return buildPlan({ weightedBackends: [], edgeRoutes: routes }, state, { stack: "default", prune: false, takeover: false, maxShift: DEFAULT_MAX_SHIFT, ...options });
 }
@@ -126,9 +130,7 @@ describe("ownership of modules in a plan", () => {
     const p = planOf({ weightedBackends: live });
     expect(inventoryChanges(p).map((c) => c.action)).toEqual(["update"]);
     const now: LiveState = { weightedBackends: [liveWb(1, { metadata: inventoryMetadata("default", [cbAddr(6)]) })], routes: [liveRouteOf(null, CB)] };
-    expect(checkPlanAgainstLive(p, now).map((d) => d.what)).toEqual([
-      `before is {"${cbAddr(5)}":{}}, but ${wbId(1)} records {"${cbAddr(6)}":{}}`,
-    ]);
+    expect(checkPlanAgainstLive(p, now).map((d) => d.what)).toEqual([`before is {"${cbAddr(5)}":{}}, but ${wbId(1)} records {"${cbAddr(6)}":{}}`]);
     const plain: LiveState = { weightedBackends: [liveWb(1, { metadata: "" })], routes: [liveRouteOf(null, CB)] };
     expect(checkPlanAgainstLive(p, plain).map((d) => d.what)).toEqual([`${wbId(1)} is not an inventory object of stack "default"`]);
   });

@@ -112,7 +112,10 @@ describe("auth-removal", () => {
     const p = plan(
       { routes: [desiredRoute(present(samlSettings({ enabled: true, force_authn: true })), unmanaged)] },
       // The stack's inventory records the module already (it was applied by this version).
-      { wbs: [liveWb(1, { metadata: inventoryMetadata("default", [`edge_route.${EDGE}/${ROUTE}.saml`]) })], routes: [liveRouteOf(samlModule(ROUTE, { enabled: false }), null)] },
+      {
+        wbs: [liveWb(1, { metadata: inventoryMetadata("default", [`edge_route.${EDGE}/${ROUTE}.saml`]) })],
+        routes: [liveRouteOf(samlModule(ROUTE, { enabled: false }), null)],
+      },
     );
     expect(p.changes).toHaveLength(1);
     expect(p.risks).toEqual([]);
