@@ -12,8 +12,11 @@ import { REPO_ROOT } from "../helpers/server.js";
 
 export const EDGE = "edghts_000000000000000000000000001";
 export const ROUTE = "edghtsrt_000000000000000000000000001";
-/** One route per concurrent sequence of the crash test, so that two stacks never manage the same modules at once. */
-export const ROUTES = [ROUTE, "edghtsrt_000000000000000000000000002"] as const;
+/**
+ * One route per stack of the crash test (two concurrent sequences, then the SIGINT test), so that two stacks never
+ * manage the same modules: a module one stack's inventory records is refused to another (docs/ownership.md).
+ */
+export const ROUTES = [ROUTE, "edghtsrt_000000000000000000000000002", "edghtsrt_000000000000000000000000003"] as const;
 export const CHILDREN = [1, 2, 3, 4].map((n) => `bkdhr_${String(n).padStart(27, "0")}`);
 
 export const FIXTURES_YAML = `edges:
