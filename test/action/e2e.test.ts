@@ -145,14 +145,17 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as { format_version: number; stack: string; changes: unknown[] };
     expect(saved.format_version).toBe(1);
     expect(saved.stack).toBe("e2e");
-    expect(saved.changes).toHaveLength(2);
+    // The weighted backend, the circuit breaker, and the inventory write that records the circuit breaker.
+    expect(saved.changes).toHaveLength(3);
     expect(first.run.stdout).toContain("::notice title=edgeplan::Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace, 1 inventory write.\n");
 
     const comments = gh.comments.get("acme/routes#21")!;
     expect(comments).toHaveLength(1);
     const body1 = comments[0]!.body;
     expect(
-      body1.startsWith("<!-- edgeplan:plan stack=e2e -->\n### edgeplan plan: stack `e2e`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace, 1 inventory write.**\n"),
+      body1.startsWith(
+        "<!-- edgeplan:plan stack=e2e -->\n### edgeplan plan: stack `e2e`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace, 1 inventory write.**\n",
+      ),
     ).toBe(true);
     expect(body1).toContain("weighted_backend.checkout");
     expect(body1).toContain("<sub>Commit 5e5e5e5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>");
@@ -300,7 +303,9 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     // What the server holds now: the weighted backend with its weights and owner marker, the circuit breaker.
     const api = apiClient(server.url, server.apiKey);
     const list = await api.get("/backends/weighted");
-    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) => b.metadata.includes('"stack":"merge"') && b.metadata.includes('"name":'));
+    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter(
+      (b) => b.metadata.includes('"stack":"merge"') && b.metadata.includes('"name":'),
+    );
     expect(mine.map((b) => b.backends)).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
     const cb = await api.get(`/edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker`);
     expect(cb.json).toMatchObject({ tripped_duration: 30, rolling_window: 60, num_buckets: 12, volume_threshold: 50, error_threshold_percentage: 0.25 });
@@ -320,7 +325,9 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expect(refused.runner.summary()).toContain("**The apply failed.**");
     const unchanged = await api.get("/backends/weighted");
     expect(
-      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) => b.metadata.includes('"stack":"merge"') && b.metadata.includes('"name":')).map((b) => b.backends),
+      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[])
+        .filter((b) => b.metadata.includes('"stack":"merge"') && b.metadata.includes('"name":'))
+        .map((b) => b.backends),
     ).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
 
     const acked = await act(ws, { ...push, inputs: { ...push.inputs, ack: "traffic-shift" } });
