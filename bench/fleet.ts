@@ -5,6 +5,8 @@
  * and metadata functions, so an object meant to be unchanged plans as unchanged, and every planned change is one the
  * fleet made on purpose. `expectedSummary` says which plan the fleet must give; scenarios check it.
  */
+import { buildInventoryBody, packInventory } from "../src/model/inventory.js";
+import { moduleAddress } from "../src/model/plan.js";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -262,6 +264,14 @@ export async function seedLive(store: SqliteStore, account: string, spec: FleetS
       const stored: StoredSaml = { ...saml, certificate_pem };
       store.setSaml(account, r.route, stored);
       store.setCircuitBreaker(account, r.route, cb);
+    }
+    // The stack's inventory records both modules of every route, as the applies that set them wrote it.
+    const entries = Object.fromEntries(
+      fleet.desired.edgeRoutes.flatMap((r) => [moduleAddress(r.edge, r.route, "saml"), moduleAddress(r.edge, r.route, "circuit_breaker")].map((a) => [a, {}])),
+    );
+    for (const write of packInventory(BENCH_STACK, [], entries)) {
+      const { id, created_at } = store.newId("bkdwd");
+      store.insertWeightedBackend(account, { id, created_at, ...buildInventoryBody(BENCH_STACK, write.after ?? {}) });
     }
   });
 }

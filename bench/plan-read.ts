@@ -97,7 +97,8 @@ export async function measurePlanRead(size: PlanReadSize, log: (line: string) =>
       requests_by_kind: JSON.stringify(run.traffic.byKind),
     };
 
-    // Side by side in the same run: a plan targeted at the modules of one edge reads that edge and lists nothing.
+    // Side by side in the same run: a plan targeted at the modules of one edge reads that edge, and lists the
+    // weighted backends for the inventory objects alone (docs/ownership.md).
     const edge = fleet.desired.edgeRoutes[0]?.edge ?? "";
     log(`plan-read: edgeplan plan --target 'edge_route.${edge}/*'`);
     const targeted = await runEdgeplanPlan(cli, server, fleet, { concurrency, args: ["--target", `edge_route.${edge}/*`] });

@@ -100,7 +100,10 @@ export async function referenceApply(client: ReferenceClient, plan: Plan): Promi
     const ordered = [...level].sort((a, b) => Number(byAddress.get(a)?.action === "delete") - Number(byAddress.get(b)?.action === "delete"));
     for (const address of ordered) {
       const change = byAddress.get(address) as Change;
-      if (change.kind === "weighted_backend") {
+      if (change.kind === "inventory") {
+        const sent = await client.expect(change.request.method, change.request.path, [200, 201, 204], change.request.body ?? undefined);
+        if (change.action === "create") createdIds.set(change.address, (sent.body as WeightedBackend).id);
+      } else if (change.kind === "weighted_backend") {
         if (change.action === "delete") {
           await client.expect("DELETE", `/backends/weighted/${change.id as string}`, [204]);
         } else if (change.action === "create") {
@@ -118,7 +121,7 @@ export async function referenceApply(client: ReferenceClient, plan: Plan): Promi
   }
   // Read back what was written, one object at a time.
   for (const change of plan.changes) {
-    if (change.kind === "weighted_backend") {
+    if (change.kind === "weighted_backend" || change.kind === "inventory") {
       const id = change.id ?? createdIds.get(change.address);
       await client.expect("GET", `/backends/weighted/${id as string}`, [200, 404]);
     } else {

@@ -232,6 +232,29 @@ function registerUnlock(program: Command, done: Done): void {
   });
 }
 
+function registerState(program: Command, done: Done): void {
+  const state = program.command("state").description("what a stack owns, and releasing an object from it without deleting it");
+  const list = addOptions(state.command("list").description("list the weighted backends and route modules the stack owns, and its inventory and lease objects"), [
+    { flags: "--format <format>", description: "output format", choices: ["text", "json"], default: "text" },
+    ...COMMON_OPTIONS,
+  ]);
+  list.action(async (flags: import("./api/options.js").CommonCliOptions & { format: string }) => {
+    const [{ runStateList }, { processIO }] = await Promise.all([import("./commands/state.js"), import("./commands/io.js")]);
+    done(await runStateList(flags, processIO()));
+  });
+  const release = addOptions(
+    state
+      .command("release")
+      .description("stop managing an object without deleting it (a weighted backend loses its owner marker, a module its inventory entry)")
+      .argument("<address>", "weighted_backend.NAME or edge_route.EDGE_ID/ROUTE_ID.saml|circuit_breaker"),
+    COMMON_OPTIONS,
+  );
+  release.action(async (address: string, flags: import("./api/options.js").CommonCliOptions) => {
+    const [{ runStateRelease }, { processIO }] = await Promise.all([import("./commands/state.js"), import("./commands/io.js")]);
+    done(await runStateRelease(address, flags, processIO()));
+  });
+}
+
 function registerDemo(program: Command, done: Done): void {
   program
     .command("demo")
@@ -333,6 +356,7 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerExport,
   registerInit,
   registerFmt,
+  registerState,
   registerUnlock,
   registerDemo,
   registerSchema,

@@ -133,9 +133,10 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 
 /**
  * Reads the modules of the given routes: one `GET /edges/https/<edge>` per edge, all in parallel (the client's
- * semaphore bounds what is in flight). Routes or edges that do not exist: one RouteNotFoundError naming them all.
+ * semaphore bounds what is in flight). Routes or edges that do not exist: one RouteNotFoundError naming them all,
+ * or, with `missingOk` (modules an inventory records, which may be gone), left out of the result.
  */
-export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise<LiveRoute[]> {
+export async function readRoutes(client: ApiClient, reads: RouteRead[], missingOk = false): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
@@ -158,7 +159,7 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[]): Promise
       }
     }),
   );
-  if (missing.length > 0) {
+  if (missing.length > 0 && !missingOk) {
     // Sorted so that the message is stable whichever read answered first.
     missing.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
     throw new RouteNotFoundError("GET", edgePath((missing[0] as MissingRoute).edge), missing, undefined);

@@ -12,7 +12,8 @@ import { OutcomeUnknownError } from "../api/errors.js";
 import { parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";
 import { InternalError } from "../model/errors.js";
 import { weightedBackendPath } from "../model/paths.js";
-import type { WeightedBackendChange } from "../model/plan.js";
+import type { InventoryChange, WeightedBackendChange } from "../model/plan.js";
+import { parseInventory } from "../model/inventory.js";
 import type { WeightedBackend } from "../model/wire.js";
 
 export interface CreateTarget {
@@ -24,6 +25,11 @@ export interface CreateTarget {
   /** POSTs at most (at least 1). */
   attempts: number;
   progress: (line: string) => void;
+  /**
+   * Finds the object the create made among the listed ones, or null; default: the one carrying `{stack, name}`
+   * (an inventory object has no name: it is found by the entries its body records).
+   */
+  find?: (backends: readonly WeightedBackend[]) => WeightedBackend | null;
 }
 
 /**
@@ -54,7 +60,7 @@ export function holdsBody(wb: WeightedBackend, body: WeightedBackendBody): boole
  * marker after a lost answer). Rejects with the ApiError of a refused create, or with an OutcomeUnknownError when
  * the outcome is still unknown after `attempts` POSTs or the listing that would tell failed.
  */
-export async function applyCreate(client: ApiClient, request: WeightedBackendChange["request"], target: CreateTarget): Promise<WeightedBackend> {
+export async function applyCreate(client: ApiClient, request: WeightedBackendChange["request"] | InventoryChange["request"], target: CreateTarget): Promise<WeightedBackend> {
   const body = request.body;
   if (request.method !== "POST" || body === null) throw new InternalError(`${target.address}: a create is a POST with a body`);
   const attempts = Math.max(1, target.attempts);
@@ -76,7 +82,7 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
         cause: err,
       });
     }
-    const found = findByMarker(backends, target.stack, target.name);
+    const found = target.find ? target.find(backends) : findByMarker(backends, target.stack, target.name);
     if (found) {
       if (holdsBody(found, body)) {
         target.progress(`${target.address}: found ${found.id} by its owner marker: the create had happened`);
@@ -96,5 +102,15 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
     last.errorCode,
     `${last.reason}; after ${attempts} attempts no object carries the owner marker; run apply again`,
     last.operationId,
+  );
+}
+
+/** The inventory object of `stack` that records exactly `entries` (the one a lost create made), or null. */
+export function findInventory(backends: readonly WeightedBackend[], stack: string, entries: unknown): WeightedBackend | null {
+  return (
+    backends.find((wb) => {
+      const inventory = parseInventory(wb);
+      return inventory !== null && inventory.stack === stack && equal(inventory.entries, entries);
+    }) ?? null
   );
 }

@@ -9,7 +9,7 @@ import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
 import { ApiError, InternalError } from "../model/errors.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
-import { applyCreate } from "./create.js";
+import { applyCreate, findInventory } from "./create.js";
 import type { ApplyOutcome, ChangeResult } from "../model/apply-report.js";
 import { ApplySchedule } from "./schedule.js";
 
@@ -30,8 +30,14 @@ export interface ApplyOptions {
 
 const DEFAULT_CREATE_ATTEMPTS = 4;
 
+/** The id of the object a change writes, when it has one before the run (weighted backends, inventory objects). */
+function objectId(change: Change): string | null {
+  return change.kind === "weighted_backend" || change.kind === "inventory" ? change.id : null;
+}
+
 /** Past tense of a done change, for progress lines and the report. */
 export function doneVerb(change: Change): string {
+  if (change.kind === "inventory") return change.action === "create" ? "created" : change.action === "delete" ? "deleted" : "updated";
   if (change.kind !== "weighted_backend") return change.action === "delete" ? "deleted" : change.before === null ? "set" : "replaced";
   switch (change.action) {
     case "create":
@@ -88,7 +94,7 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
     try {
       const id = await applyChange(change, client, createdIds, options, progress);
       const ms = Math.round(performance.now() - started);
-      if (change.kind === "weighted_backend" && change.action === "create") createdIds.set(change.address, id as string);
+      if (change.kind !== "saml" && change.kind !== "circuit_breaker" && change.action === "create") createdIds.set(change.address, id as string);
       schedule.succeed(change.address);
       const message = `${doneVerb(change)}${id !== null ? ` ${id}` : ""}`;
       progress(`${change.address}: ${message} (${ms} ms)`);
@@ -97,7 +103,7 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
       const ms = Math.round(performance.now() - started);
       const message = failureMessage(change, err);
       const skipped = schedule.fail(change.address);
-      const result: ChangeResult = { ...base(change), status: "failed", id: change.kind === "weighted_backend" ? change.id : null, ms, message };
+      const result: ChangeResult = { ...base(change), status: "failed", id: objectId(change), ms, message };
       if (err instanceof ApiError) result.error = err;
       progress(`${change.address}: failed after ${ms} ms: ${message}`);
       record(result);
@@ -105,7 +111,7 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
         const message = `depends on ${change.address}, which failed`;
         const c = schedule.change(address);
         progress(`${address}: skipped: depends on ${change.address}, which failed`);
-        record({ ...base(c), status: "skipped", id: c.kind === "weighted_backend" ? c.id : null, ms: null, message });
+        record({ ...base(c), status: "skipped", id: objectId(c), ms: null, message });
       }
     }
   };
@@ -127,7 +133,7 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
   for (const address of cancelled) {
     const c = schedule.change(address);
     const message = aborted() ? "the run was interrupted before it started" : "a change it depends on did not finish";
-    results.set(address, { ...base(c), status: "not_started", id: c.kind === "weighted_backend" ? c.id : null, ms: null, message });
+    results.set(address, { ...base(c), status: "not_started", id: objectId(c), ms: null, message });
   }
 
   const ordered = changes.map((c) => results.get(c.address) as ChangeResult);
@@ -152,6 +158,22 @@ async function applyChange(
   options: ApplyOptions,
   progress: (line: string) => void,
 ): Promise<string | null> {
+  if (change.kind === "inventory") {
+    if (change.action !== "create") {
+      await client.send(change.request);
+      return change.id;
+    }
+    // A create whose answer was lost is found by the entries it records before anything is sent again.
+    const created = await applyCreate(client, change.request, {
+      stack: change.stack,
+      name: "",
+      address: change.address,
+      attempts: options.createAttempts ?? DEFAULT_CREATE_ATTEMPTS,
+      progress,
+      find: (backends) => findInventory(backends, change.stack, change.after),
+    });
+    return created.id;
+  }
   if (change.kind !== "weighted_backend") {
     await client.send(change.request);
     return null;

@@ -15,6 +15,7 @@ import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from
 import { parseLease, type Lease, type LeaseHolder } from "../model/lease.js";
 import { ApiError, EdgeplanError } from "../model/errors.js";
 import { WEIGHTED_BACKENDS_PATH, weightedBackendPath } from "../model/paths.js";
+import type { WeightedBackend } from "../model/wire.js";
 
 export interface LeaseOptions {
   stack: string;
@@ -37,6 +38,11 @@ export interface HeldLease {
   lost: AbortSignal;
   /** Stops renewing and deletes the lease object; never throws (a lease left behind expires). */
   release(): Promise<void>;
+  /**
+   * The listing of the weighted backends that showed the lease held: taken after this apply's candidate was
+   * created, so it is the account as this apply starts (a plan that needs only the inventories reads them here).
+   */
+  listing: readonly WeightedBackend[];
 }
 
 /** Another apply holds the lease and `--lock-timeout` ran out (or is 0). */
@@ -80,15 +86,17 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
     const candidate = await createCandidate(client, options);
     const renewer = startRenewer(client, candidate, options);
     let blocker: Lease | null;
+    let listing: WeightedBackend[];
     try {
-      const leases = leasesOf(await client.listWeightedBackends(), options.stack);
+      listing = await client.listWeightedBackends();
+      const leases = leasesOf(listing, options.stack);
       for (const l of leases) watch.observe(l);
       blocker = leaseBlocker(candidate.id, leases, watch.gone);
     } catch (err) {
       await renewer.stop(true);
       throw err;
     }
-    if (blocker === null) return { id: candidate.id, lost: renewer.lost, release: () => renewer.stop(true) };
+    if (blocker === null) return { id: candidate.id, lost: renewer.lost, release: () => renewer.stop(true), listing };
     await renewer.stop(true);
     if (now() >= deadline) throw busyError(blocker, options);
     if (!announced.has(blocker.id)) {

@@ -11,7 +11,8 @@ import { isLeaseObject } from "../model/lease.js";
 import { moduleSpec, normaliseModuleSettings } from "../kinds/module.js";
 import { buildLiveValue, parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { jsonEqual } from "../model/json-equal.js";
-import type { ModuleChange, Plan, WeightedBackendChange } from "../model/plan.js";
+import type { InventoryChange, ModuleChange, Plan, WeightedBackendChange } from "../model/plan.js";
+import { parseInventory } from "../model/inventory.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend, OwnerMarker } from "../model/state.js";
 import { quoteValue, type Disagreement } from "../core/plan-check.js";
 import { buildOutput } from "../core/outputs.js";
@@ -26,6 +27,11 @@ export function checkPlanAgainstLive(plan: Pick<Plan, "changes" | "stack" | "opt
   const out: Disagreement[] = [];
   for (const change of plan.changes) {
     const say = (what: string): void => void out.push({ address: change.address, what });
+    if (change.kind === "inventory") {
+      const object = change.id === null ? undefined : byId.get(change.id);
+      if (object !== undefined) checkInventoryObject(change, object, say);
+      continue;
+    }
     if (change.kind !== "weighted_backend") {
       const route = routes.get(`${change.edge}/${change.route}`);
       if (route) checkModuleBefore(change, route, say);
@@ -46,6 +52,7 @@ export function checkPlanAgainstLive(plan: Pick<Plan, "changes" | "stack" | "opt
 function checkWeightedBackend(change: WeightedBackendChange, object: LiveWeightedBackend, plan: Pick<Plan, "stack" | "options">, say: (what: string) => void): void {
   const id = object.id;
   if (isLeaseObject(object)) return say(`${id} is the lease of an apply, which no plan changes`);
+  if (parseInventory(object) !== null) return say(`${id} is an inventory object, which only an inventory write changes`);
   const parsed = parseLiveMetadata(object.metadata);
   const now = buildLiveValue(object, parsed);
   for (const field of ["description", "metadata", "backends"] as const) {
@@ -82,6 +89,13 @@ function ownershipProblem(change: WeightedBackendChange, marker: OwnerMarker | n
 function sameOwner(a: OwnerMarker | null, b: OwnerMarker | null): boolean {
   if (a === null || b === null) return a === b;
   return a.stack === b.stack && a.name === b.name && (a.protect === true) === (b.protect === true);
+}
+
+/** An inventory write touches an inventory object of its stack whose entries are what the change shows as before. */
+function checkInventoryObject(change: InventoryChange, object: LiveWeightedBackend, say: (what: string) => void): void {
+  const inventory = parseInventory(object);
+  if (inventory === null || inventory.stack !== change.stack) return say(`${object.id} is not an inventory object of stack "${change.stack}"`);
+  if (!jsonEqual(change.before, inventory.entries)) say(`before is ${quoteValue(change.before)}, but ${object.id} records ${quoteValue(inventory.entries)}`);
 }
 
 function checkModuleBefore(change: ModuleChange, route: LiveRoute, say: (what: string) => void): void {

@@ -15,6 +15,7 @@ import type { LiveState } from "../model/state.js";
 import { buildTouchedByPlan, planCreates } from "./stale.js";
 import { defaultMaxDeletes } from "../core/risks.js";
 import { isLeaseObject } from "../model/lease.js";
+import { isInventoryObject } from "../model/inventory.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
 
 /**
@@ -131,7 +132,7 @@ export async function fetchSavedPlanLive(client: ApiClient, plan: Plan): Promise
   if (!planCreates(plan) && deletes <= defaultMaxDeletes(0)) return { live: await fetchTouched(client, touched), stackObjects: 0 };
   const [listed, modules] = await Promise.all([client.listWeightedBackends(), fetchTouched(client, { weightedBackendIds: [], modules: touched.modules })]);
   const weightedBackends = listed.map(liveWeightedBackend);
-  const owned = weightedBackends.filter((wb) => !isLeaseObject(wb) && parseLiveMetadata(wb.metadata).marker?.stack === plan.stack).length;
+  const owned = weightedBackends.filter((wb) => !isLeaseObject(wb) && !isInventoryObject(wb) && parseLiveMetadata(wb.metadata).marker?.stack === plan.stack).length;
   const moduleChanges = plan.changes.filter((c) => c.kind !== "weighted_backend").length;
   return { live: { weightedBackends, routes: modules.routes }, stackObjects: owned + moduleChanges };
 }

@@ -23,7 +23,7 @@ export interface StaleObject {
 export function buildTouchedByPlan(plan: Pick<Plan, "changes">): TouchedObjects {
   const touched: TouchedObjects = { weightedBackendIds: [], modules: [] };
   for (const change of plan.changes) {
-    if (change.kind === "weighted_backend") {
+    if (change.kind === "weighted_backend" || change.kind === "inventory") {
       if (change.id !== null) touched.weightedBackendIds.push(change.id);
     } else {
       touched.modules.push({ edge: change.edge, route: change.route, module: change.kind });
@@ -60,6 +60,12 @@ export function diffStale(plan: Pick<Plan, "changes" | "stack">, live: LiveState
       const now = byId.get(change.id);
       if (!now) stale.push({ address: change.address, id: change.id, reason: "no longer exists" });
       else if (now.fingerprint !== change.fingerprint) stale.push({ address: change.address, id: change.id, reason: "changed since the plan was made" });
+      continue;
+    }
+    if (change.kind === "inventory") {
+      const now = change.id === null ? null : byId.get(change.id);
+      if (now === undefined) stale.push({ address: change.address, id: change.id, reason: "no longer exists" });
+      else if (now !== null && now.fingerprint !== change.fingerprint) stale.push({ address: change.address, id: change.id, reason: "changed since the plan was made" });
       continue;
     }
     const route = routes.get(`${change.edge}/${change.route}`);

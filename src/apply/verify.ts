@@ -13,7 +13,8 @@ import { jsonEqual as equal } from "../model/json-equal.js";
 import type { TouchedObjects } from "../api/fetch-live.js";
 import { moduleSpec, normaliseModuleSettings } from "../kinds/module.js";
 import { buildLiveValue, sortedBackends } from "../kinds/weighted-backend.js";
-import type { Change, Plan, SamlOutput, WeightedBackendChange } from "../model/plan.js";
+import type { Change, InventoryChange, ModuleChange, Plan, SamlOutput, WeightedBackendChange } from "../model/plan.js";
+import { parseInventory } from "../model/inventory.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import { phraseOf } from "../render/common.js";
 import type { ApplyOutcome, Convergence, Remaining } from "../model/apply-report.js";
@@ -34,7 +35,7 @@ export function buildTouchedAfterRun(
   const modules = new Map<string, TouchedObjects["modules"][number]>();
   for (const change of plan.changes) {
     if (!ran.has(change.address)) continue;
-    if (change.kind === "weighted_backend") {
+    if (change.kind === "weighted_backend" || change.kind === "inventory") {
       const id = change.id ?? outcome.createdIds[change.address];
       if (id !== undefined) ids.add(id);
     } else {
@@ -61,9 +62,18 @@ export function mergeLive(before: LiveState, touched: TouchedObjects, reread: Li
     const wb = rereadById.get(id);
     if (wb) weightedBackends.push(wb);
   }
+  const merged: LiveState = { weightedBackends: weightedBackends.sort(byId), routes: mergeRoutes(before.routes, touched, reread, true) };
+  // The routes of recorded modules no manifest declares: a delete of one (an orphan pruned) is read again too.
+  if (before.recorded !== undefined) merged.recorded = mergeRoutes(before.recorded, touched, reread, false);
+  return merged;
+}
+
+/** Routes as read before with the touched modules as read again; `add`: a touched route not read before is added. */
+function mergeRoutes(before: readonly LiveRoute[], touched: TouchedObjects, reread: LiveState, add: boolean): LiveRoute[] {
   const rereadRoutes = new Map(reread.routes.map((r) => [routeKey(r), r]));
-  const routes = new Map(before.routes.map((r) => [routeKey(r), { ...r, fingerprints: { ...r.fingerprints } }]));
+  const routes = new Map(before.map((r) => [routeKey(r), { ...r, fingerprints: { ...r.fingerprints } }]));
   for (const m of touched.modules) {
+    if (!add && !routes.has(routeKey(m))) continue;
     const now = rereadRoutes.get(routeKey(m));
     if (!now) continue;
     const route: LiveRoute = routes.get(routeKey(m)) ?? {
@@ -84,10 +94,7 @@ export function mergeLive(before: LiveState, touched: TouchedObjects, reread: Li
     }
     routes.set(routeKey(m), route);
   }
-  return {
-    weightedBackends: weightedBackends.sort(byId),
-    routes: [...routes.values()].sort((a, b) => compareText(routeKey(a), routeKey(b))),
-  };
+  return [...routes.values()].sort((a, b) => compareText(routeKey(a), routeKey(b)));
 }
 
 /**
@@ -122,7 +129,12 @@ export function buildConvergenceFromPlan(plan: Pick<Plan, "changes">, outcome: P
       remaining.push({ address: change.address, reason: `${phraseOf(change)} (${s === "skipped" ? "skipped" : "not started"})` });
       continue;
     }
-    const reason = change.kind === "weighted_backend" ? weightedBackendGap(change, outcome.createdIds, wbs) : moduleGap(change, routes);
+    const reason =
+      change.kind === "weighted_backend"
+        ? weightedBackendGap(change, outcome.createdIds, wbs)
+        : change.kind === "inventory"
+          ? inventoryGap(change, outcome.createdIds, wbs)
+          : moduleGap(change, routes);
     if (reason !== null) remaining.push({ address: change.address, reason });
   }
   return { checked: true, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
@@ -145,7 +157,15 @@ function weightedBackendGap(change: WeightedBackendChange, createdIds: Readonly<
   return equal(actual, expected) ? null : "still differs from the plan";
 }
 
-function moduleGap(change: Exclude<Change, WeightedBackendChange>, routes: ReadonlyMap<string, LiveRoute>): string | null {
+function inventoryGap(change: InventoryChange, createdIds: Readonly<Record<string, string>>, wbs: ReadonlyMap<string, LiveWeightedBackend>): string | null {
+  const id = change.id ?? createdIds[change.address];
+  const live = id === undefined ? undefined : wbs.get(id);
+  if (change.action === "delete") return live ? "still exists" : null;
+  if (!live) return change.action === "create" ? phraseOf(change) : "no longer exists";
+  return equal(parseInventory(live)?.entries ?? null, change.after) ? null : "still differs from the plan";
+}
+
+function moduleGap(change: ModuleChange, routes: ReadonlyMap<string, LiveRoute>): string | null {
   const route = routes.get(routeKey(change));
   const live = route ? route[change.kind] : null;
   if (change.action === "delete") return live === null ? null : "still exists";

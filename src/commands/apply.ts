@@ -12,6 +12,7 @@
  */
 import { resolve } from "node:path";
 import { fetchTouched } from "../api/fetch-live.js";
+import { liveWeightedBackend } from "../api/live-state.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, confirmRisks, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
@@ -30,7 +31,7 @@ import { diffOutputs } from "../core/outputs.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Change, Plan, SamlOutput } from "../model/plan.js";
-import type { DesiredState, LiveState } from "../model/state.js";
+import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CommandIO } from "./io.js";
 import { showPlan, showPlanOnly, showReport } from "./apply-show.js";
 import { fetchForPlan, PLAN_FORMATS, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
@@ -149,7 +150,12 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`) });
     const chosen = saved
       ? await fromSavedPlan(saved, options, io, session)
-      : await planFromManifests(desired as DesiredState, { ...planOptionsFrom(options, session.stack), now: Date.now(), retryRollouts: options.retryRollout ?? [] }, session);
+      : await planFromManifests(
+          desired as DesiredState,
+          { ...planOptionsFrom(options, session.stack), now: Date.now(), retryRollouts: options.retryRollout ?? [] },
+          session,
+          lease.listing.map(liveWeightedBackend),
+        );
     const { plan, fromManifests } = chosen;
     if (chosen.diagnostics) diagnostics = chosen.diagnostics;
 
@@ -269,8 +275,8 @@ interface ToApply {
 }
 
 /** Reads the live side the options' scope reaches and plans. */
-async function planFromManifests(desired: DesiredState, planOptions: PlanOptions, session: Session): Promise<ToApply> {
-  const { desired: scoped, live: before, routes } = await fetchForPlan(session.client, desired, planOptions);
+async function planFromManifests(desired: DesiredState, planOptions: PlanOptions, session: Session, leaseListing?: LiveWeightedBackend[]): Promise<ToApply> {
+  const { desired: scoped, live: before, routes } = await fetchForPlan(session.client, desired, planOptions, undefined, leaseListing);
   const plan = buildPlan(scoped, before, { ...planOptions, budget: session.budget }, routes);
   return { plan, fromManifests: { desired: scoped, before, planOptions } };
 }

@@ -6,7 +6,7 @@
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
-import { fetchChildBackends, fetchLive, startListing } from "../api/fetch-live.js";
+import { fetchChildBackends, fetchLive, readRoutes, startListing } from "../api/fetch-live.js";
 import { checkChildIds, childIdsToRead } from "../core/child-ids.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
@@ -22,7 +22,9 @@ import { loadManifests, openSession, type Session } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
 import { planRoutes, type RoutePlan } from "../core/routes.js";
-import { scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
+import { inScope, scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
+import { declaredModules, recordedReads } from "../core/inventory.js";
+import { isInventoryObject, parseInventory } from "../model/inventory.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { LoadResult } from "../manifest/load.js";
 
@@ -87,29 +89,38 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
 }
 
 /**
- * Reads the live side a plan with these options needs. A targeted plan reads only what its scope reaches: no
- * weighted-backend listing when no weighted backend can be in scope, no edge read for a route whose modules are
- * all out of scope. Then the child ids the manifests would write and the live side does not show yet are read, one
- * GET each (none when no manifest introduces one), and an id the account does not hold is a ManifestError at its
- * line, before any write. Returns the desired state to plan with (scoped the same way), the live state, and the
- * routes' part of the plan. `listing`: the listing of the weighted backends already under way (`startListing`),
- * when the scope reaches them. Routes or edges that do not exist are thrown as one ManifestError at their `route:`
- * values.
+ * Reads the live side a plan with these options needs. A targeted plan reads only what its scope reaches: no edge
+ * read for a route whose modules are all out of scope; when no weighted backend can be in scope, the listing is
+ * still needed for the inventories (who owns which module) and only they are kept, and `known`, a listing made
+ * moments ago for the same purpose (the lease's, which an apply holds), is used instead of a new one. The routes of
+ * modules the stack recorded and no manifest declares are read after the listing, only when there are any. Returns
+ * the desired state to plan with (scoped the same way), the live state, and the routes' part of the plan.
+ * `listing`: the listing of the weighted backends already under way (`startListing`), when the scope reaches them.
+ * Then the child ids the manifests would write and the live side does not show yet are read, one GET each (none
+ * when no manifest introduces one), and an id the account does not hold is a ManifestError at its line, before any
+ * write. Routes or edges that do not exist are thrown as one ManifestError at their `route:` values.
  */
 export async function fetchForPlan(
   client: ApiClient,
   desired: DesiredState,
   options: PlanOptions,
   listing?: Promise<LiveWeightedBackend[]>,
+  known?: readonly LiveWeightedBackend[],
 ): Promise<{ desired: DesiredState; live: LiveState; routes: RoutePlan }> {
   const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const scoped = scopeDesired(desired, scope);
+  const reachesWeightedBackends = scopeReachesKind(scope, "weighted_backend");
+  const forInventory = !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
   const live = await fetchLive(client, scoped, {
-    weightedBackends: scopeReachesKind(scope, "weighted_backend"),
+    weightedBackends: reachesWeightedBackends,
     ...(listing ? { listing } : {}),
   }).catch((err: unknown) => {
     throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
   });
+  if (forInventory) live.weightedBackends = (await forInventory).filter(isInventoryObject);
+  const inventories = live.weightedBackends.flatMap((wb) => parseInventory(wb) ?? []);
+  const reads = recordedReads(inventories, options.stack, declaredModules(scoped.edgeRoutes), (address) => inScope(scope, address));
+  if (reads.length > 0) live.recorded = await readRoutes(client, reads, true);
   checkChildIds(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)));
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }

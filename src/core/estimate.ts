@@ -55,7 +55,8 @@ function weightedBackendReads(changes: readonly Change[], accountBefore: number 
   let touched = 0;
   let after = accountBefore ?? 0;
   for (const c of changes) {
-    if (c.kind !== "weighted_backend") continue;
+    // An inventory object is a weighted backend too, read again like the others.
+    if (c.kind !== "weighted_backend" && c.kind !== "inventory") continue;
     touched++;
     if (c.action === "create") after++;
     else if (c.action === "delete") after--;
@@ -67,7 +68,7 @@ function weightedBackendReads(changes: readonly Change[], accountBefore: number 
 /** The touched modules (and, for a saved plan, the outputs' SAML modules) are read again: one read per edge. */
 function moduleReads(plan: Pick<Plan, "changes" | "outputs">, input: EstimateInput): number {
   const edges = new Set<string>();
-  for (const c of plan.changes) if (c.kind !== "weighted_backend") edges.add(c.edge);
+  for (const c of plan.changes) if (c.kind === "saml" || c.kind === "circuit_breaker") edges.add(c.edge);
   if (input.outputRoutes) for (const o of plan.outputs) edges.add(o.edge);
   return edges.size;
 }

@@ -13,7 +13,9 @@ import { canonicalJson, isJsonObject } from "../model/canonical.js";
 import { EdgeplanError } from "../model/errors.js";
 import { jsonEqual } from "../model/json-equal.js";
 import { modulePath, weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
-import type { JsonValue, ModuleChange, Plan, PlannedRequest, WeightChange, WeightedBackendChange } from "../model/plan.js";
+import { buildInventoryBody, parseInventory } from "../model/inventory.js";
+import { entryDiffs, inventoryRequest } from "./inventory.js";
+import type { InventoryChange, JsonValue, ModuleChange, Plan, PlannedRequest, WeightChange, WeightedBackendChange } from "../model/plan.js";
 import { moduleAddress, weightedBackendAddress } from "../model/plan.js";
 import { MARKER_KEY } from "../model/state.js";
 import { findCycles } from "./graph.js";
@@ -49,6 +51,7 @@ export function checkPlan(plan: Plan): Disagreement[] {
   for (const change of plan.changes) {
     const say = (what: string): void => void out.push({ address: change.address, what });
     if (change.kind === "weighted_backend") checkWeightedBackendChange(change, plan, creates, say);
+    else if (change.kind === "inventory") checkInventoryChange(change, plan, say);
     else checkModuleChange(change, say);
   }
   checkGraph(plan, out);
@@ -259,15 +262,54 @@ function checkGraph(plan: Plan, out: Disagreement[]): void {
   }
 }
 
-/** A weighted backend is deleted only as an orphan the plan lists as deleted, with --prune, and never a protected one. */
+/**
+ * An inventory write: its request is the one its entries give (`inventoryRequest`), its diffs what before and after
+ * give, its entries module addresses; another stack's inventory is written only with --takeover, and only to
+ * forget the entries taken over.
+ */
+function checkInventoryChange(change: InventoryChange, plan: Plan, say: Say): void {
+  const create = change.action === "create";
+  const shaped = create
+    ? change.id === null && change.before === null && change.after !== null
+    : change.id !== null && change.before !== null && (change.action === "delete") === (change.after === null);
+  if (!shaped) return say(`this change does not have the shape of its action: ${anAction(change.action)} of an inventory object`);
+  if (!/^inventory\.[^#]+#[1-9][0-9]*$/.test(change.address) || !change.address.startsWith(`inventory.${change.stack}#`))
+    say(`the address does not name an inventory object of stack "${change.stack}"`);
+  for (const side of ["before", "after"] as const) {
+    const entries = change[side];
+    if (entries === null) continue;
+    const parsed = parseInventory({ id: "", metadata: buildInventoryBody(change.stack, entries).metadata });
+    if (!jsonEqual(parsed?.entries, entries)) say(`${side} holds entries that are not route module addresses with their protect flag`);
+  }
+  const request = inventoryRequest(change.stack, change.id, change.after);
+  if (!jsonEqual(change.request, request)) say(`request is ${quoteValue(change.request)}, but the change's entries give ${quoteValue(request)}`);
+  if (!jsonEqual(change.diffs, entryDiffs(change.before ?? {}, change.after ?? {}))) say("the diffs shown are not what before and after give");
+  if (change.stack === plan.stack) return;
+  if (!plan.options.takeover) say(`writes the inventory of stack "${change.stack}", which a plan of stack "${plan.stack}" does only with --takeover`);
+  else if (change.diffs.some((d) => d.op !== "remove")) say(`records modules in the inventory of stack "${change.stack}"; a takeover only removes its entries there`);
+}
+
+/**
+ * A weighted backend is deleted only as an orphan the plan lists as deleted, with --prune, and never a protected one;
+ * so is a module the plan lists as an orphan.
+ */
 function checkOrphans(plan: Plan, out: Disagreement[]): void {
   const orphans = new Map(plan.orphans.map((o) => [o.address, o]));
   const deleted = new Set<string>();
   for (const c of plan.changes) {
-    if (c.kind !== "weighted_backend" || c.action !== "delete") continue;
-    deleted.add(c.address);
+    if (c.kind === "inventory" || c.action !== "delete") continue;
     const orphan = orphans.get(c.address);
     const say = (what: string): void => void out.push({ address: c.address, what });
+    if (c.kind !== "weighted_backend") {
+      // A module is deleted by its manifest's `absent`, or as an orphan of the stack's inventory.
+      if (orphan === undefined) continue;
+      deleted.add(c.address);
+      if (!plan.options.prune) say("a delete of an orphan needs --prune, and the plan was made without it");
+      if (orphan.action !== "delete") say("is deleted, but the plan's orphans do not list it as deleted");
+      else if (orphan.protected) say("is deleted, but the plan's orphans say it is protected");
+      continue;
+    }
+    deleted.add(c.address);
     if (!plan.options.prune) say("a delete needs --prune, and the plan was made without it");
     if (orphan?.action !== "delete" || orphan.id !== c.id || orphan.name !== c.name) say("is deleted, but the plan's orphans do not list it as deleted");
     else if (orphan.protected) say("is deleted, but the plan's orphans say it is protected");

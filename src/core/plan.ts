@@ -7,6 +7,7 @@
  * outputs. Same input, same Plan.
  */
 import { isLeaseObject } from "../model/lease.js";
+import { parseInventory, type Inventory } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanSummary } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
@@ -25,6 +26,7 @@ import { managedModuleCount, planRoutes, type RoutePair, type RoutePlan } from "
 import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./scope.js";
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 import { buildRolloutChange } from "./rollout.js";
+import { buildInventoryChanges, planModuleOwnership, type Ownership } from "./inventory.js";
 
 export interface PlanOptions {
   /** The stack whose owner markers this plan manages. */
@@ -64,8 +66,15 @@ export const DEFAULT_MAX_SHIFT = 50;
  * `live.routes`, as `fetchForPlan` returns it).
  */
 export function buildPlan(desired: DesiredState, live: LiveState, options: PlanOptions, routes?: RoutePlan): Plan {
-  // Lease objects (one per running apply of a stack) are edgeplan's own bookkeeping: never orphans, never matched.
-  const index = indexPlanInput(desired, { ...live, weightedBackends: live.weightedBackends.filter((l) => !isLeaseObject(l)) }, options.stack);
+  // Lease objects (one per running apply of a stack) and inventory objects (the modules each stack owns) are
+  // edgeplan's own bookkeeping: never orphans, never matched.
+  const inventories: Inventory[] = [];
+  const own = live.weightedBackends.filter((l) => {
+    const inventory = parseInventory(l);
+    if (inventory !== null) inventories.push(inventory);
+    return inventory === null && !isLeaseObject(l);
+  });
+  const index = indexPlanInput(desired, { ...live, weightedBackends: own }, options.stack);
   const problems = new PlanProblems();
   const matching = matchWeightedBackends(index, options.takeover, problems);
   const nameToId = matchedIds(matching);
@@ -74,21 +83,30 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const routePlan = routes ?? planRoutes(desired.edgeRoutes, live.routes);
   const routePairs = routePlan.pairs;
   problems.absorb(routePlan.problems);
+  const scope: Scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
+  const ownership = planModuleOwnership(
+    { ...options, inventories, pairs: routePairs, recorded: live.recorded ?? [], inScope: (address) => inScope(scope, address) },
+    problems,
+  );
   problems.throwIfErrors();
 
   const orphans = planOrphans(index, matching, resolvedByName, options.prune, problems);
   const ignored = new IgnoredCollector();
   ignored.absorb(routePlan.ignored);
-  const all = [...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options), ...routePlan.changes].sort((a, b) =>
-    compareText(a.address, b.address),
-  );
+  const all = [
+    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options),
+    ...withOwnershipNotes(routePlan.changes, ownership),
+    ...ownership.deletes,
+  ].sort((a, b) => compareText(a.address, b.address));
   const changeById = new Map<string, string>();
   for (const c of all) if (c.kind === "weighted_backend" && c.id !== null) changeById.set(c.id, c.address);
   buildDependencies(all, { changeById, liveParents: buildLiveParents(index.live) });
-  const scope: Scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
   const targeted = isScoped(scope);
-  const { changes, orphans: orphanList, warnings } = targeted ? applyScope(all, orphans.list, scope) : { changes: all, orphans: orphans.list, warnings: [] };
-  if (targeted) warnings.push(...unmatchedTargets(scope, knownAddresses(index, orphans.list, routePairs)));
+  const allOrphans = [...orphans.list, ...ownership.orphans];
+  const scoped = targeted ? applyScope(all, allOrphans, scope) : { changes: all, orphans: allOrphans, warnings: [] };
+  const { orphans: orphanList, warnings } = scoped;
+  const changes = [...scoped.changes, ...buildInventoryChanges(inventories, ownership.wanted, scoped.changes)].sort((a, b) => compareText(a.address, b.address));
+  if (targeted) warnings.push(...unmatchedTargets(scope, knownAddresses(index, allOrphans, routePairs)));
 
   const stackObjects = index.live.filter((l) => ownedByStack(index, l.id)).length + managedModuleCount(routePairs);
   const maxDeletes = options.maxDeletes ?? defaultMaxDeletes(stackObjects);
@@ -165,6 +183,14 @@ function buildWeightedBackendChanges(
   return changes;
 }
 
+/** The module changes, each with the note of a takeover when its module moves from another stack's inventory. */
+function withOwnershipNotes(changes: readonly Change[], ownership: Ownership): Change[] {
+  return changes.map((c) => {
+    const note = ownership.notes.get(c.address);
+    return note === undefined ? c : { ...c, notes: [...c.notes, note] };
+  });
+}
+
 /** Every address the plan knows: the manifests' weighted backends, the orphans, the managed modules of the routes. */
 function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: readonly RoutePair[]): string[] {
   const addresses = [...index.desired.map((d) => weightedBackendAddress(d.name)), ...orphans.map((o) => o.address)];
@@ -176,7 +202,8 @@ function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: rea
 
 /** The summary of a plan: its changes counted by kind and action, and the orphans it keeps. */
 export function buildSummary(changes: readonly Change[], orphans: readonly Orphan[]): PlanSummary {
-  const count = (kind: "wb" | "module", action: string): number => changes.filter((c) => (kind === "wb") === (c.kind === "weighted_backend") && c.action === action).length;
+  const kindOf = (c: Change): "wb" | "module" | "inventory" => (c.kind === "weighted_backend" ? "wb" : c.kind === "inventory" ? "inventory" : "module");
+  const count = (kind: "wb" | "module", action: string): number => changes.filter((c) => kindOf(c) === kind && c.action === action).length;
   return {
     create: count("wb", "create"),
     update: count("wb", "update"),

@@ -95,7 +95,8 @@ function authRemoval(change: ModuleChange): Risk | null {
 }
 
 function massDelete(changes: Change[], maxDeletes: number): Risk | null {
-  const deletes = changes.filter((c) => c.action === "delete").map((c) => c.address);
+  // An inventory object left empty is bookkeeping, not an object of the user's.
+  const deletes = changes.filter((c) => c.action === "delete" && c.kind !== "inventory").map((c) => c.address);
   if (deletes.length <= maxDeletes) return null;
   return {
     rule: "mass-delete",
@@ -115,7 +116,7 @@ export function buildRisks(changes: Change[], limits: { maxShift: number; maxDel
       if (shift) risks.push(shift);
       const none = noTraffic(change);
       if (none) risks.push(none);
-    } else {
+    } else if (change.kind !== "inventory") {
       const auth = authRemoval(change);
       if (auth) risks.push(auth);
     }

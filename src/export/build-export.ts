@@ -8,6 +8,7 @@
  * The steps live beside it: `weighted-backends.ts` (classify, name, check, write) and `routes.ts`.
  */
 import { isLeaseObject } from "../model/lease.js";
+import { isInventoryObject } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
 import { renderSchemaFiles } from "../model/schemas.js";
 import { routeFiles } from "./routes.js";
@@ -31,9 +32,9 @@ function schemaFiles(): ExportFile[] {
 export function buildExport(input: ExportInput): ExportResult {
   const log: ExportLog = { skipped: [], notes: [] };
   // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document. Lease objects
-  // (src/model/lease.ts) are edgeplan's own bookkeeping while an apply runs: never exported.
+  // (src/model/lease.ts) and inventory objects (src/model/inventory.ts) are edgeplan's own bookkeeping: never exported.
   const kept = exportableWeightedBackends(
-    input.weightedBackends.filter((wb) => !isLeaseObject(wb)),
+    input.weightedBackends.filter((wb) => !isLeaseObject(wb) && !isInventoryObject(wb)),
     input,
     log,
   );

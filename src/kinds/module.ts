@@ -82,15 +82,7 @@ export function buildModuleChange(
   const path = modulePath(edge, route, spec.kind);
   if (intent.state === "absent") {
     if (before === null) return null;
-    return {
-      ...common(),
-      action: "delete",
-      before,
-      after: null,
-      diffs: diffModule(spec, before, null),
-      request: { method: "DELETE", path, body: null },
-      notes: [`the manifest says ${spec.kind}: absent`],
-    };
+    return { ...buildModuleDelete(spec, edge, route, live as object, fingerprint()), source: formatPos(intent.source), notes: [`the manifest says ${spec.kind}: absent`] };
   }
   const after = normaliseModuleSettings(spec, intent.settings);
   if (before !== null && equal(before, after)) return null;
@@ -101,6 +93,29 @@ export function buildModuleChange(
     after,
     diffs: diffModule(spec, before, after),
     request: { method: "PUT", path, body: after },
+    notes: [],
+  };
+}
+
+/**
+ * The delete of a module that exists live (`live`), with no source and no notes: an `absent` in a manifest adds
+ * its position, an orphan of the stack's inventory its reason.
+ */
+export function buildModuleDelete(spec: ModuleKindSpec, edge: string, route: string, live: object, fingerprint: string): ModuleChange {
+  const before = normaliseModuleSettings(spec, live);
+  return {
+    kind: spec.kind,
+    address: moduleAddress(edge, route, spec.kind),
+    edge,
+    route,
+    fingerprint,
+    source: null,
+    depends_on: [],
+    action: "delete",
+    before,
+    after: null,
+    diffs: diffModule(spec, before, null),
+    request: { method: "DELETE", path: modulePath(edge, route, spec.kind), body: null },
     notes: [],
   };
 }

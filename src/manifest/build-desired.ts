@@ -288,7 +288,8 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   }
   const ignored = ignoreChanges.length > 0 ? { ignoreChanges } : {};
   const routeSource = new Pinner(doc.src).value(["route"]);
-  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, source: doc.src.pos, routeSource };
+  const guarded = v.protect === true ? { protect: true as const } : {};
+  return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, ...guarded, source: doc.src.pos, routeSource };
 }
 
 type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };

@@ -11,7 +11,7 @@ const remaining = z.object({ address: z.string(), reason: z.string() });
 
 const ChangeResultSchema = z.object({
   address: z.string(),
-  kind: z.enum(["weighted_backend", "saml", "circuit_breaker"]),
+  kind: z.enum(["weighted_backend", "saml", "circuit_breaker", "inventory"]),
   action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename", "rollout", "replace"]),
   status: z.enum(["done", "failed", "skipped", "not_started"]),
   id: z.string().nullable().describe("the object's id (the one a create answered); null for modules and creates that did not happen"),

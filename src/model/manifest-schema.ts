@@ -285,6 +285,10 @@ export const EdgeRouteManifestSchema = z
       .union([CircuitBreakerManifestSchema, absent])
       .optional()
       .meta({ description: "The circuit breaker module: its settings, or absent. Left out: edgeplan does not manage it." }),
+    protect: z.boolean().optional().meta({
+      description:
+        "Never delete this route's modules when their blocks are removed from the manifests, even with --prune, until a manifest declares them with protect: false. Default: false.",
+    }),
     ignore_changes: z
       .array(z.string())
       .optional()

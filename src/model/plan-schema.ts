@@ -129,6 +129,28 @@ export const SamlOutputSchema = z.object({
   certificate_sha256: z.string().nullable(),
 });
 
+const InventoryEntriesSchema = z.record(z.string(), z.object({ protect: z.literal(true).optional() }).strict());
+
+export const InventoryChangeSchema = z.object({
+  kind: z.literal("inventory"),
+  action: z.enum(["create", "update", "delete"]),
+  address: z.string(),
+  stack: z.string(),
+  id: z.string().nullable(),
+  fingerprint: z.string().nullable(),
+  source: z.null(),
+  before: InventoryEntriesSchema.nullable(),
+  after: InventoryEntriesSchema.nullable(),
+  diffs: z.array(FieldDiffSchema),
+  request: z.object({
+    method: z.enum(["POST", "PATCH", "DELETE"]),
+    path: z.string(),
+    body: WeightedBackendBodySchema.nullable(),
+  }),
+  depends_on: z.array(z.string()),
+  notes: z.array(z.string()),
+});
+
 export const PlanSchema = z
   .object({
     format_version: z.literal(1),
@@ -162,7 +184,7 @@ export const PlanSchema = z
         message: z.string(),
       }),
     ),
-    changes: z.array(z.union([WeightedBackendChangeSchema, ModuleChangeSchema])),
+    changes: z.array(z.union([WeightedBackendChangeSchema, ModuleChangeSchema, InventoryChangeSchema])),
     orphans: z.array(
       z.object({
         address: z.string(),

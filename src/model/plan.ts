@@ -171,11 +171,39 @@ export interface ModuleChange {
   notes: string[];
 }
 
-export type Change = WeightedBackendChange | ModuleChange;
+/**
+ * A write to one of a stack's inventory objects (src/model/inventory.ts), which record the route modules the stack
+ * owns: `create` a new object, `update` (PATCH with the full body) or `delete` one left empty. `before`/`after` are
+ * its entries by module address; `diffs` say, per module, `add` (record ownership), `remove` (forget it) or
+ * `change` (the protect flag). An entry moved by `--takeover` is a write to the other stack's inventory too.
+ */
+export interface InventoryChange {
+  kind: "inventory";
+  action: "create" | "update" | "delete";
+  /** `inventory.<stack>#<n>`: the stack's objects numbered from 1, in id order, new ones last. */
+  address: string;
+  /** The stack whose inventory this object is. */
+  stack: string;
+  /** The live id; null for a create. */
+  id: string | null;
+  /** Fingerprint of the live object this change was planned against; null for a create. */
+  fingerprint: string | null;
+  source: null;
+  before: Record<string, { protect?: true }> | null;
+  after: Record<string, { protect?: true }> | null;
+  diffs: FieldDiff[];
+  request: PlannedRequest<"POST" | "PATCH" | "DELETE", WeightedBackendBody>;
+  depends_on: string[];
+  notes: string[];
+}
+
+export type Change = WeightedBackendChange | ModuleChange | InventoryChange;
 
 /** A live object owned by the stack that no manifest names. */
 export interface Orphan {
+  /** `weighted_backend.<name>`, or a route module's address (a module its stack's inventory records). */
   address: string;
+  /** The weighted backend's id; for a module, the id of the inventory object that records it. */
   id: string;
   name: string;
   protected: boolean;
@@ -279,6 +307,11 @@ export interface Plan {
 /** Address of a weighted backend. */
 export function weightedBackendAddress(nameOrId: string): string {
   return `weighted_backend.${nameOrId}`;
+}
+
+/** Address of a stack's inventory object: its objects numbered from 1. */
+export function inventoryAddress(stack: string, n: number): string {
+  return `inventory.${stack}#${n}`;
 }
 
 /** Address of a module of a route. */

@@ -102,6 +102,8 @@ export interface DesiredEdgeRoute {
   circuit_breaker: ModuleIntent<CircuitBreakerSettings>;
   /** `ignore_changes`: module fields (`saml.FIELD`, `circuit_breaker.FIELD`) never updated once set. */
   ignoreChanges?: string[];
+  /** `protect: true`: the route's managed modules are recorded protected, never pruned once their blocks go. */
+  protect?: true;
   source: SourcePos;
   /** Where the `route:` value is written: a route or edge that does not exist is reported there. */
   routeSource?: SourcePos;
@@ -138,4 +140,9 @@ export interface LiveState {
   weightedBackends: LiveWeightedBackend[];
   /** Only the routes the manifests name are read. */
   routes: LiveRoute[];
+  /**
+   * The routes of modules the stack's inventory records and no manifest declares (src/core/inventory.ts), read
+   * with those modules only; absent or empty when there are none.
+   */
+  recorded?: LiveRoute[];
 }

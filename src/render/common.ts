@@ -2,7 +2,7 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, JsonValue, Plan, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, FieldDiff, JsonValue, Plan, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { finalShare } from "./mermaid.js";
 
@@ -61,6 +61,10 @@ export function symbolOf(change: Change): ChangeSymbol {
 
 /** `will be created`, `will be updated in place`, ... */
 export function phraseOf(change: Change): string {
+  if (change.kind === "inventory") {
+    if (change.action === "create") return "will be created";
+    return change.action === "delete" ? "will be deleted (it records no module any more)" : "will be updated";
+  }
   if (change.kind === "weighted_backend") {
     switch (change.action) {
       case "create":
@@ -162,6 +166,14 @@ export function visibleWeights(weights: WeightChange[]): { shown: WeightChange[]
 }
 
 /** `Plan: 1 to create, 2 to update, 0 to delete.` plus every other kind of change that occurs. */
+/** What an inventory write does to one module's entry, as words: `record ownership`, `forget ownership`, the protect flag. */
+export function ownershipText(diff: FieldDiff): string {
+  const protect = (v: JsonValue): boolean => typeof v === "object" && v !== null && !Array.isArray(v) && v.protect === true;
+  if (diff.op === "add") return `record ownership${protect(diff.after) ? " (protected)" : ""}`;
+  if (diff.op === "remove") return "forget ownership";
+  return `protect: ${protect(diff.before)} -> ${protect(diff.after)}`;
+}
+
 export function summaryLine(plan: Plan): string {
   const s = plan.summary;
   const parts = [`${s.create} to create`, `${s.update} to update`, `${s.delete} to delete`];
@@ -170,11 +182,13 @@ export function summaryLine(plan: Plan): string {
   if (s.rename) parts.push(`${s.rename} to rename`);
   if (s.rollout) parts.push(`${s.rollout} ${s.rollout === 1 ? "rollout" : "rollouts"}`);
   // A module PUT on a route that has none is shown as a create (`+`): counted so, apart from the replaces.
-  const created = plan.changes.filter((c) => c.kind !== "weighted_backend" && c.action === "replace" && c.before === null).length;
+  const created = plan.changes.filter((c) => (c.kind === "saml" || c.kind === "circuit_breaker") && c.action === "replace" && c.before === null).length;
   const modules = (n: number, what: string): string => `${n} ${n === 1 ? "module" : "modules"} to ${what}`;
   if (created) parts.push(modules(created, "create"));
   if (s.module_replace - created) parts.push(modules(s.module_replace - created, "replace"));
   if (s.module_delete) parts.push(modules(s.module_delete, "delete"));
+  const inventory = plan.changes.filter((c) => c.kind === "inventory").length;
+  if (inventory) parts.push(`${inventory} inventory ${inventory === 1 ? "write" : "writes"}`);
   return `Plan: ${parts.join(", ")}.`;
 }
 

@@ -13,6 +13,7 @@ import {
   noChangesLine,
   OUTPUT_FIELDS,
   outputText,
+  ownershipText,
   phraseOf,
   planOutputs,
   summaryLine,
@@ -96,7 +97,8 @@ function renderCard(change: Change, index: number): string {
   const notes = [...change.notes, ...(change.depends_on.length > 0 ? [`after ${change.depends_on.join(", ")}`] : [])];
   if (notes.length > 0) out.push('<ul class="notes muted">', ...notes.map((n) => `<li>${esc(n)}</li>`), "</ul>");
   if (change.kind === "weighted_backend" && change.weights.length > 0) out.push(...renderSplit(change));
-  if (change.diffs.length > 0) out.push('<ul class="diffs">', ...change.diffs.map(renderDiff), "</ul>");
+  const diffItem = change.kind === "inventory" ? (d: FieldDiff) => `<li><code>${esc(d.path)}</code> ${esc(ownershipText(d))}</li>` : renderDiff;
+  if (change.diffs.length > 0) out.push('<ul class="diffs">', ...change.diffs.map(diffItem), "</ul>");
   out.push("</article>");
   return out.join("\n");
 }

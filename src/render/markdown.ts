@@ -15,6 +15,7 @@ import {
   noChangesLine,
   OUTPUT_FIELDS,
   outputText,
+  ownershipText,
   phraseOf,
   planOutputs,
   rolloutLines,
@@ -180,7 +181,9 @@ function renderDetails(change: Change): string {
   for (const note of change.notes) lines.push(`# ${note}`);
   for (const line of rolloutLines(change)) lines.push(`# ${line}`);
   if (change.depends_on.length > 0) lines.push(`# after ${change.depends_on.join(", ")}`);
-  for (const diff of change.diffs) lines.push(...diffLines(diff));
+  if (change.kind === "inventory") {
+    for (const diff of change.diffs) lines.push(`${diff.op === "add" ? "+" : diff.op === "remove" ? "-" : "!"} ${diff.path}: ${ownershipText(diff)}`);
+  } else for (const diff of change.diffs) lines.push(...diffLines(diff));
   if (change.kind === "weighted_backend") {
     const { shown, hidden } = visibleWeights(change.weights);
     if (shown.length > 0 || change.action === "create" || change.action === "delete") {

@@ -12,6 +12,7 @@ import {
   noChangesLine,
   OUTPUT_FIELDS,
   outputText,
+  ownershipText,
   phraseOf,
   planOutputs,
   rolloutLines,
@@ -138,6 +139,13 @@ function renderChange(change: Change, paint: Paint): string[] {
   for (const line of rolloutLines(change)) lines.push(`  # ${line}`);
   if (change.depends_on.length > 0) lines.push(`  # after ${change.depends_on.join(", ")}`);
   lines.push(`  ${paint(SYMBOL_STYLE[symbol], symbol)} ${titleOf(change)}`);
+  if (change.kind === "inventory") {
+    for (const diff of change.diffs) {
+      const mark = diff.op === "add" ? "+" : diff.op === "remove" ? "-" : "~";
+      lines.push(`      ${paint(DIFF_STYLE[mark] ?? "yellow", mark)} ${diff.path}: ${ownershipText(diff)}`);
+    }
+    return lines;
+  }
   for (const diff of change.diffs) lines.push(...renderFieldDiff(diff, paint));
   if (change.kind === "weighted_backend") {
     const { shown, hidden } = visibleWeights(change.weights);

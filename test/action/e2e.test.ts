@@ -143,25 +143,26 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
       "has-changes": "true",
       exitcode: "2",
       "plan-file": join(first.runner.dir, "temp", "edgeplan-plan-e2e.json"),
-      summary: "Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.",
+      summary: "Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.",
     });
     const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as Plan;
     expect(saved.format_version).toBe(1);
     expect(saved.stack).toBe("e2e");
-    expect(saved.changes).toHaveLength(2);
-    expect(first.run.stdout).toContain("::notice title=edgeplan::Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.\n");
+    // The weighted backend, the circuit breaker, and the inventory write that records the circuit breaker.
+    expect(saved.changes).toHaveLength(3);
+    expect(first.run.stdout).toContain("::notice title=edgeplan::Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.\n");
 
     const comments = gh.comments.get("acme/routes#21")!;
     expect(comments).toHaveLength(1);
     const body1 = comments[0]!.body;
     expect(
       body1.startsWith(
-        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [])}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.**\n`,
+        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [])}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.**\n`,
       ),
     ).toBe(true);
     expect(body1).toContain("weighted_backend.checkout");
     expect(body1).toContain("<sub>Commit 5e5e5e5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>");
-    expect(first.runner.summary()).toContain("**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.**");
+    expect(first.runner.summary()).toContain("**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.**");
     expectNoKey(first.run, first.runner, [readFileSync(outputs["plan-file"]!, "utf8")]);
 
     // A second push changes the weights: the same comment is edited, not a second one added.
@@ -293,10 +294,10 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
       "has-changes": "true",
       exitcode: "0",
       "plan-file": "",
-      summary: "Apply complete: 2 done. Converged: the live state matches the manifests.",
+      summary: "Apply complete: 3 done. Converged: the live state matches the manifests.",
     });
     const summary = first.runner.summary();
-    expect(summary.startsWith("### edgeplan apply: stack `merge`\n\n**Apply complete: 2 done.**\n")).toBe(true);
+    expect(summary.startsWith("### edgeplan apply: stack `merge`\n\n**Apply complete: 3 done.**\n")).toBe(true);
     expect(summary).toContain("\nConverged: the live state matches the manifests.\n");
     expect(summary).toContain("<details><summary>The plan that was applied</summary>\n\n### edgeplan plan: stack `merge`");
     expect(gh.calls).toHaveLength(0);
@@ -305,7 +306,9 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     // What the server holds now: the weighted backend with its weights and owner marker, the circuit breaker.
     const api = apiClient(server.url, server.apiKey);
     const list = await api.get("/backends/weighted");
-    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) => b.metadata.includes('"stack":"merge"'));
+    const mine = (list.json.backends as { metadata: string; backends: Record<string, number> }[]).filter(
+      (b) => b.metadata.includes('"stack":"merge"') && b.metadata.includes('"name":'),
+    );
     expect(mine.map((b) => b.backends)).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
     const cb = await api.get(`/edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker`);
     expect(cb.json).toMatchObject({ tripped_duration: 30, rolling_window: 60, num_buckets: 12, volume_threshold: 50, error_threshold_percentage: 0.25 });
@@ -325,7 +328,9 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     expect(refused.runner.summary()).toContain("**The apply failed.**");
     const unchanged = await api.get("/backends/weighted");
     expect(
-      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[]).filter((b) => b.metadata.includes('"stack":"merge"')).map((b) => b.backends),
+      (unchanged.json.backends as { metadata: string; backends: Record<string, number> }[])
+        .filter((b) => b.metadata.includes('"stack":"merge"') && b.metadata.includes('"name":'))
+        .map((b) => b.backends),
     ).toEqual([{ [STABLE]: 9000, [CANARY_BACKEND]: 1000 }]);
 
     const acked = await act(ws, { ...push, inputs: { ...push.inputs, ack: "traffic-shift" } });

@@ -133,7 +133,8 @@ export async function startWorld(faults: { dropRate?: number; latency?: [number,
       const out = new Map<string, WeightedBackend>();
       for (const wb of await world.list()) {
         const marker = markerOf(wb);
-        if (marker?.stack !== stack) continue;
+        // Lease and inventory objects carry the stack but no name: they are edgeplan's bookkeeping, not objects of the manifests.
+        if (marker?.stack !== stack || typeof marker.name !== "string") continue;
         expect(out.has(marker.name), `two objects carry the marker of "${marker.name}"`).toBe(false);
         out.set(marker.name, wb);
       }

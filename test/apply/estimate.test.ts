@@ -88,26 +88,26 @@ function mixed(initial: number, counts: { creates: number; updates: number; dele
 }
 
 describe.concurrent("estimate.requests is what the server receives from the first write on", { timeout: 120_000 }, () => {
-  it("a mixed plan whose check reads the touched objects by id (205 objects, 3 of them touched)", async () => {
-    const w = await setUp(205);
-    w.manifests(mixed(205, { creates: 1, updates: 1, deletes: 1 }));
+  it("a mixed plan whose check reads the touched objects by id (305 objects, 4 of them touched)", async () => {
+    const w = await setUp(305);
+    w.manifests(mixed(305, { creates: 1, updates: 1, deletes: 1 }));
     const plan = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--format", "json"]);
     const planned = (JSON.parse(plan.stdout) as { estimate: Estimate }).estimate;
     const { run, seen, mark } = await applyAndCount(w, APPLY);
-    // 3 weighted backends and 5 modules written; 3 GETs by id (listing 205 would take 3 pages: not fewer) and one
-    // read per edge that had a module touched.
-    expect(seen).toEqual({ requests: 14, writes: 8, reads: 6 });
+    // 3 weighted backends, 5 modules and the inventory object that records the modules written; 4 GETs by id
+    // (listing 306 would take 4 pages: not fewer) and one read per edge that had a module touched.
+    expect(seen).toEqual({ requests: 16, writes: 9, reads: 7 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
     expect(planned).toEqual({ ...seen, seconds: 1, rate_limit: null, concurrency: 4 });
-    expect(w.log(mark).filter((l) => l.method === "GET" && /^\/backends\/weighted\/bkdwd_/.test(l.path)).length).toBe(3);
+    expect(w.log(mark).filter((l) => l.method === "GET" && /^\/backends\/weighted\/bkdwd_/.test(l.path)).length).toBe(4);
   });
 
   it("a mixed plan whose check lists the account (20 objects, 48 touched)", async () => {
     const w = await setUp(20);
     w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
     const { run, seen } = await applyAndCount(w, APPLY);
-    // 48 weighted backends and 5 modules written; one list page (42 objects) and 3 edge reads.
-    expect(seen).toEqual({ requests: 57, writes: 53, reads: 4 });
+    // 48 weighted backends, 5 modules and the inventory object written; one list page (43 objects) and 3 edge reads.
+    expect(seen).toEqual({ requests: 58, writes: 54, reads: 4 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
   });
 
@@ -119,11 +119,12 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     // A plan saved before plans carried an estimate is applied as well, and estimated again.
     const file = path.join(w.dir, "p.json");
     const { estimate, ...older } = JSON.parse(readFileSync(file, "utf8")) as { estimate: Estimate };
-    expect(estimate.writes).toBe(53);
+    expect(estimate.writes).toBe(54);
     writeFileSync(file, JSON.stringify(older));
     const { run, seen } = await applyAndCount(w, ["apply", "--plan", "p.json", "--auto-approve", "--force", "--rate-limit", "off", "--format", "json"]);
-    // 48 GETs by id (the deleted ones answer 404) and 3 edge reads, the outputs' routes among them.
-    expect(seen).toEqual({ requests: 104, writes: 53, reads: 51 });
+    // 49 GETs by id (48 weighted backends and the inventory object; the deleted ones answer 404) and 3 edge reads,
+    // the outputs' routes among them.
+    expect(seen).toEqual({ requests: 106, writes: 54, reads: 52 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
   });
 });

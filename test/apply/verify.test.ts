@@ -14,7 +14,23 @@ import { EdgeplanError, StalePlanError, UnsafePlanError } from "../../src/model/
 import type { Plan } from "../../src/model/plan.js";
 import { renderJson } from "../../src/render/json.js";
 import type { LiveState } from "../../src/model/state.js";
-import { absent, CB, desiredRoute, desiredWb, EDGE, hrId, liveRouteOf, liveWb, markerMetadata, present, ROUTE, samlModule, samlSettings, wbId } from "../core/builders.js";
+import {
+  absent,
+  CB,
+  desiredRoute,
+  desiredWb,
+  EDGE,
+  hrId,
+  inventoryMetadata,
+  liveRouteOf,
+  liveWb,
+  markerMetadata,
+  present,
+  ROUTE,
+  samlModule,
+  samlSettings,
+  wbId,
+} from "../core/builders.js";
 
 const OPTIONS = { stack: "default", prune: true, takeover: false, maxShift: DEFAULT_MAX_SHIFT };
 const SAML_ADDR = `edge_route.${EDGE}/${ROUTE}.saml`;
@@ -31,6 +47,8 @@ function scenario(): { plan: Plan; live: LiveState; desired: Parameters<typeof b
       liveWb(1, { description: "old", metadata: markerMetadata("default", "a") }),
       liveWb(2, { metadata: markerMetadata("default", "gone"), backends: { [hrId(2)]: 100 } }),
       liveWb(3, { metadata: JSON.stringify({ team: "other" }) }),
+      // The stack's inventory: it set the circuit breaker the manifest now says absent.
+      liveWb(4, { metadata: inventoryMetadata("default", [CB_ADDR]) }),
     ],
     routes: [liveRouteOf(null, CB)],
   };
@@ -45,7 +63,7 @@ function outcomeOf(plan: Plan, statuses: Record<string, ChangeResult["status"]>,
       kind: c.kind,
       action: c.action,
       status,
-      id: c.kind === "weighted_backend" ? (c.id ?? createdIds[c.address] ?? null) : null,
+      id: c.kind === "weighted_backend" || c.kind === "inventory" ? (c.id ?? createdIds[c.address] ?? null) : null,
       ms: status === "done" || status === "failed" ? 5 : null,
       message: status,
     };
@@ -61,6 +79,8 @@ describe("the scenario plan", () => {
     expect(plan.changes.map((c) => `${c.address} ${c.action}`)).toEqual([
       `${CB_ADDR} delete`,
       `${SAML_ADDR} replace`,
+      // The SAML module is declared for the first time: recorded, and the deleted circuit breaker forgotten.
+      "inventory.default#1 update",
       "weighted_backend.a update",
       "weighted_backend.gone delete",
       "weighted_backend.m create",
@@ -73,7 +93,7 @@ describe("staleness of a saved plan", () => {
   it("reads again exactly the objects the plan touches", () => {
     const { plan } = scenario();
     expect(buildTouchedByPlan(plan)).toEqual({
-      weightedBackendIds: [wbId(1), wbId(2)],
+      weightedBackendIds: [wbId(4), wbId(1), wbId(2)],
       modules: [
         { edge: EDGE, route: ROUTE, module: "circuit_breaker" },
         { edge: EDGE, route: ROUTE, module: "saml" },
@@ -94,6 +114,7 @@ describe("staleness of a saved plan", () => {
         liveWb(3, { metadata: JSON.stringify({ team: "other" }) }),
         liveWb(9, { metadata: markerMetadata("default", "m") }),
         liveWb(10, { metadata: markerMetadata("another-stack", "n") }),
+        liveWb(4, { metadata: inventoryMetadata("default", [CB_ADDR]) }),
       ],
       routes: [liveRouteOf(samlModule(ROUTE), null)],
     };
@@ -130,7 +151,7 @@ describe("after the run", () => {
     const { plan } = scenario();
     const outcome = outcomeOf(plan, { "weighted_backend.n": "skipped", "weighted_backend.gone": "failed" }, { "weighted_backend.m": wbId(20) });
     expect(buildTouchedAfterRun(plan, outcome)).toEqual({
-      weightedBackendIds: [wbId(1), wbId(2), wbId(20)],
+      weightedBackendIds: [wbId(1), wbId(2), wbId(4), wbId(20)],
       modules: [
         { edge: EDGE, route: ROUTE, module: "circuit_breaker" },
         { edge: EDGE, route: ROUTE, module: "saml" },
@@ -147,6 +168,7 @@ describe("after the run", () => {
         liveWb(1, { description: "A", metadata: markerMetadata("default", "a") }),
         liveWb(20, { metadata: markerMetadata("default", "m") }),
         liveWb(21, { metadata: markerMetadata("default", "n"), backends: { [wbId(20)]: 100 } }),
+        liveWb(4, { metadata: inventoryMetadata("default", [SAML_ADDR]) }),
       ],
       routes: [liveRouteOf(samlModule(ROUTE, { authorized_groups: ["engineering"] }), null)],
     };
@@ -157,7 +179,7 @@ describe("after the run", () => {
     const outcome = outcomeOf(plan, {}, created);
     const touched = buildTouchedAfterRun(plan, outcome);
     const merged = mergeLive(live, touched, converged());
-    expect(merged.weightedBackends.map((w) => w.id)).toEqual([wbId(1), wbId(3), wbId(20), wbId(21)]); // 2 deleted, 3 untouched
+    expect(merged.weightedBackends.map((w) => w.id)).toEqual([wbId(1), wbId(3), wbId(4), wbId(20), wbId(21)]); // 2 deleted, 3 untouched
     expect(merged.routes).toHaveLength(1);
     expect(merged.routes[0]?.saml?.entity_id).toBe(`https://idp.edgeplan.localhost/saml/${ROUTE}`);
     expect(merged.routes[0]?.circuit_breaker).toBeNull();
@@ -184,6 +206,7 @@ describe("after the run", () => {
       liveWb(2, { metadata: markerMetadata("default", "gone"), backends: { [hrId(2)]: 100 } }),
       liveWb(20, { metadata: markerMetadata("default", "m") }),
       liveWb(21, { metadata: markerMetadata("default", "n"), backends: { [wbId(20)]: 100 } }),
+      liveWb(4, { metadata: inventoryMetadata("default", [SAML_ADDR]) }),
     ];
     const verdict = buildConvergenceFromPlan(plan, outcomeOf(plan, { [SAML_ADDR]: "not_started" }, created), reread);
     expect(verdict.converged).toBe(false);
@@ -251,7 +274,7 @@ describe("the report", () => {
     for (const r of outcome.results) {
       if (r.address === "weighted_backend.m") r.message = "manifests/main.yaml:1:1: POST /backends/weighted: 400 ERR_NGROK_6501: no such backend";
       else if (r.address === "weighted_backend.n") r.message = "depends on weighted_backend.m, which failed";
-      else r.message = r.kind === "weighted_backend" ? `${r.action}d ${r.id}` : r.action === "delete" ? "deleted" : "set";
+      else r.message = r.kind === "weighted_backend" || r.kind === "inventory" ? `${r.action}d ${r.id}` : r.action === "delete" ? "deleted" : "set";
     }
     return {
       stack: "default",
@@ -273,9 +296,10 @@ describe("the report", () => {
     expect(renderApplyText(report())).toBe(
       [
         "",
-        "Apply finished with failures: 4 done, 1 failed, 1 skipped.",
+        "Apply finished with failures: 5 done, 1 failed, 1 skipped.",
         `  done     ${CB_ADDR}: deleted (5 ms)`,
         `  done     ${SAML_ADDR}: set (5 ms)`,
+        `  done     inventory.default#1: updated ${wbId(4)} (5 ms)`,
         `  done     weighted_backend.a: updated ${wbId(1)} (5 ms)`,
         `  done     weighted_backend.gone: deleted ${wbId(2)} (5 ms)`,
         "  failed   weighted_backend.m: manifests/main.yaml:1:1: POST /backends/weighted: 400 ERR_NGROK_6501: no such backend",
@@ -312,7 +336,7 @@ describe("the report", () => {
 
   it("as Markdown and JSON", () => {
     const md = renderApplyMarkdown(report());
-    expect(md.startsWith("### edgeplan apply: stack `default`\n\n**Apply finished with failures: 4 done, 1 failed, 1 skipped.**\n")).toBe(true);
+    expect(md.startsWith("### edgeplan apply: stack `default`\n\n**Apply finished with failures: 5 done, 1 failed, 1 skipped.**\n")).toBe(true);
     expect(md).toContain("| `weighted_backend.m` | failed | manifests/main.yaml:1:1: POST /backends/weighted: 400 ERR_NGROK_6501: no such backend |");
     expect(md).toContain("- `weighted_backend.n` will be created");
     const { plan } = scenario();
@@ -321,7 +345,7 @@ describe("the report", () => {
       format_version: 1,
       kind: "apply",
       plan: { format_version: 1, stack: plan.stack },
-      report: { status: "failed", counts: { done: 4, failed: 1, skipped: 1, not_started: 0 } },
+      report: { status: "failed", counts: { done: 5, failed: 1, skipped: 1, not_started: 0 } },
     });
     expect(JSON.parse(renderApplyJson(plan, null))).toEqual({ format_version: 1, kind: "apply", plan: JSON.parse(renderJson(plan)), report: null });
   });

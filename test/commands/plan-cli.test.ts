@@ -37,7 +37,8 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toContain("+ weighted_backend.checkout");
     expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
-    expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.");
+    // The circuit breaker is declared for the first time: the inventory write that records it is part of the plan.
+    expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.");
     // One page of weighted backends, one read of the edge, and one read of each child id the create introduces:
     // nothing else.
     expect(
@@ -126,7 +127,7 @@ describe("HTML pages from the CLI", () => {
     expect(md.stderr).toBe("plan written to plan.html (HTML; open it in a browser)\n");
     const page = readFileSync(join(w.dir, "plan.html"), "utf8");
     expect(page.startsWith("<!doctype html>\n")).toBe(true);
-    expect(page).toContain('<p class="summary">Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.</p>');
+    expect(page).toContain('<p class="summary">Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.</p>');
     // Same plan, same bytes: the page of `--format html` on stdout is the file's.
     expect((await w.cli(["plan", "m", "--format", "html"])).stdout).toBe(page);
 
@@ -135,16 +136,16 @@ describe("HTML pages from the CLI", () => {
     const refused = await w.cli(["apply", "m", "--format", "html"]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe(page);
-    expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create.\n");
+    expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.\n");
     // Only the refused apply's lease was written (the plans before it write nothing).
     expect(w.changeWrites()).toEqual([]);
 
     const applied = await w.cli(["apply", "m", "--auto-approve", "--html", "report.html"]);
     expect(applied.code).toBe(0);
-    expect(applied.stdout).toContain("\nApply complete: 2 done.\n"); // the text report is unchanged
+    expect(applied.stdout).toContain("\nApply complete: 3 done.\n"); // the text report is unchanged
     expect(applied.stderr).toContain("apply report written to report.html (HTML; open it in a browser)\n");
     const report = readFileSync(join(w.dir, "report.html"), "utf8");
-    expect(report).toContain('<p class="summary">Apply complete: 2 done.</p>');
+    expect(report).toContain('<p class="summary">Apply complete: 3 done.</p>');
     expect(report).toContain('<p class="add">Converged: the live state matches the manifests.</p>');
     expect(report).not.toMatch(/<script|<link|src=|url\(/);
   });

@@ -1,4 +1,5 @@
 /** Small builders of desired and live objects for the plan's unit tests. */
+import { buildInventoryBody } from "../../src/model/inventory.js";
 import { liveRoute, liveWeightedBackend } from "../../src/api/live-state.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, type PlanOptions } from "../../src/core/plan.js";
 import type { Plan, WeightedBackendChange, ModuleChange } from "../../src/model/plan.js";
@@ -36,6 +37,11 @@ export function desiredWb(name: string, fields: Partial<Omit<DesiredWeightedBack
 /** The metadata text edgeplan writes: the user's mapping plus the marker. */
 export function markerMetadata(stack: string, name: string, user: Record<string, unknown> = {}, protect = false): string {
   return JSON.stringify({ ...user, edgeplan: protect ? { stack, name, protect: true } : { stack, name } });
+}
+
+/** The metadata of an inventory object of `stack` recording these module addresses (src/model/inventory.ts). */
+export function inventoryMetadata(stack: string, addresses: readonly string[], protect = false): string {
+  return buildInventoryBody(stack, Object.fromEntries(addresses.map((a) => [a, protect ? { protect: true as const } : {}]))).metadata;
 }
 
 export function liveWb(n: number, fields: { description?: string; metadata?: string; backends?: Record<string, number> } = {}): LiveWeightedBackend {
@@ -145,6 +151,6 @@ export function wbChange(p: Plan, address: string): WeightedBackendChange {
 
 export function moduleChange(p: Plan, address: string): ModuleChange {
   const c = p.changes.find((x) => x.address === address);
-  if (!c || c.kind === "weighted_backend") throw new Error(`no module change ${address}`);
+  if (!c || c.kind === "weighted_backend" || c.kind === "inventory") throw new Error(`no module change ${address}`);
   return c;
 }

@@ -27,11 +27,12 @@ describe("buildEstimate", () => {
     expect(p.changes.map((c) => c.address)).toEqual([
       moduleAddress(EDGE, ROUTE, "circuit_breaker"),
       moduleAddress(edge2, route2, "circuit_breaker"),
+      "inventory.default#1",
       "weighted_backend.a",
       "weighted_backend.b",
     ]);
-    // 2 weighted backends touched: 2 GETs (listing 302 objects takes 4 pages); 2 edges read.
-    expect(p.estimate).toEqual({ requests: 8, writes: 4, reads: 4, seconds: 1, rate_limit: "120/60s", concurrency: 4 });
+    // 2 weighted backends and the new inventory object touched: 3 GETs (listing 303 objects takes 4 pages); 2 edges read.
+    expect(p.estimate).toEqual({ requests: 10, writes: 5, reads: 5, seconds: 1, rate_limit: "120/60s", concurrency: 4 });
   });
 
   it("lists the account instead when that takes fewer requests", () => {
@@ -41,11 +42,12 @@ describe("buildEstimate", () => {
       routes: [desiredRoute(absent(), present(CB)), desiredRoute(absent(), present(CB), { route: route2 })],
     };
     const live = { wbs: others(150), routes: [liveRouteOf(null, null), liveRouteOf(null, null, { route: route2 })] };
-    // 5 creates and 2 modules on one edge; 155 objects after the run take 2 list pages, fewer than 5 GETs.
-    expect(plan(desired, live).estimate).toMatchObject({ requests: 10, writes: 7, reads: 3 });
-    // With no rate limit, the time follows the concurrency: 10 requests one at a time.
+    // 5 creates, 2 modules on one edge and the inventory object that records them; 156 objects after the run take 2
+    // list pages, fewer than 6 GETs.
+    expect(plan(desired, live).estimate).toMatchObject({ requests: 11, writes: 8, reads: 3 });
+    // With no rate limit, the time follows the concurrency: 11 requests one at a time.
     const p = plan(desired, live, { budget: { rateLimit: null, concurrency: 1 } });
-    expect(p.estimate).toEqual({ requests: 10, writes: 7, reads: 3, seconds: 2, rate_limit: null, concurrency: 1 });
+    expect(p.estimate).toEqual({ requests: 11, writes: 8, reads: 3, seconds: 3, rate_limit: null, concurrency: 1 });
   });
 
   it("is nothing at all for a plan without changes", () => {

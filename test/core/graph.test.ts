@@ -20,12 +20,14 @@ describe("dependency order", () => {
     );
     expect(wbChange(p, "weighted_backend.top").depends_on).toEqual(["weighted_backend.mid"]);
     expect(wbChange(p, "weighted_backend.mid").depends_on).toEqual(["weighted_backend.leaf"]);
+    // The circuit breaker is declared for the first time: the stack's inventory records it once it is set.
     expect(dependencyLevels(p)).toEqual([
       [`edge_route.${EDGE}/${ROUTE}.circuit_breaker`, "weighted_backend.alone", "weighted_backend.leaf"],
-      ["weighted_backend.mid"],
+      ["inventory.default#1", "weighted_backend.mid"],
       ["weighted_backend.top"],
     ]);
     expect(dependencyEdges(p)).toEqual([
+      ["inventory.default#1", `edge_route.${EDGE}/${ROUTE}.circuit_breaker`],
       ["weighted_backend.mid", "weighted_backend.leaf"],
       ["weighted_backend.top", "weighted_backend.mid"],
     ]);

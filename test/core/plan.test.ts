@@ -9,6 +9,7 @@ import {
   desiredWb,
   EDGE,
   hrId,
+  inventoryMetadata,
   liveRouteOf,
   liveWb,
   markerMetadata,
@@ -409,13 +410,20 @@ describe("modules", () => {
     expect(Object.keys(saml.request.body ?? {})).not.toContain("entity_id");
     expect(p.summary.module_replace).toBe(2);
 
-    const same = plan({ routes: [desiredRoute(present(samlSettings()), present(CB))] }, { routes: [liveRouteOf(samlModule(ROUTE), CB)] });
+    // Both modules were first declared: one inventory write records them once they are set.
+    expect(p.changes.filter((c) => c.kind === "inventory").map((c) => [c.action, c.depends_on])).toEqual([["create", [CB_ADDR, SAML_ADDR]]]);
+
+    const recorded = [liveWb(1, { metadata: inventoryMetadata("default", [CB_ADDR, SAML_ADDR]) })];
+    const same = plan({ routes: [desiredRoute(present(samlSettings()), present(CB))] }, { wbs: recorded, routes: [liveRouteOf(samlModule(ROUTE), CB)] });
     expect(same.changes).toEqual([]);
   });
 
   it("fills API defaults on the desired side so that leaving them out is no change", () => {
     const partial = { tripped_duration: 120, rolling_window: 300, num_buckets: 5, error_threshold_percentage: 0.2 };
-    const p = plan({ routes: [desiredRoute(unmanaged, present(partial as typeof CB))] }, { routes: [liveRouteOf(null, { ...partial, enabled: true, volume_threshold: 0 })] });
+    const p = plan(
+      { routes: [desiredRoute(unmanaged, present(partial as typeof CB))] },
+      { wbs: [liveWb(1, { metadata: inventoryMetadata("default", [CB_ADDR]) })], routes: [liveRouteOf(null, { ...partial, enabled: true, volume_threshold: 0 })] },
+    );
     expect(p.changes).toEqual([]);
   });
 

@@ -10,7 +10,7 @@ import { dependencyLevels } from "../../src/core/graph.js";
 import { buildPlan, type PlanOptions } from "../../src/core/plan.js";
 import { resolveWeightedBackendBody } from "../../src/kinds/weighted-backend.js";
 import { ManifestError } from "../../src/model/errors.js";
-import type { Plan, WeightedBackendChange } from "../../src/model/plan.js";
+import type { Plan, WeightedBackendBody, WeightedBackendChange } from "../../src/model/plan.js";
 import type { DesiredState, DesiredWeightedBackend, LiveState } from "../../src/model/state.js";
 import type { CircuitBreakerSettings, SamlModule } from "../../src/model/wire.js";
 import { renderJson } from "../../src/render/json.js";
@@ -160,6 +160,16 @@ function simulateApply(p: Plan, live: LiveState, reverseLevels = false): LiveSta
     for (const address of reverseLevels ? [...level].reverse() : level) {
       const c = byAddress.get(address);
       if (!c) throw new Error(`no change ${address}`);
+      if (c.kind === "inventory") {
+        if (c.action === "delete") wbs.delete(c.id as string);
+        else {
+          const id = c.id ?? wbId(next++);
+          if (c.id === null) ids.set(address, id);
+          const created_at = wbs.get(id)?.created_at ?? "2025-01-02T00:00:00Z";
+          wbs.set(id, liveWeightedBackend({ id, uri: "", created_at, ...(c.request.body as WeightedBackendBody) }));
+        }
+        continue;
+      }
       if (c.kind === "weighted_backend") {
         if (c.action === "delete") {
           const id = c.id as string;

@@ -7,6 +7,7 @@ import {
   desiredWb,
   EDGE,
   hrId,
+  inventoryMetadata,
   liveRouteOf,
   liveWb,
   markerMetadata,
@@ -110,7 +111,11 @@ describe("auth-removal", () => {
   it("does not flag enabling SAML or changing other fields", () => {
     const p = plan(
       { routes: [desiredRoute(present(samlSettings({ enabled: true, force_authn: true })), unmanaged)] },
-      { routes: [liveRouteOf(samlModule(ROUTE, { enabled: false }), null)] },
+      // The stack's inventory records the module already (it was applied by this version).
+      {
+        wbs: [liveWb(1, { metadata: inventoryMetadata("default", [`edge_route.${EDGE}/${ROUTE}.saml`]) })],
+        routes: [liveRouteOf(samlModule(ROUTE, { enabled: false }), null)],
+      },
     );
     expect(p.changes).toHaveLength(1);
     expect(p.risks).toEqual([]);

@@ -214,15 +214,16 @@ describe("edgeplan export", () => {
       module_replace: 0,
       module_delete: 0,
       orphans_kept: 0,
-      total: 2,
+      // The two adoptions, and the inventory write that records the exported modules (the modules' adoption).
+      total: 3,
     });
-    expect(plan.changes.map((c) => [c.address, c.action, c.id])).toEqual([
+    expect(plan.changes.filter((c) => !c.address.startsWith("inventory.")).map((c) => [c.address, c.action, c.id])).toEqual([
       [`weighted_backend.${lower(ids.bare as string)}`, "adopt", ids.bare],
       ["weighted_backend.storefront-eu", "adopt", ids.storefront],
     ]);
     const text = await cli("plan", "exported", "--detailed-exitcode");
     expect(text.code).toBe(2);
-    expect(text.stdout).toContain("Plan: 0 to create, 0 to update, 0 to delete, 2 to adopt.\n");
+    expect(text.stdout).toContain("Plan: 0 to create, 0 to update, 0 to delete, 2 to adopt, 1 inventory write.\n");
   });
 
   it("writes into a folder that holds other files, leaving them as they are", async () => {
@@ -327,7 +328,7 @@ describe("edgeplan export", () => {
     expect(r.stderr).toContain("next: edgeplan plan --stack blue --takeover takeover\n");
     const plan = await cli("plan", "takeover", "--takeover", "--format", "json");
     expect(plan.code).toBe(0);
-    expect(JSON.parse(plan.stdout).summary).toMatchObject({ create: 0, update: 0, delete: 0, adopt: 2, takeover: 1, module_replace: 0, total: 3 });
+    expect(JSON.parse(plan.stdout).summary).toMatchObject({ create: 0, update: 0, delete: 0, adopt: 2, takeover: 1, module_replace: 0, total: 4 });
   });
 
   it("after apply of the export, a second plan has nothing to do, and a new export writes every object by name", async () => {

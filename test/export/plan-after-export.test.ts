@@ -124,8 +124,10 @@ describe("plan right after export", () => {
           module_replace: 0,
           module_delete: 0,
           orphans_kept: plan.orphans.length,
-          total: result.weightedBackends.length - count("owned"),
+          // The exported modules are adopted by one inventory write that records them (none without modules).
+          total: result.weightedBackends.length - count("owned") + (routes.some((r) => r.saml !== null || r.circuit_breaker !== null) ? 1 : 0),
         });
+        for (const c of plan.changes) if (c.kind === "inventory") expect(c.diffs.every((d) => d.op === "add")).toBe(true);
         // Orphans are only the owned duplicates export skipped.
         expect(plan.orphans.map((o) => o.id).sort()).toEqual(
           result.skipped

@@ -14,6 +14,7 @@ import { runApply, type ApplyCommandResult } from "../../src/commands/apply.js";
 import { captureIO } from "../../src/commands/io.js";
 import { runPlan } from "../../src/commands/plan.js";
 import { ManifestError } from "../../src/model/errors.js";
+import { isInventoryObject } from "../../src/model/inventory.js";
 import type { DesiredState } from "../../src/model/state.js";
 import type { WeightedBackendRecord } from "../../src/server/index.js";
 import { apiClient, startTestServer, type ApiClient, type TestServer } from "../helpers/server.js";
@@ -99,6 +100,18 @@ describe("apply against the real server over random worlds", () => {
     for (const d of dirs) d.remove();
   });
 
+  /** Deletes every inventory object of the account (the modules the earlier worlds' stacks recorded). */
+  async function forgetInventories(client: ApiClient): Promise<void> {
+    let path: string | null = "/backends/weighted";
+    const found: string[] = [];
+    while (path !== null) {
+      const page = await client.get(path);
+      found.push(...(page.json.backends as Array<{ id: string; metadata: string }>).filter(isInventoryObject).map((wb) => wb.id));
+      path = page.json.next_page_uri === null ? null : String(page.json.next_page_uri).replace(client.url, "");
+    }
+    for (const id of found) expect((await client.del(`/backends/weighted/${id}`)).status).toBe(204);
+  }
+
   it(`converges in one apply, and a second apply writes nothing but its lease (${RUNS} worlds)`, async () => {
     let run = 0;
     let applied = 0;
@@ -107,6 +120,8 @@ describe("apply against the real server over random worlds", () => {
         const stack = `run-${run++}`;
         const dir = tempDir("apply-prop");
         dirs.push(dir);
+        // Each world starts with the routes' modules owned by no stack: the earlier worlds' stacks are gone.
+        await forgetInventories(api);
         const ids = await seedLive(api, live, stack);
         writeManifests(dir.path, desired, ids);
         const flags = { paths: [dir.path], apiUrl: server.url, stack, prune, rateLimit: "off", concurrency: "3" };

@@ -93,7 +93,7 @@ describe("apply killed with SIGKILL at random points", () => {
     const args = ["apply", "manifests", "--stack", stack, "--prune", "--auto-approve", "--force", "--concurrency", "1"];
     let interrupted = 0;
     for (let trial = 0; trial < 3; trial++) {
-      writeWorld(cwd, trial);
+      writeWorld(cwd, trial, ROUTES[2]);
       const run = startCli(args, { cwd, env, timeoutMs: 60_000 });
       expect(await waitFor(() => /^Applying \d+ changes?/m.test(run.stderr()) || run.proc.exitCode !== null, 30_000)).toBe(true);
       await sleep(20 + Math.floor(Math.random() * 40));

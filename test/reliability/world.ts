@@ -3,6 +3,7 @@
  * creates and deletes must run in order), a SAML module and a circuit breaker; variants of it that update, rename
  * and prune; and a direct reader of a server's SQLite data file that counts objects per owner marker.
  */
+import { isInventoryObject } from "../../src/model/inventory.js";
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -11,8 +12,11 @@ import { REPO_ROOT } from "../helpers/server.js";
 
 export const EDGE = "edghts_000000000000000000000000001";
 export const ROUTE = "edghtsrt_000000000000000000000000001";
-/** One route per concurrent sequence of the crash test, so that two stacks never manage the same modules at once. */
-export const ROUTES = [ROUTE, "edghtsrt_000000000000000000000000002"] as const;
+/**
+ * One route per stack of the crash test (two concurrent sequences, then the SIGINT test), so that two stacks never
+ * manage the same modules: a module one stack's inventory records is refused to another (docs/ownership.md).
+ */
+export const ROUTES = [ROUTE, "edghtsrt_000000000000000000000000002", "edghtsrt_000000000000000000000000003"] as const;
 export const CHILDREN = [1, 2, 3, 4].map((n) => `bkdhr_${String(n).padStart(27, "0")}`);
 
 export const FIXTURES_YAML = `edges:
@@ -66,7 +70,10 @@ export function markersInStore(dataFile: string, apiKey: string): { byMarker: Ma
   try {
     const rows = db.prepare("SELECT id, metadata FROM weighted_backends WHERE account = ?").all(accountForKey(apiKey)) as Array<{ id: string; metadata: string }>;
     const byMarker = new Map<string, string[]>();
-    for (const r of rows) {
+    // Inventory objects (docs/ownership.md) record the stack's route modules, not manifest objects: neither kept
+    // nor counted here.
+    const objects = rows.filter((r) => !isInventoryObject(r));
+    for (const r of objects) {
       let marker: { stack?: string; name?: string; lease?: unknown } | undefined;
       try {
         marker = (JSON.parse(r.metadata) as { edgeplan?: { stack?: string; name?: string; lease?: unknown } }).edgeplan;
@@ -78,7 +85,7 @@ export function markersInStore(dataFile: string, apiKey: string): { byMarker: Ma
       const key = marker ? `${marker.stack}/${marker.name}` : `(no marker)`;
       byMarker.set(key, [...(byMarker.get(key) ?? []), r.id]);
     }
-    return { byMarker, total: rows.length };
+    return { byMarker, total: objects.length };
   } finally {
     db.close();
   }

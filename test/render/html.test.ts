@@ -177,18 +177,19 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(result.exitCode).toBe(0);
     expect(io.out.startsWith("<!doctype html>\n")).toBe(true);
     expect(io.out.match(/<!doctype html>/g)?.length).toBe(1);
-    expect(io.err).toContain("Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create."); // the plan asked about
+    expect(io.err).toContain("Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create, 1 inventory write."); // the plan asked about
     const file = path.join(dir, "report.html");
     writeFileSync(file, io.out);
     const { page, others } = await open(file, 360);
     expect(await text(page, "h1")).toEqual(["edgeplan apply"]);
-    expect(await text(page, ".summary")).toEqual(["Apply complete: 4 done.", "Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create."]);
+    expect(await text(page, ".summary")).toEqual(["Apply complete: 5 done.", "Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create, 1 inventory write."]);
     expect(await text(page, "header p.add")).toEqual(["Converged: the live state matches the manifests."]);
-    expect(await page.locator("section[aria-labelledby=results] tbody tr").count()).toBe(4);
-    expect(await text(page, "section[aria-labelledby=results] tbody td:nth-child(2)")).toEqual(["done", "done", "done", "done"]);
+    expect(await page.locator("section[aria-labelledby=results] tbody tr").count()).toBe(5);
+    expect(await text(page, "section[aria-labelledby=results] tbody td:nth-child(2)")).toEqual(["done", "done", "done", "done", "done"]);
     // The outputs are the values the server made: no "known after apply" left.
     expect((await text(page, "section[aria-labelledby=outputs] dd")).filter((v) => v.includes("known after apply"))).toEqual([]);
-    expect(await page.locator("article.card").count()).toBe(4);
+    // A card per change: the inventory write that records the three modules is one.
+    expect(await page.locator("article.card").count()).toBe(5);
     expect(await overflow(page)).toBeLessThanOrEqual(0);
     expect(others).toEqual([]);
   });

@@ -6,7 +6,23 @@ import { renderMarkdown } from "../../src/render/markdown.js";
 import { renderText } from "../../src/render/text.js";
 import { PlanFileSchema, PlanSchema } from "../../src/model/plan-schema.js";
 import type { Plan } from "../../src/model/plan.js";
-import { desiredRoute, desiredWb, hrId, liveRouteOf, liveWb, markerMetadata, plan, present, ROUTE, samlModule, samlSettings, unmanaged, wbId } from "../core/builders.js";
+import {
+  desiredRoute,
+  inventoryMetadata,
+  desiredWb,
+  EDGE,
+  hrId,
+  liveRouteOf,
+  liveWb,
+  markerMetadata,
+  plan,
+  present,
+  ROUTE,
+  samlModule,
+  samlSettings,
+  unmanaged,
+  wbId,
+} from "../core/builders.js";
 
 const ESC = "\x1b[";
 
@@ -69,7 +85,11 @@ describe("renderText", () => {
   it("says there is nothing to change but for the orphans it keeps, and leaves out the IdP values the IdP holds", () => {
     const q = plan(
       { routes: [desiredRoute(present(samlSettings()), unmanaged)] },
-      { wbs: [liveWb(1, { metadata: markerMetadata("default", "left") })], routes: [liveRouteOf(samlModule(ROUTE), null)] },
+      {
+        // The stack's inventory records the SAML module it manages, as after any apply.
+        wbs: [liveWb(1, { metadata: markerMetadata("default", "left") }), liveWb(2, { metadata: inventoryMetadata("default", [`edge_route.${EDGE}/${ROUTE}.saml`]) })],
+        routes: [liveRouteOf(samlModule(ROUTE), null)],
+      },
     );
     expect(renderText(q, { color: true })).toBe(
       [

@@ -16,6 +16,7 @@ import { buildLiveState } from "../../src/api/live-state.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, type PlanOptions } from "../../src/core/plan.js";
 import { scopeDesired, scopeReachesKind } from "../../src/core/scope.js";
 import { loadDesired } from "../../src/manifest/load.js";
+import { isInventoryObject } from "../../src/model/inventory.js";
 import { formatDiagnostic, ManifestError } from "../../src/model/errors.js";
 import { PlanSchema } from "../../src/model/plan-schema.js";
 import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../../src/model/wire.js";
@@ -52,8 +53,16 @@ async function runScenario(dir: string): Promise<Record<string, string>> {
   try {
     // As the commands read: a targeted plan sees only what its scope reaches (src/commands/plan.ts fetchForPlan).
     const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
-    const listed = scopeReachesKind(scope, "weighted_backend") ? live.weighted_backends : [];
-    const plan = buildPlan(scopeDesired(loaded.desired, scope), buildLiveState(listed, live.routes), options);
+    // With only modules in scope, the listing is read for the inventories alone.
+    const listed = scopeReachesKind(scope, "weighted_backend")
+      ? live.weighted_backends
+      : scopeReachesKind(scope, "edge_route")
+        ? live.weighted_backends.filter(isInventoryObject)
+        : [];
+    const state = buildLiveState(listed, live.routes);
+    // The routes of modules an inventory records and no manifest declares: the plan looks only those up.
+    state.recorded = state.routes;
+    const plan = buildPlan(scopeDesired(loaded.desired, scope), state, options);
     const out: Record<string, string> = {
       "plan.txt": renderText(plan, { color: false }),
       "plan.md": renderMarkdown(plan),
