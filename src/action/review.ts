@@ -72,10 +72,13 @@ export function reviewAcks(review: MergeReview | undefined, input: readonly stri
   return [...new Set([...input, ...(review?.commands.acks.map((a) => a.rule) ?? [])])];
 }
 
-/** The addresses the apply is limited to: those the reviewed plan changed (none: no limit). */
+/**
+ * The addresses the apply is limited to: those the reviewed plan changed (none: no limit). An inventory write is no
+ * target: the plan makes it for the modules in scope.
+ */
 export function reviewTargets(review: MergeReview | undefined, run: ActionRun): string[] {
   if (!review?.reviewed?.changes || run.inputs.onDifference === "apply") return [];
-  return Object.keys(review.reviewed.changes);
+  return Object.keys(review.reviewed.changes).filter((address) => !address.startsWith("inventory."));
 }
 
 /**

@@ -33,6 +33,15 @@ export interface PlanDifference {
  * by its step: steps advance on their own schedule between review and merge, and each is the reviewed rollout.
  */
 function reviewedPart(change: Change): unknown {
+  if (change.kind === "inventory") {
+    // An inventory write is the bookkeeping of the module changes beside it: what it records and forgets is reviewed,
+    // not which object holds the entries, nor the entries another merge recorded meanwhile.
+    const before = change.before ?? {};
+    const after = change.after ?? {};
+    const records = Object.keys(after).filter((a) => canonicalJson(after[a]) !== canonicalJson(before[a]));
+    const forgets = Object.keys(before).filter((a) => !(a in after));
+    return { address: change.address, records: Object.fromEntries(records.sort(compareText).map((a) => [a, after[a]])), forgets: forgets.sort(compareText) };
+  }
   const common = { address: change.address, action: change.action, method: change.request.method, path: change.request.path };
   if (change.kind === "weighted_backend" && change.action === "rollout" && change.rollout) {
     return { ...common, target: change.rollout.target, from: change.rollout.from };

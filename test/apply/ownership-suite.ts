@@ -79,7 +79,7 @@ export function ownershipSuite(): void {
       w.manifests({ "checkout.yaml": wbYaml("checkout", { [HR1]: 1 }) });
       const plan = await w.cli(["plan", "m"]);
       expect(plan.code).toBe(0);
-      expect(plan.stdout).toContain(`No changes. Live state matches the manifests.\n`);
+      expect(plan.stdout).toContain(`No changes to the objects of the manifests; 1 orphan of stack "default" that no manifest names is kept (--prune deletes it).\n`);
       expect(plan.stdout).toContain(
         `Orphans: objects of stack "default" that no manifest names:\n    ${CB_ADDR} (${id}): no manifest declares it; run with --prune to delete it\n`,
       );

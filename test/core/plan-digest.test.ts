@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { buildPlanRecord, diffPlanRecords } from "../../src/core/plan-digest.js";
 import { parseReviewedMarker, reviewedMarker } from "../../src/render/action.js";
+import type { Change, Plan } from "../../src/model/plan.js";
 import { desiredWb, hrId, liveWb, markerMetadata, plan } from "./builders.js";
 
 const owned = (n: number, name: string, backends: Record<string, number>) => liveWb(n, { description: "", metadata: markerMetadata("default", name), backends });
@@ -27,6 +28,22 @@ describe("buildPlanRecord", () => {
     expect(diffPlanRecords(reviewed, drifted)).toEqual({ added: [], removed: [], changed: ["weighted_backend.checkout"] });
     const other = plan({ wbs: desired }, { wbs: [] }, { stack: "other" });
     expect(buildPlanRecord(other).digest).not.toBe(buildPlanRecord(plan({ wbs: desired }, { wbs: [] })).digest);
+  });
+
+  it("records an inventory write by what it records and forgets, not by what another merge recorded meanwhile", () => {
+    const base = plan({ wbs: desired }, { wbs: live });
+    const write = (before: Record<string, object> | null, after: Record<string, object>, method: "POST" | "PATCH"): Plan => {
+      const request = { method, path: method === "POST" ? "/backends/weighted" : "/backends/weighted/bkdwd_1", body: null };
+      const change = { kind: "inventory", action: before ? "update" : "create", address: "inventory.default#1", stack: "default", id: null, fingerprint: null };
+      return { ...base, changes: [...base.changes, { ...change, source: null, before, after, diffs: [], request, depends_on: [], notes: [] } as unknown as Change] };
+    };
+    const cb = "edge_route.e/r.circuit_breaker";
+    const reviewed = buildPlanRecord(write(null, { [cb]: {} }, "POST"));
+    // Another pull request recorded its SAML module first: this merge's write now updates that object.
+    const atMerge = buildPlanRecord(write({ "edge_route.e/r.saml": {} }, { "edge_route.e/r.saml": {}, [cb]: {} }, "PATCH"));
+    expect(atMerge).toEqual(reviewed);
+    const other = buildPlanRecord(write(null, { [cb]: { protect: true } }, "POST"));
+    expect(diffPlanRecords(reviewed, other).changed).toEqual(["inventory.default#1"]);
   });
 
   it("says which changes are new and which are gone", () => {
