@@ -20,7 +20,7 @@ import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { checkPlanAgainstLive } from "../apply/live-check.js";
-import { fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
+import { checkSavedPlanApi, fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError, diffStale } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
@@ -138,6 +138,8 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   const session = await openSession(options, io, desired);
   let lease: HeldLease | undefined;
   try {
+    // Before the lease, whose create is a write: a plan made elsewhere sends nothing here.
+    if (saved) checkSavedPlanApi(saved, session.api, options.plan as string);
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
     const holder = currentHolder(io.env);
     lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`) });

@@ -5,6 +5,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
+import { apiIdentity, type ApiIdentity } from "../api/account.js";
 import { createClient, type ApiClient } from "../api/client.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
@@ -51,6 +52,8 @@ export interface Session {
   concurrency: number;
   /** The client's rate limit and concurrency, which the plan's estimate follows. */
   budget: ApplyBudget;
+  /** The API and account the client talks to, as a saved plan records them (the key itself is not kept). */
+  api: ApiIdentity;
   /** Closes the client, and the embedded server of `--local`. */
   close(): Promise<void>;
 }
@@ -65,7 +68,8 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   if (!options.local) {
     const clientOptions = await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv);
     const client = createClient(clientOptions);
-    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), close: () => client.close() };
+    const api = apiIdentity(client.baseUrl, clientOptions.apiKey);
+    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), api, close: () => client.close() };
   }
 
   const { startServer, loadFixturesFile, provisionServer } = await import("../server/index.js");
@@ -99,6 +103,8 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
       stack,
       concurrency: clientOptions.concurrency,
       budget: budgetOf(clientOptions),
+      // The embedded server listens on a new port at each run: its state file is what stays the same.
+      api: apiIdentity(`local:${join(dir, LOCAL_DB)}`, LOCAL_API_KEY),
       close: async () => {
         await client.close();
         await server.close();
