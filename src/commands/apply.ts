@@ -37,7 +37,9 @@ import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
-import { acquireLease, currentHolder, type HeldLease } from "../apply/lease.js";
+import { acquireLease, currentHolder, formatMs, type HeldLease, type LeftLease } from "../apply/lease.js";
+import { NoAnswerError } from "../api/errors.js";
+import { describeGone, type GoneCause } from "../api/reachability.js";
 import { parseTimeout, SETTING_PARSERS } from "../model/syntax.js";
 
 export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
@@ -93,9 +95,10 @@ export interface ApplyCommandResult {
   summary?: string;
 }
 
-/** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
-/** What stopped a run whose lease was taken away (its exit code is 3: some changes did not start). */
+/** What stopped a run whose lease was taken away (exit 1: it stopped before its next write). */
 const LEASE_LOST = "lease-lost";
+/** What stopped a run when the API stopped answering (exit 3: some changes failed or did not start). */
+const API_GONE = "api-gone";
 
 export const DEFAULT_LOCK_TIMEOUT = "5m";
 export const DEFAULT_LOCK_TTL = "1m";
@@ -110,6 +113,7 @@ export function lockOptionsFrom(options: Pick<ApplyCommandOptions, "lockTimeout"
   };
 }
 
+/** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
 export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
 /**
@@ -171,13 +175,46 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       throw err;
     }
 
-    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs, leaseLost: lease.lost });
+    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs, lease });
     await reportRun(plan, run, { session, fromManifests, format, options }, io, result);
+    showWhyStopped(run, session, io);
     return result;
   } finally {
-    await lease?.release();
+    if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io);
     await session.close();
   }
+}
+
+/**
+ * After the report, on stderr: why a run stopped early (the lease taken away, the API gone), with what was done and
+ * what was not; or, when some changes got no answer but the run went on, that cause, once for all of them.
+ */
+function showWhyStopped(run: RunResult, session: Session, io: CommandIO): void {
+  const { counts, results } = run.outcome;
+  const tally = `${counts.done} done, ${counts.failed} failed, ${counts.skipped} skipped, ${counts.not_started} not started, of ${results.length} changes`;
+  if (run.interruptedBy === LEASE_LOST) {
+    const notStarted = results.filter((r) => r.status === "not_started").map((r) => r.address);
+    const shown = notStarted.length > 10 ? `${notStarted.slice(0, 10).join(", ")} and ${notStarted.length - 10} more` : notStarted.join(", ");
+    io.stderr(`edgeplan: stopped before the next write: ${tally}${notStarted.length > 0 ? ` (not started: ${shown})` : ""}; run apply again once the stack is free\n`);
+    return;
+  }
+  if (run.interruptedBy === API_GONE) {
+    const unknown = counts.failed > 0 ? "; a failed change may or may not have been carried out: edgeplan plan shows which once the API is back" : "";
+    io.stderr(`edgeplan: stopped: ${tally}${unknown}\n`);
+    return;
+  }
+  const noAnswer = results.find((r) => r.error instanceof NoAnswerError);
+  if (noAnswer?.error && session.reachability.cause() === null) io.stderr(`edgeplan: ${noAnswer.error.message}\n`);
+}
+
+/** Says when this run's lease is left behind (the API did not answer its delete), how long it holds, and how to remove it. */
+function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO): void {
+  if (left === null) return;
+  const until = new Date(left.validUntil).toISOString().replace(/\.\d{3}Z$/, "Z");
+  io.stderr(
+    `edgeplan: the lease of stack "${stack}" is left behind (lease ${left.id}): it is valid until ${until} (${formatMs(left.ttlMs)} after its last renewal), ` +
+      `and the next apply of the stack waits up to ${formatMs(left.ttlMs)} before taking it as expired; remove it now with: edgeplan unlock ${stack} --lease-id ${left.id}\n`,
+  );
 }
 
 /** Every risk acknowledged, then a person's `yes` (or `--auto-approve`); throws the refusal otherwise. */
@@ -302,7 +339,8 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
  * a run whose every write the API accepted into a failure (the report says it was not checked).
  */
 function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined, rolloutStopped: boolean): number {
-  if (interruptedBy === LEASE_LOST) return EXIT.partial;
+  if (interruptedBy === LEASE_LOST) return EXIT.error;
+  if (interruptedBy === API_GONE) return EXIT.partial;
   if (outcome.interrupted || interruptedBy !== undefined) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
   const { failed, skipped, not_started } = outcome.counts;
   if (failed + skipped + not_started > 0 || rolloutStopped) return EXIT.partial;
@@ -348,10 +386,14 @@ async function runChanges(
   session: Session,
   options: ApplyCommandOptions,
   io: CommandIO,
-  ctx: { fromManifests: FromManifests | undefined; waitMs: number; leaseLost: AbortSignal },
+  ctx: { fromManifests: FromManifests | undefined; waitMs: number; lease: HeldLease },
 ): Promise<RunResult> {
   const { concurrency } = session;
-  const stop = wireStop(io, options.signal, { signal: ctx.leaseLost, by: LEASE_LOST });
+  const stop = wireStop(io, options.signal, [
+    { signal: ctx.lease.lost, by: LEASE_LOST, line: (reason) => (reason as Error).message },
+    { signal: session.reachability.gone, by: API_GONE, line: (reason) => describeGone(reason as GoneCause) },
+  ]);
+  const beforeStart = ctx.lease.confirm;
   const quiet = options.quiet === true;
   const rollouts = { checker: options.checker ?? runRolloutCheck, now: () => Date.now() };
   try {
@@ -366,6 +408,7 @@ async function runChanges(
         stack: plan.stack,
         concurrency,
         signal: stop.signal,
+        beforeStart,
         ...(progress ? { onProgress: (line: string) => progress.line(line), onResult: (r: ChangeResult) => progress.result(r) } : {}),
       });
     } finally {
@@ -376,7 +419,7 @@ async function runChanges(
     const { fromManifests } = ctx;
     const { failed, skipped, not_started } = outcome.counts;
     if (!options.wait || !fromManifests || first.halted.length > 0 || stop.signal.aborted || failed + skipped + not_started > 0) return result;
-    const roundOptions = { stack: plan.stack, concurrency, signal: stop.signal, ...rollouts, ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }) };
+    const roundOptions = { stack: plan.stack, concurrency, signal: stop.signal, beforeStart, ...rollouts, ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }) };
     const waited = await waitForRollouts({
       deadline: Date.now() + ctx.waitMs,
       now: rollouts.now,
