@@ -1,5 +1,5 @@
 /**
- * `edgeplan unlock STACK`: removes the lease of a stack that an apply left behind (a killed run, a lost machine),
+ * `edgeplan unlock STACK`: reads the project file as apply does (for the API), and removes the lease of a stack that an apply left behind (a killed run, a lost machine),
  * instead of waiting for it to expire. It shows the holder first. On a terminal it asks (y/N); without one it needs
  * `--lease-id ID` (the id the lock error and this command print), which removes that lease only, or `--force`,
  * which removes every lease of the stack. An apply that still holds the lease stops before its next write and
@@ -12,6 +12,7 @@ import { describeHolder } from "../apply/lease-record.js";
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import type { Lease } from "../model/lease.js";
 import type { CommandIO } from "./io.js";
+import { withProjectFile } from "./project.js";
 import { openSession } from "./session.js";
 
 export interface UnlockOptions extends CommonCliOptions {
@@ -25,7 +26,9 @@ export async function runUnlock(stack: string, options: UnlockOptions, io: Comma
   if (options.leaseId !== undefined && options.force === true) {
     throw new EdgeplanError("--lease-id and --force cannot be combined: --lease-id removes that lease only, --force every lease of the stack");
   }
-  const session = await openSession({ ...options, stack }, io);
+  // The project file gives the API (and the client's settings) as it does to apply; the stack is the argument.
+  const settings = await withProjectFile({ ...options, paths: [] }, io);
+  const session = await openSession({ ...settings, stack }, io);
   try {
     const leases = await fetchLeases(session.client, stack);
     if (leases.length === 0) {
