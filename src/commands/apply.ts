@@ -5,8 +5,10 @@
  * and the outputs for the IdP.
  *
  * Exit codes: 0 every change done and converged (or nothing to change); 1 an error before any write (invalid
- * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan);
- * 3 some changes failed or were skipped, or the live side does not match after the run; 130 the run was
+ * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan,
+ * a saved plan made for another API or account), or the lease was taken away while the changes ran (the run stopped
+ * before its next write); 3 some changes failed or were skipped, the live side does not match after the run, or
+ * the API stopped answering (no new change started); 130 the run was
  * interrupted with Ctrl-C (SIGINT; 143 for SIGTERM): the requests in flight finished, nothing new started, and
  * running apply again finishes the job.
  */
