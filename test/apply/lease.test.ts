@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { buildLeaseBody } from "../../src/apply/lease-record.js";
 import { parseLease } from "../../src/model/lease.js";
 import type { WeightedBackend } from "../../src/model/wire.js";
 import { closeWorlds, HR1, startWorld, wbYaml, type RunningCli, type World } from "./e2e.js";
@@ -185,6 +186,29 @@ describe("stack lease", () => {
     expect(after.length).toBeLessThanOrEqual(4 * 6);
     // It gave back no lease, since it held none: the stack is free.
     expect((await everything(w)).filter((wb) => parseLease(wb) !== null)).toEqual([]);
+  });
+
+  it("a lease taken by another apply while the run holds it: the run names the new holder and stops, exit 1", async () => {
+    const w = await startWorld({ latency: [250, 250] });
+    const names = Array.from({ length: 60 }, (_, i) => `take-${String(i).padStart(2, "0")}`);
+    w.manifests(Object.fromEntries(names.map((n) => [`${n}.yaml`, wbYaml(n, { [HR1]: 100 })])));
+    const running = w.spawnCli(["apply", "m", "--auto-approve", "--lock-ttl", "3s"]);
+    await waitForStderr(running, "created");
+    const lease = (await everything(w)).map((wb) => parseLease(wb)).find((l) => l !== null);
+    // What another apply does when it finds a lease expired: delete it, then create its own.
+    expect((await w.raw.del(`/backends/weighted/${lease?.id}`)).status).toBe(204);
+    const other = { host: "ci-runner-9", pid: 777, started_at: "2026-01-02T03:04:05Z", token: "other" };
+    const taken = await w.raw.post("/backends/weighted", buildLeaseBody("default", other, 60_000, 0));
+    expect(taken.status).toBe(201);
+    const result = await running.done;
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain(
+      `edgeplan: the lease of stack "default" (lease ${lease?.id}) was taken by host ci-runner-9, process 777, started 2026-01-02T03:04:05Z ` +
+        `(lease ${(taken.json as { id: string }).id}) while this apply held it: no new change starts; the requests in flight finish\n`,
+    );
+    expect(result.stderr).toMatch(/^edgeplan: stopped before the next write: \d+ done, 0 failed, 0 skipped, \d+ not started, of 60 changes/m);
+    // The other apply's lease is not touched.
+    expect((await everything(w)).map((wb) => parseLease(wb)?.holder.token).filter((t) => t !== undefined)).toEqual(["other"]);
   });
 
   it("plan and export never show a lease object", async () => {
