@@ -237,9 +237,7 @@ async function lostError(client: ApiClient, lease: Lease, options: LeaseOptions)
   } catch {
     // Who took it stays unknown; that it is gone is certain.
   }
-  const what = taker
-    ? `was taken by ${describeHolder(taker)}`
-    : "was removed (by edgeplan unlock, or by another apply that found it expired)";
+  const what = taker ? `was taken by ${describeHolder(taker)}` : "was removed (by edgeplan unlock, or by another apply that found it expired)";
   return new EdgeplanError(`the lease of stack "${options.stack}" (lease ${lease.id}) ${what} while this apply held it`);
 }
 

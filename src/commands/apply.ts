@@ -421,7 +421,14 @@ async function runChanges(
     const { fromManifests } = ctx;
     const { failed, skipped, not_started } = outcome.counts;
     if (!options.wait || !fromManifests || first.halted.length > 0 || stop.signal.aborted || failed + skipped + not_started > 0) return result;
-    const roundOptions = { stack: plan.stack, concurrency, signal: stop.signal, beforeStart, ...rollouts, ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }) };
+    const roundOptions = {
+      stack: plan.stack,
+      concurrency,
+      signal: stop.signal,
+      beforeStart,
+      ...rollouts,
+      ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }),
+    };
     const waited = await waitForRollouts({
       deadline: Date.now() + ctx.waitMs,
       now: rollouts.now,

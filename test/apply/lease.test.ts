@@ -129,7 +129,9 @@ describe("stack lease", () => {
     );
     const wrong = await w.cli(["unlock", "default", "--lease-id", "bkdwd_000000000000000000000000000"]);
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toBe(`${shown}edgeplan: --lease-id bkdwd_000000000000000000000000000: stack "default" has no such lease (its lease: ${lease?.id}); nothing removed\n`);
+    expect(wrong.stderr).toBe(
+      `${shown}edgeplan: --lease-id bkdwd_000000000000000000000000000: stack "default" has no such lease (its lease: ${lease?.id}); nothing removed\n`,
+    );
     expect((await everything(w)).filter((wb) => parseLease(wb) !== null).map((wb) => wb.id)).toEqual([lease?.id]);
 
     const unlock = await w.cli(["unlock", "default", "--lease-id", lease?.id as string]);
@@ -173,7 +175,12 @@ describe("stack lease", () => {
     const done = [...result.stdout.matchAll(/^ {2}done +weighted_backend\.(run-\d\d): /gm)].map((m) => m[1]);
     expect(done.length + notStarted.length).toBe(60);
     expect(notStarted.length).toBeGreaterThan(0);
-    expect(result.stderr).toMatch(new RegExp(`^edgeplan: stopped before the next write: ${done.length} done, 0 failed, 0 skipped, ${notStarted.length} not started, of 60 changes \\(not started: weighted_backend\\.run-\\d\\d.*\\); run apply again once the stack is free$`, "m"));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^edgeplan: stopped before the next write: ${done.length} done, 0 failed, 0 skipped, ${notStarted.length} not started, of 60 changes \\(not started: weighted_backend\\.run-\\d\\d.*\\); run apply again once the stack is free$`,
+        "m",
+      ),
+    );
     // What the server holds is what was done; after the removal at most the writes in flight and those started
     // within one confirmation interval (1 s: 4 at once, 250 ms each) went out.
     expect([...held.keys()].sort()).toEqual([...done].sort());

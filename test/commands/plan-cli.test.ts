@@ -67,7 +67,10 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(json.stderr).toContain("plan saved to saved.json; apply it with: edgeplan apply --plan saved.json");
     // The saved plan is stdout's, with the API and account it was made for (which stdout leaves out).
     expect(plan.api).toBeUndefined();
-    expect(JSON.parse(readFileSync(join(w.dir, "saved.json"), "utf8"))).toEqual({ ...plan, api: { url: w.server.url, account: accountFingerprint(w.server.url, w.server.apiKey) } });
+    expect(JSON.parse(readFileSync(join(w.dir, "saved.json"), "utf8"))).toEqual({
+      ...plan,
+      api: { url: w.server.url, account: accountFingerprint(w.server.url, w.server.apiKey) },
+    });
 
     const md = await w.cli(["plan", "m", "--format", "markdown"]);
     expect(md.code).toBe(0);

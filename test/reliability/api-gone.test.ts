@@ -26,10 +26,7 @@ describe("the API killed during a 200-change apply", () => {
     const data = join(dir.path, "data.db");
     writeFileSync(join(dir.path, "fixtures.yaml"), FIXTURES_YAML);
     mkdirSync(join(dir.path, "m"));
-    writeFileSync(
-      join(dir.path, "m", "backends.yaml"),
-      NAMES.map((n) => `kind: WeightedBackend\nname: ${n}\nbackends:\n  ${CHILDREN[0]}: 100\n`).join("---\n"),
-    );
+    writeFileSync(join(dir.path, "m", "backends.yaml"), NAMES.map((n) => `kind: WeightedBackend\nname: ${n}\nbackends:\n  ${CHILDREN[0]}: 100\n`).join("---\n"));
     // Latency spreads the run out, so that the kill lands among its writes.
     const server = await spawnServer(["--fixtures", join(dir.path, "fixtures.yaml"), "--data", data, "--latency", "20-40", "--quiet"]);
     servers.push(server);
