@@ -29,13 +29,19 @@ interface OptionSpec {
   repeat?: boolean;
   /** Not an option of the command: left out of the help, and given, an error with this message (its value is never shown). */
   refused?: string;
+  /** The commands of a shared table that take it (default: all of them): a command lists only what it reads. */
+  only?: readonly CommandName[];
 }
+
+/** The commands that share the tables below. */
+type CommandName = "plan" | "apply" | "export" | "unlock";
 
 const collect = (value: string, all: string[] | undefined): string[] => [...(all ?? []), value];
 
-/** Adds the options of `table` to `cmd`. */
-function addOptions(cmd: Command, table: readonly OptionSpec[]): Command {
+/** Adds the options of `table` to `cmd` (those of another command left out). */
+function addOptions(cmd: Command, table: readonly OptionSpec[], name?: CommandName): Command {
   for (const spec of table) {
+    if (spec.only !== undefined && (name === undefined || !spec.only.includes(name))) continue;
     const option = new Option(spec.flags, spec.description);
     if (spec.env !== undefined) option.env(spec.env);
     if (spec.choices !== undefined) option.choices(spec.choices);
@@ -54,10 +60,13 @@ function addOptions(cmd: Command, table: readonly OptionSpec[]): Command {
   return cmd;
 }
 
+/** The commands that plan (or read as a plan does): they name a stack and run many requests at once. */
+const PLANNING: readonly CommandName[] = ["plan", "apply", "export"];
+
 /** `--config`: every command that reads the project file takes it. */
 const CONFIG_OPTION: OptionSpec = { flags: "--config <file>", description: "project file to read instead of ./edgeplan.yaml" };
 
-/** Options of every command that talks to the API (docs/cli.md, "Commands"). */
+/** Options of the commands that talk to the API (docs/cli.md, "Commands"); `only` marks those some of them lack. */
 const COMMON_OPTIONS: readonly OptionSpec[] = [
   CONFIG_OPTION,
   { flags: "--api-url <url>", description: "API base URL", env: "EDGEPLAN_API_URL" },
@@ -69,18 +78,18 @@ const COMMON_OPTIONS: readonly OptionSpec[] = [
       "--api-key: the API key is not given on the command line (shell history and the process list would show it): " +
       "put it in a file and pass --api-key-file FILE, or set EDGEPLAN_API_KEY",
   },
-  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK" },
-  { flags: "--takeover", description: "change objects that carry another stack's owner marker", default: false },
+  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK", only: PLANNING },
+  { flags: "--takeover", description: "change objects that carry another stack's owner marker", default: false, only: PLANNING },
   { flags: "--local", description: "run against an embedded server with state in .edgeplan/local.db", default: false },
-  { flags: "--fixtures <file>", description: "with --local: load edges, routes and backends from this fixtures file" },
-  { flags: "--concurrency <n>", description: "requests in flight at once (default: 4)" },
+  { flags: "--fixtures <file>", description: "with --local: load edges, routes and backends from this fixtures file", only: PLANNING },
+  { flags: "--concurrency <n>", description: "requests in flight at once (default: 4)", only: PLANNING },
   // Left out, the client's default applies (120/60s), and --local knows it was left out.
   { flags: "--rate-limit <n/duration>", description: "client-side request budget, e.g. 20/1s, or off (default: 120/60s; off with --local)" },
   { flags: "--retries <n>", description: "retries of a failed request (default: 5)" },
   { flags: "--timeout <duration>", description: "timeout of one request: milliseconds or a duration such as 30s (default: 30000)" },
   { flags: "--version-header <name>", description: "name of the API version header", default: "Ngrok-Version" },
   { flags: "--insecure-http", description: "allow plain http:// to a host that is not loopback", default: false },
-  { flags: "--no-color", description: "no colour in text output" },
+  { flags: "--no-color", description: "no colour in text output", only: ["plan", "apply"] },
   { flags: "--verbose", description: "log every request to stderr", default: false },
 ];
 
@@ -122,6 +131,11 @@ const APPLY_ONLY_OPTIONS: readonly OptionSpec[] = [
   { flags: "--quiet", description: "no progress on stderr while the changes run", default: false },
   { flags: "--lock-timeout <duration>", description: "wait this long for another apply of the stack to end (default: 5m); 0 fails at once" },
   { flags: "--lock-ttl <duration>", description: "this apply's lease on the stack expires this long after its last renewal (default: 1m)" },
+];
+
+const UNLOCK_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--lease-id <id>", description: "remove this lease (the id the lock error and unlock print) without asking" },
+  { flags: "--force", description: "remove every lease of the stack without asking", default: false },
 ];
 
 const EXPORT_OPTIONS: readonly OptionSpec[] = [
@@ -167,9 +181,9 @@ const SERVE_OPTIONS: readonly OptionSpec[] = [
 ];
 
 /** A command that plans: its manifest paths argument, and the common options after its own. */
-function planningCommand(program: Command, name: string, description: string, pathsHelp: string, own: readonly OptionSpec[]): Command {
+function planningCommand(program: Command, name: CommandName, description: string, pathsHelp: string, own: readonly OptionSpec[]): Command {
   const cmd = program.command(name).description(description).argument("[paths...]", pathsHelp);
-  return addOptions(cmd, [...own, ...COMMON_OPTIONS]);
+  return addOptions(cmd, [...own, ...COMMON_OPTIONS], name);
 }
 
 function registerValidate(program: Command, done: Done): void {
@@ -223,10 +237,14 @@ function registerExport(program: Command, done: Done): void {
 
 function registerUnlock(program: Command, done: Done): void {
   const cmd = addOptions(
-    program.command("unlock").description("remove the lease a stopped apply left on a stack").argument("<stack>", "the stack to unlock"),
-    COMMON_OPTIONS,
+    program
+      .command("unlock")
+      .description("remove the lease a stopped apply left on a stack: shows its holder, then asks (or --lease-id ID, or --force)")
+      .argument("<stack>", "the stack to unlock"),
+    [...UNLOCK_OPTIONS, ...COMMON_OPTIONS],
+    "unlock",
   );
-  cmd.action(async (stack: string, flags: import("./api/options.js").CommonCliOptions) => {
+  cmd.action(async (stack: string, flags: import("./commands/unlock.js").UnlockOptions) => {
     const [{ runUnlock }, { processIO }] = await Promise.all([import("./commands/unlock.js"), import("./commands/io.js")]);
     done(await runUnlock(stack, flags, processIO()));
   });

@@ -29,10 +29,10 @@ import {
   type SamlSettings,
   type WeightedBackend,
 } from "../model/wire.js";
-import { OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
+import { NoAnswerError, OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
 import { checkBaseUrl, type ClientOptions } from "./options.js";
-import { Semaphore, SlidingWindowLimiter, systemClock } from "./rate-limit.js";
-import { classifyNetworkError, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
+import { Semaphore, SlidingWindowLimiter, systemClock, type LimiterSlot } from "./rate-limit.js";
+import { classifyNetworkError, CONNECTION_CODES, DEFAULT_BACKOFF, decideStatus, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelay } from "./retry.js";
 import { childBackendPath, childBackendsPath, EDGES_PATH, edgePath, parseWritePath, WEIGHTED_BACKENDS_PATH, weightedBackendPath, type WriteTarget } from "../model/paths.js";
 
 export type { ModuleKind };
@@ -361,37 +361,17 @@ class HttpApiClient implements ApiClient {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = payload === undefined ? this.headers : { ...this.headers, "content-type": "application/json" };
     const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
+    const reach = this.options.reachability;
     let afterUnknown = false;
     for (let attempt = 1; ; attempt++) {
+      if (reach?.gone.aborted) throw this.goneError(method, path, attempt);
       if (attempt > 1) this.counts.retries++;
-      if (!inChain) await this.semaphore.acquire();
-      let result: { status: number; headers: Answer["headers"]; text: string } | undefined;
-      let failure: unknown;
-      let ms = 0;
-      try {
-        const slot = this.limiter ? await this.limiter.acquire(inChain) : null;
-        const started = this.clock.now();
-        try {
-          const res = await this.pool.request({
-            method: method as "GET",
-            path: this.prefix + path,
-            headers,
-            body: payload ?? null,
-            signal: AbortSignal.timeout(this.options.timeoutMs),
-          });
-          result = { status: res.statusCode, headers: res.headers, text: await res.body.text() };
-        } catch (err) {
-          failure = err;
-        } finally {
-          ms = this.clock.now() - started;
-          slot?.done();
-        }
-      } finally {
-        if (!inChain) this.semaphore.release();
-      }
+      const { result, failure, ms } = await this.attemptOnce(method, path, headers, payload, inChain);
+      if (result === undefined && failure === undefined) throw this.goneError(method, path, attempt);
       this.counts.requests++;
 
       if (result) {
+        reach?.answered();
         const statusKey = String(result.status);
         this.counts.byStatus[statusKey] = (this.counts.byStatus[statusKey] ?? 0) + 1;
         if (result.status === 429) this.counts.status429++;
@@ -418,38 +398,103 @@ class HttpApiClient implements ApiClient {
         const retryAfter = parseRetryAfter(headerOf(result.headers, "retry-after"), Date.now());
         if (attempt > this.options.retries || (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS)) return answer;
         if (result.status !== 429) afterUnknown = true;
-        await this.clock.sleep(retryDelay(attempt - 1, retryAfter, backoff, this.options.random));
+        await this.clock.sleep(retryDelay(attempt - 1, retryAfter, backoff, this.options.random), reach?.gone);
         continue;
       }
 
-      this.counts.byStatus.network = (this.counts.byStatus.network ?? 0) + 1;
-      const net = classifyNetworkError(failure);
-      const text = this.safe(net.text);
-      this.logLine(method, path, `error ${net.code}`, ms, attempt, undefined);
-      const cause = sanitizedCause(failure, net.code, this.options.apiKey);
-      if (net.kind === "fatal") {
-        const why = PLAIN_HTTP_CODES.has(net.code)
-          ? `the server at ${this.origin} does not speak TLS (${net.code}); use http:// (loopback) or check the port`
-          : `no answer from ${this.origin}: ${text} (${net.code}); check --api-url`;
-        throw new ApiError(method, path, 0, undefined, why, undefined, { cause });
-      }
-      if (net.kind === "unknown" && method === "POST") {
-        throw new OutcomeUnknownError(method, path, 0, undefined, `${text} (${net.code})`, undefined, { cause });
-      }
-      if (attempt > this.options.retries) {
-        throw new ApiError(
-          method,
-          path,
-          0,
-          undefined,
-          `no answer from ${this.origin} after ${attempt} attempt${attempt === 1 ? "" : "s"}: ${text} (${net.code}); check --api-url and that the server is up`,
-          undefined,
-          { cause },
-        );
-      }
-      if (net.kind === "unknown") afterUnknown = true;
-      await this.clock.sleep(retryDelay(attempt - 1, undefined, backoff, this.options.random));
+      if (this.noAnswer(method, path, failure, ms, attempt)) afterUnknown = true;
+      await this.clock.sleep(retryDelay(attempt - 1, undefined, backoff, this.options.random), reach?.gone);
     }
+  }
+
+  /**
+   * One attempt: a place of the semaphore (unless a chain holds one), a slot of the limiter, the request. Resolves
+   * with the answer, or the failure of a request that got none, or neither when the API was taken as gone while it
+   * waited for its slot (it was not sent).
+   */
+  private async attemptOnce(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    payload: string | undefined,
+    inChain: boolean,
+  ): Promise<{ result?: { status: number; headers: Answer["headers"]; text: string }; failure?: unknown; ms: number }> {
+    if (!inChain) await this.semaphore.acquire();
+    try {
+      const slot = this.limiter ? await this.limiterSlot(inChain) : null;
+      if (slot === undefined) return { ms: 0 };
+      const started = this.clock.now();
+      try {
+        const res = await this.pool.request({
+          method: method as "GET",
+          path: this.prefix + path,
+          headers,
+          body: payload ?? null,
+          signal: AbortSignal.timeout(this.options.timeoutMs),
+        });
+        const result = { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+        return { result, ms: this.clock.now() - started };
+      } catch (err) {
+        return { failure: err, ms: this.clock.now() - started };
+      } finally {
+        slot?.done();
+      }
+    } finally {
+      if (!inChain) this.semaphore.release();
+    }
+  }
+
+  /** A slot of the limiter; undefined when the API was taken as gone first (a slot granted later is given back). */
+  private async limiterSlot(inChain: boolean): Promise<LimiterSlot | undefined> {
+    const pending = (this.limiter as SlidingWindowLimiter).acquire(inChain);
+    const gone = this.options.reachability?.gone;
+    if (gone === undefined) return pending;
+    let onGone = (): void => undefined;
+    const wasGone = new Promise<undefined>((resolve) => {
+      onGone = () => resolve(undefined);
+      if (gone.aborted) resolve(undefined);
+      else gone.addEventListener("abort", onGone, { once: true });
+    });
+    const slot = await Promise.race([pending, wasGone]);
+    gone.removeEventListener("abort", onGone);
+    if (slot === undefined) void pending.then((s) => s.done());
+    return slot;
+  }
+
+  /**
+   * A request got no answer: logs it, and throws when it ends here (retrying cannot help, a POST that may have been
+   * carried out, or no retry left), telling the reachability watch when the failure says the API cannot be reached.
+   * Returns true when the request may have been carried out (a retry may then see its effect).
+   */
+  private noAnswer(method: string, path: string, failure: unknown, ms: number, attempt: number): boolean {
+    this.counts.byStatus.network = (this.counts.byStatus.network ?? 0) + 1;
+    const net = classifyNetworkError(failure);
+    const text = this.safe(net.text);
+    const what = `${text} (${net.code})`;
+    this.logLine(method, path, `error ${net.code}`, ms, attempt, undefined);
+    const cause = sanitizedCause(failure, net.code, this.options.apiKey);
+    // A POST that may have been carried out is not retried, so it does not count as a request that got no answer:
+    // the listing that looks for its object does, after its own retries.
+    if (net.kind === "unknown" && method === "POST") throw new OutcomeUnknownError(method, path, 0, undefined, what, undefined, { cause });
+    if (net.kind !== "fatal" && attempt <= this.options.retries) return net.kind === "unknown";
+    if (CONNECTION_CODES.has(net.code)) this.options.reachability?.noAnswer(this.origin, what, attempt);
+    if (net.kind === "fatal") {
+      const msg = PLAIN_HTTP_CODES.has(net.code)
+        ? `the server at ${this.origin} does not speak TLS (${net.code}); use http:// (loopback) or check the port`
+        : `no answer from ${this.origin}: ${what}; check --api-url`;
+      if (!CONNECTION_CODES.has(net.code)) throw new ApiError(method, path, 0, undefined, msg, undefined, { cause });
+      throw new NoAnswerError(method, path, what, msg, false, { cause });
+    }
+    const tries = `${attempt} attempt${attempt === 1 ? "" : "s"}`;
+    throw new NoAnswerError(method, path, what, `no answer from ${this.origin} after ${tries}: ${what}; check --api-url and that the server is up`, false, { cause });
+  }
+
+  /** The error of a request not sent (again) because the API was taken as gone (./reachability.ts). */
+  private goneError(method: string, path: string, attempt: number): NoAnswerError {
+    const gone = this.options.reachability?.cause();
+    const what = gone?.what ?? "no answer";
+    const again = attempt > 1 ? " again" : "";
+    return new NoAnswerError(method, path, what, `not sent${again}: the API at ${this.origin} stopped answering (${what})`, attempt === 1);
   }
 
   private logLine(method: string, path: string, status: string, ms: number, attempt: number, operationId: string | undefined): void {

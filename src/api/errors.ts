@@ -30,6 +30,27 @@ export class OutcomeUnknownError extends ApiError {
   }
 }
 
+/**
+ * A request that got no answer at all: none after its retries (connection refused or reset), none at once when
+ * retrying cannot help (a name that does not resolve), or not sent because the API was taken as gone
+ * (./reachability.ts). `what` names the failure (`connection refused (ECONNREFUSED)`); a run that fails many changes
+ * this way prints it once for all of them (src/commands/apply.ts).
+ */
+export class NoAnswerError extends ApiError {
+  override name = "NoAnswerError";
+  constructor(
+    method: string,
+    path: string,
+    readonly what: string,
+    msg: string,
+    /** True when the request was not sent at all, because earlier requests found the API gone. */
+    readonly notSent: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(method, path, 0, undefined, msg, undefined, options);
+  }
+}
+
 /** One route of the manifests that the API does not know. `edgeExists` is false when the whole edge is unknown. */
 export interface MissingRoute {
   edge: string;

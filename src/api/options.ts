@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises";
 import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
 import type { Clock } from "./rate-limit.js";
+import type { Reachability } from "./reachability.js";
 import { isLoopbackHost, SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
 
 export interface ClientOptions {
@@ -33,6 +34,11 @@ export interface ClientOptions {
   clock?: Clock;
   /** Random source in [0, 1) for jitter (tests). */
   random?: () => number;
+  /**
+   * Told of every request that got an answer or none; once it takes the API as gone, the client sends nothing more
+   * and the requests waiting to retry fail at once. Without it, every request retries on its own.
+   */
+  reachability?: Reachability;
 }
 
 /** The common flags as commander hands them over (values are strings unless a caller passes numbers). */

@@ -84,6 +84,25 @@ const MAYBE_SENT_CODES = new Set([
   "TIMEOUT",
 ]);
 
+/**
+ * Failures that say the API cannot be reached (refused, reset, a name that does not resolve), as opposed to a slow
+ * API (timeouts) or a refused certificate: a run of requests ending in these takes the API as gone (./reachability.ts).
+ */
+export const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "ENETDOWN",
+  "EHOSTDOWN",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
 const CODE_TEXT: Record<string, string> = {
   ECONNREFUSED: "connection refused",
   EAI_AGAIN: "name lookup failed for now",

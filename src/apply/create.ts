@@ -8,7 +8,7 @@
  */
 import { jsonEqual as equal } from "../model/json-equal.js";
 import { answeredWeightedBackend, type ApiClient, type WeightedBackendBody } from "../api/client.js";
-import { OutcomeUnknownError } from "../api/errors.js";
+import { NoAnswerError, OutcomeUnknownError } from "../api/errors.js";
 import { parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";
 import { InternalError } from "../model/errors.js";
 import { weightedBackendPath } from "../model/paths.js";
@@ -77,7 +77,8 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
     try {
       backends = await client.listWeightedBackends();
     } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
+      // When the API is gone, its cause is printed once for the run, not in every create's message.
+      const why = err instanceof NoAnswerError ? "the API did not answer" : err instanceof Error ? err.message : String(err);
       throw new OutcomeUnknownError(lost.method, lost.path, lost.status, lost.errorCode, `${lost.reason}; listing to find it failed too (${why})`, lost.operationId, {
         cause: err,
       });

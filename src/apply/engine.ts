@@ -7,6 +7,7 @@
  */
 import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
+import { NoAnswerError } from "../api/errors.js";
 import { ApiError, InternalError } from "../model/errors.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
 import { applyCreate, findInventory } from "./create.js";
@@ -24,6 +25,11 @@ export interface ApplyOptions {
   onProgress?: (line: string) => void;
   /** Called as each change ends: done, failed, or skipped because a change it depends on failed. */
   onResult?: (result: ChangeResult) => void;
+  /**
+   * Awaited before new changes start (the stack lease's check, `HeldLease.confirm`); the signal is read again after
+   * it, so a check that finds the lease gone starts nothing.
+   */
+  beforeStart?: () => Promise<void>;
   /** POSTs of one create at most, each sent only after a listing showed the previous one did not happen (default 4). */
   createAttempts?: number;
 }
@@ -117,6 +123,7 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
   };
 
   for (;;) {
+    if (options.beforeStart && !aborted() && inFlight.size < concurrency && schedule.ready().length > 0) await options.beforeStart();
     if (!aborted()) {
       for (const address of schedule.ready()) {
         if (inFlight.size >= concurrency) break;
@@ -202,9 +209,11 @@ function liveId(change: WeightedBackendChange): string {
 /**
  * The message of a failed change. A 400 on a write names the manifest position that declares the object first
  * (`manifests/checkout.yaml:3:1: POST /backends/weighted: 400 ERR_NGROK_6501: ...`), so the user sees which
- * manifest caused it.
+ * manifest caused it. A request that got no answer says only that: when the API is gone, every change in flight
+ * fails the same way, and the cause is printed once for the run (src/commands/apply.ts).
  */
 export function failureMessage(change: Change, err: unknown): string {
+  if (err instanceof NoAnswerError) return `${err.method} ${err.path}: ${err.notSent ? "not sent: the API had stopped answering" : "no answer from the API"}`;
   const text = err instanceof Error ? err.message : String(err);
   if (err instanceof ApiError && err.status === 400 && change.source) return `${change.source}: ${text}`;
   return text;

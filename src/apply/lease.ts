@@ -34,16 +34,43 @@ export interface LeaseOptions {
 /** A lease this process holds. */
 export interface HeldLease {
   id: string;
-  /** Aborted when the lease was taken away (unlocked, or judged expired by another taker): no new write may start. */
+  /**
+   * Aborted when the lease was taken away (unlocked, or judged expired by another taker): no new write may start.
+   * Its reason is an EdgeplanError saying who holds the lease now, or that it was removed.
+   */
   lost: AbortSignal;
-  /** Stops renewing and deletes the lease object; never throws (a lease left behind expires). */
-  release(): Promise<void>;
+  /**
+   * Resolves once the lease was seen held less than CONFIRM_MS ago (or a third of the TTL, when shorter): at once
+   * when a renewal or a check says so, else after one GET of the lease object, which callers waiting at the same
+   * time share. When the object is gone, `lost` aborts before it resolves. Never rejects: a check that got no
+   * answer leaves the decision to the next one (the writes would get no answer either).
+   */
+  confirm(): Promise<void>;
+  /**
+   * Stops renewing and deletes the lease object. Resolves with null when the object is gone, or with the lease
+   * left behind when the delete failed (it expires by itself). Never throws.
+   */
+  release(): Promise<LeftLease | null>;
   /**
    * The listing of the weighted backends that showed the lease held: taken after this apply's candidate was
    * created, so it is the account as this apply starts (a plan that needs only the inventories reads them here).
    */
   listing: readonly WeightedBackend[];
 }
+
+/** A lease that could not be given back: it stays valid until `validUntil` (ms since the epoch, this clock). */
+export interface LeftLease {
+  id: string;
+  validUntil: number;
+  ttlMs: number;
+}
+
+/**
+ * How old a confirmation of the lease may be when a change starts. An apply whose lease was removed starts no write
+ * later than this after the removal; while changes start, it costs at most one GET of the lease per this interval
+ * (docs/reliability.md, "One apply at a time").
+ */
+export const CONFIRM_MS = 5000;
 
 /** Another apply holds the lease and `--lock-timeout` ran out (or is 0). */
 export class LeaseBusyError extends EdgeplanError {
@@ -96,7 +123,7 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
       await renewer.stop(true);
       throw err;
     }
-    if (blocker === null) return { id: candidate.id, lost: renewer.lost, release: () => renewer.stop(true), listing };
+    if (blocker === null) return { id: candidate.id, lost: renewer.lost, confirm: renewer.confirm, release: () => renewer.stop(true), listing };
     await renewer.stop(true);
     if (now() >= deadline) throw busyError(blocker, options);
     if (!announced.has(blocker.id)) {
@@ -108,14 +135,17 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
   throw new EdgeplanError(`the lease of stack "${options.stack}" changed hands ${MAX_ATTEMPTS} times while this apply waited; run it again`);
 }
 
+/** The lease objects of `stack` (`edgeplan unlock`), oldest first: one listing. */
+export async function fetchLeases(client: ApiClient, stack: string): Promise<Lease[]> {
+  return leasesOf(await client.listWeightedBackends(), stack);
+}
+
 /**
- * Deletes every lease object of `stack` (`edgeplan unlock`); returns what it removed. An apply that still runs
- * notices at its next renewal and starts no new write.
+ * Deletes these lease objects (`edgeplan unlock`); one already gone counts as removed. An apply that still holds
+ * one stops before its next write: its next check of the lease finds it gone (`HeldLease.confirm`).
  */
-export async function removeLeases(client: ApiClient, stack: string): Promise<Lease[]> {
-  const leases = leasesOf(await client.listWeightedBackends(), stack);
+export async function removeLeases(client: ApiClient, leases: readonly Lease[]): Promise<void> {
   for (const l of leases) await deleteIfThere(client, l.id);
-  return leases;
 }
 
 /** Creates this taker's candidate; when the answer was lost, finds it by its token (or creates it again). */
@@ -134,26 +164,48 @@ async function createCandidate(client: ApiClient, options: LeaseOptions): Promis
 
 interface Renewer {
   lost: AbortSignal;
-  /** Stops renewing; with `remove`, deletes the lease object (errors swallowed: a lease left behind expires). */
-  stop(remove: boolean): Promise<void>;
+  confirm(): Promise<void>;
+  /** Stops renewing; with `remove`, deletes the lease object and says what is left behind (errors swallowed). */
+  stop(remove: boolean): Promise<LeftLease | null>;
 }
 
-/** Renews `lease` every third of its TTL (one PATCH with the full body); a 404 means the lease was taken away. */
+/**
+ * Renews `lease` every third of its TTL (one PATCH with the full body), and confirms it on demand (one GET); a 404
+ * to either means the lease was taken away.
+ */
 function startRenewer(client: ApiClient, lease: Lease, options: LeaseOptions): Renewer {
+  const now = options.now ?? Date.now;
   const controller = new AbortController();
+  const confirmMs = Math.min(CONFIRM_MS, Math.floor(options.ttlMs / 3));
   let renewals = lease.renewals;
+  // Starts of the last request that found the lease held, and of the last that renewed it.
+  let confirmedAt = now();
+  let renewedAt = confirmedAt;
   let inFlight: Promise<void> = Promise.resolve();
+  let checking: Promise<void> | null = null;
+  const lose = async (): Promise<void> => {
+    clearInterval(timer);
+    if (!controller.signal.aborted) controller.abort(await lostError(client, lease, options));
+  };
   const renew = async (): Promise<void> => {
+    const started = now();
     try {
       const body = buildLeaseBody(options.stack, options.holder, options.ttlMs, renewals + 1);
       await client.send({ method: "PATCH", path: weightedBackendPath(lease.id), body });
       renewals++;
+      confirmedAt = renewedAt = started;
     } catch (err) {
-      if (err instanceof ApiError && err.status === 404) {
-        clearInterval(timer);
-        controller.abort(new EdgeplanError(`the lease of stack "${options.stack}" was removed while this apply held it (edgeplan unlock, or it expired)`));
-      }
+      if (err instanceof ApiError && err.status === 404) await lose();
       // Any other failure: the next tick tries again; the TTL leaves room for two misses.
+    }
+  };
+  const check = async (): Promise<void> => {
+    const started = now();
+    try {
+      if ((await client.getWeightedBackend(lease.id)) === null) await lose();
+      else confirmedAt = started;
+    } catch {
+      // No answer: the next change's check asks again.
     }
   };
   const timer = setInterval(
@@ -165,12 +217,36 @@ function startRenewer(client: ApiClient, lease: Lease, options: LeaseOptions): R
   timer.unref();
   return {
     lost: controller.signal,
+    async confirm() {
+      if (controller.signal.aborted || now() - confirmedAt < confirmMs) return;
+      checking ??= check().finally(() => (checking = null));
+      await checking;
+    },
     async stop(remove) {
       clearInterval(timer);
       await inFlight;
-      if (remove) await deleteIfThere(client, lease.id).catch(() => undefined);
+      await checking;
+      if (!remove || controller.signal.aborted) return null;
+      try {
+        await deleteIfThere(client, lease.id);
+        return null;
+      } catch {
+        return { id: lease.id, validUntil: renewedAt + options.ttlMs, ttlMs: options.ttlMs };
+      }
     },
   };
+}
+
+/** Why the lease is gone: who holds the stack's lease now, when a listing shows one, else "removed". */
+async function lostError(client: ApiClient, lease: Lease, options: LeaseOptions): Promise<EdgeplanError> {
+  let taker: Lease | undefined;
+  try {
+    taker = leasesOf(await client.listWeightedBackends(), options.stack).find((l) => l.holder.token !== options.holder.token);
+  } catch {
+    // Who took it stays unknown; that it is gone is certain.
+  }
+  const what = taker ? `was taken by ${describeHolder(taker)}` : "was removed (by edgeplan unlock, or by another apply that found it expired)";
+  return new EdgeplanError(`the lease of stack "${options.stack}" (lease ${lease.id}) ${what} while this apply held it`);
 }
 
 /**
@@ -235,7 +311,7 @@ function busyError(holder: Lease, options: LeaseOptions): LeaseBusyError {
     holder,
     `stack "${options.stack}" is locked by another apply: ${describeHolder(holder)}; ${waited}. No change was sent. ` +
       `Run again when it is done (or with a longer --lock-timeout); if that apply is gone, its lease expires ${formatMs(holder.ttlMs)} after its last renewal, ` +
-      `or remove it now with: edgeplan unlock ${options.stack}`,
+      `or remove it now with: edgeplan unlock ${options.stack} --lease-id ${holder.id}`,
   );
 }
 

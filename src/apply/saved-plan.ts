@@ -8,7 +8,7 @@ import type { ApiClient } from "../api/client.js";
 import { fetchTouched } from "../api/fetch-live.js";
 import { liveWeightedBackend } from "../api/live-state.js";
 import { EdgeplanError, fileErrorReason } from "../model/errors.js";
-import type { Plan } from "../model/plan.js";
+import type { Plan, PlanApi } from "../model/plan.js";
 import { nestsDeeperThan } from "../model/json-text.js";
 import { PlanFileSchema } from "../model/plan-schema.js";
 import type { LiveState } from "../model/state.js";
@@ -61,7 +61,33 @@ export async function loadSavedPlan(path: string, shownAs = path, where = `--pla
       `${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: edgeplan plan --out ${shownAs}`,
     );
   }
+  if (parsed.data.api === undefined) {
+    throw new EdgeplanError(
+      `--plan ${shownAs}: the plan does not say which API and account it was made for (only plan --out records them), so it could be applied to the wrong one; ` +
+        `make it with: edgeplan plan --out ${shownAs}`,
+    );
+  }
   return parsed.data;
+}
+
+/**
+ * Refuses a saved plan made for another API or account than `current` (the session's), before anything is sent:
+ * its ids and `before` values describe that API's objects, and a plan of creates alone would otherwise be carried
+ * out in the wrong account. Throws an EdgeplanError naming both; the account is named by the first 12 hex digits of
+ * its fingerprint (src/api/account.ts), which say nothing of the key.
+ */
+export function checkSavedPlanApi(saved: Plan, current: PlanApi, shownAs: string): void {
+  const made = saved.api;
+  if (made === undefined || (made.url === current.url && made.account === current.account)) return;
+  const what = made.url !== current.url ? "another API" : "another account (another API key)";
+  throw new EdgeplanError(
+    `--plan ${shownAs}: the plan was made for ${what}: it was made for ${describeApi(made)}, and this apply talks to ${describeApi(current)}; nothing was sent. ` +
+      `Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out ${shownAs}`,
+  );
+}
+
+function describeApi(api: PlanApi): string {
+  return `${api.url} (account ${api.account.slice(0, 12)})`;
 }
 
 /**

@@ -5,8 +5,10 @@
  * and the outputs for the IdP.
  *
  * Exit codes: 0 every change done and converged (or nothing to change); 1 an error before any write (invalid
- * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan);
- * 3 some changes failed or were skipped, or the live side does not match after the run; 130 the run was
+ * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan,
+ * a saved plan made for another API or account), or the lease was taken away while the changes ran (the run stopped
+ * before its next write); 3 some changes failed or were skipped, the live side does not match after the run, or
+ * the API stopped answering (no new change started); 130 the run was
  * interrupted with Ctrl-C (SIGINT; 143 for SIGTERM): the requests in flight finished, nothing new started, and
  * running apply again finishes the job.
  */
@@ -21,7 +23,7 @@ import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { checkPlanAgainstLive } from "../apply/live-check.js";
-import { fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
+import { checkSavedPlanApi, fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError, diffStale } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
@@ -39,7 +41,9 @@ import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
-import { acquireLease, currentHolder, type HeldLease } from "../apply/lease.js";
+import { acquireLease, currentHolder, formatMs, type HeldLease, type LeftLease } from "../apply/lease.js";
+import { NoAnswerError } from "../api/errors.js";
+import { describeGone, type GoneCause } from "../api/reachability.js";
 import { parseTimeout, SETTING_PARSERS } from "../model/syntax.js";
 
 export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
@@ -100,9 +104,10 @@ export interface ApplyCommandResult {
   summary?: string;
 }
 
-/** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
-/** What stopped a run whose lease was taken away (its exit code is 3: some changes did not start). */
+/** What stopped a run whose lease was taken away (exit 1: it stopped before its next write). */
 const LEASE_LOST = "lease-lost";
+/** What stopped a run when the API stopped answering (exit 3: some changes failed or did not start). */
+const API_GONE = "api-gone";
 
 export const DEFAULT_LOCK_TIMEOUT = "5m";
 export const DEFAULT_LOCK_TTL = "1m";
@@ -117,6 +122,7 @@ export function lockOptionsFrom(options: Pick<ApplyCommandOptions, "lockTimeout"
   };
 }
 
+/** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
 export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
 /**
@@ -145,6 +151,8 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   const session = await openSession(options, io, desired);
   let lease: HeldLease | undefined;
   try {
+    // Before the lease, whose create is a write: a plan made elsewhere sends nothing here.
+    if (saved) checkSavedPlanApi(saved, session.api, options.plan as string);
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
     const holder = currentHolder(io.env);
     lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`) });
@@ -182,14 +190,48 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       throw err;
     }
 
-    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs, leaseLost: lease.lost });
+    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs, lease });
     await reportRun(plan, run, { session, fromManifests, format, options }, io, result);
+    showWhyStopped(run, session, io);
     return result;
   } finally {
-    await lease?.release();
+    if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io);
     await session.close();
   }
 }
+
+/**
+ * After the report, on stderr: why a run stopped early (the lease taken away, the API gone), with what was done and
+ * what was not; or, when some changes got no answer but the run went on, that cause, once for all of them.
+ */
+function showWhyStopped(run: RunResult, session: Session, io: CommandIO): void {
+  const { counts, results } = run.outcome;
+  const tally = `${counts.done} done, ${counts.failed} failed, ${counts.skipped} skipped, ${counts.not_started} not started, of ${results.length} changes`;
+  if (run.interruptedBy === LEASE_LOST) {
+    const notStarted = results.filter((r) => r.status === "not_started").map((r) => r.address);
+    const shown = notStarted.length > 10 ? `${notStarted.slice(0, 10).join(", ")} and ${notStarted.length - 10} more` : notStarted.join(", ");
+    io.stderr(`edgeplan: stopped before the next write: ${tally}${notStarted.length > 0 ? ` (not started: ${shown})` : ""}; run apply again once the stack is free\n`);
+    return;
+  }
+  if (run.interruptedBy === API_GONE) {
+    const unknown = counts.failed > 0 ? "; a failed change may or may not have been carried out: edgeplan plan shows which once the API is back" : "";
+    io.stderr(`edgeplan: stopped: ${tally}${unknown}\n`);
+    return;
+  }
+  const noAnswer = results.find((r) => r.error instanceof NoAnswerError);
+  if (noAnswer?.error && session.reachability.cause() === null) io.stderr(`edgeplan: ${noAnswer.error.message}\n`);
+}
+
+/** Says when this run's lease is left behind (the API did not answer its delete), how long it holds, and how to remove it. */
+function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO): void {
+  if (left === null) return;
+  const until = new Date(left.validUntil).toISOString().replace(/\.\d{3}Z$/, "Z");
+  io.stderr(
+    `edgeplan: the lease of stack "${stack}" is left behind (lease ${left.id}): it is valid until ${until} (${formatMs(left.ttlMs)} after its last renewal), ` +
+      `and the next apply of the stack waits up to ${formatMs(left.ttlMs)} before taking it as expired; remove it now with: edgeplan unlock ${stack} --lease-id ${left.id}\n`,
+  );
+}
+
 
 /**
  * Every risk acknowledged (by a flag, or on a terminal by a person asked about each, `--auto-approve` or not: it
@@ -325,7 +367,8 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
  * a run whose every write the API accepted into a failure (the report says it was not checked).
  */
 function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined, rolloutStopped: boolean): number {
-  if (interruptedBy === LEASE_LOST) return EXIT.partial;
+  if (interruptedBy === LEASE_LOST) return EXIT.error;
+  if (interruptedBy === API_GONE) return EXIT.partial;
   if (outcome.interrupted || interruptedBy !== undefined) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
   const { failed, skipped, not_started } = outcome.counts;
   if (failed + skipped + not_started > 0 || rolloutStopped) return EXIT.partial;
@@ -371,10 +414,14 @@ async function runChanges(
   session: Session,
   options: ApplyCommandOptions,
   io: CommandIO,
-  ctx: { fromManifests: FromManifests | undefined; waitMs: number; leaseLost: AbortSignal },
+  ctx: { fromManifests: FromManifests | undefined; waitMs: number; lease: HeldLease },
 ): Promise<RunResult> {
   const { concurrency } = session;
-  const stop = wireStop(io, options.signal, { signal: ctx.leaseLost, by: LEASE_LOST });
+  const stop = wireStop(io, options.signal, [
+    { signal: ctx.lease.lost, by: LEASE_LOST, line: (reason) => (reason as Error).message },
+    { signal: session.reachability.gone, by: API_GONE, line: (reason) => describeGone(reason as GoneCause) },
+  ]);
+  const beforeStart = ctx.lease.confirm;
   const quiet = options.quiet === true;
   const rollouts = { checker: options.checker ?? runRolloutCheck, now: () => Date.now() };
   try {
@@ -389,6 +436,7 @@ async function runChanges(
         stack: plan.stack,
         concurrency,
         signal: stop.signal,
+        beforeStart,
         ...(progress ? { onProgress: (line: string) => progress.line(line), onResult: (r: ChangeResult) => progress.result(r) } : {}),
       });
     } finally {
@@ -399,7 +447,14 @@ async function runChanges(
     const { fromManifests } = ctx;
     const { failed, skipped, not_started } = outcome.counts;
     if (!options.wait || !fromManifests || first.halted.length > 0 || stop.signal.aborted || failed + skipped + not_started > 0) return result;
-    const roundOptions = { stack: plan.stack, concurrency, signal: stop.signal, ...rollouts, ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }) };
+    const roundOptions = {
+      stack: plan.stack,
+      concurrency,
+      signal: stop.signal,
+      beforeStart,
+      ...rollouts,
+      ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }),
+    };
     const waited = await waitForRollouts({
       deadline: Date.now() + ctx.waitMs,
       now: rollouts.now,

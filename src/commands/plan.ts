@@ -167,7 +167,8 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     if (options.out) {
-      await writeFileAtomic(resolve(io.cwd, options.out), renderJson(plan));
+      // Only the saved plan says where it was made: stdout's JSON stays the same bytes at any API.
+      await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }));
       io.stderr(`plan saved to ${options.out}; apply it with: edgeplan apply --plan ${options.out}\n`);
     }
     if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");

@@ -1,5 +1,5 @@
 /**
- * The project file in the commands: plan, apply, export and validate (and so the GitHub Action, which runs plan and
+ * The project file in the commands: plan, apply, export, unlock and validate (and so the GitHub Action, which runs plan and
  * apply) take their defaults from `edgeplan.yaml` in the working directory, or from the file `--config` names.
  * Precedence, for every setting: a flag (or an option a caller passes), then the environment, then the file, then
  * the built-in default (applied later, where each option is parsed).

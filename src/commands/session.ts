@@ -5,7 +5,9 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
+import { apiIdentity, type ApiIdentity } from "../api/account.js";
 import { createClient, type ApiClient } from "../api/client.js";
+import { Reachability } from "../api/reachability.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
 import type { LoadResult } from "../manifest/load.js";
@@ -51,6 +53,10 @@ export interface Session {
   concurrency: number;
   /** The client's rate limit and concurrency, which the plan's estimate follows. */
   budget: ApplyBudget;
+  /** Whether the API still answers: its `gone` aborts after a few requests in a row got no answer (src/api/reachability.ts). */
+  reachability: Reachability;
+  /** The API and account the client talks to, as a saved plan records them (the key itself is not kept). */
+  api: ApiIdentity;
   /** Closes the client, and the embedded server of `--local`. */
   close(): Promise<void>;
 }
@@ -73,9 +79,11 @@ function createLocalDir(dir: string): void {
 export async function openSession(options: CommonCliOptions, io: CommandIO, desired?: DesiredState): Promise<Session> {
   const stack = options.stack ?? io.env.EDGEPLAN_STACK ?? "default";
   if (!options.local) {
-    const clientOptions = await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv);
+    const reachability = new Reachability();
+    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability };
     const client = createClient(clientOptions);
-    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), close: () => client.close() };
+    const api = apiIdentity(client.baseUrl, clientOptions.apiKey);
+    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), reachability, api, close: () => client.close() };
   }
 
   const { startServer, loadFixturesFile, provisionServer } = await import("../server/index.js");
@@ -99,16 +107,20 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     // The embedded server has no rate limit: the client's default budget (that of the retired public API) would
     // only slow a local preview down. An explicit --rate-limit is kept.
     const rateLimit = options.rateLimit ?? "off";
-    const clientOptions = await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, {
-      baseUrl: server.url,
-      apiKey: LOCAL_API_KEY,
-    });
+    const reachability = new Reachability();
+    const clientOptions = {
+      ...(await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY })),
+      reachability,
+    };
     const client = createClient(clientOptions);
     return {
       client,
       stack,
+      reachability,
       concurrency: clientOptions.concurrency,
       budget: budgetOf(clientOptions),
+      // The embedded server listens on a new port at each run: its state file is what stays the same.
+      api: apiIdentity(`local:${join(dir, LOCAL_DB)}`, LOCAL_API_KEY),
       close: async () => {
         await client.close();
         await server.close();

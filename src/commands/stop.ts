@@ -6,29 +6,41 @@ import type { CommandIO } from "./io.js";
 
 export interface Stop {
   signal: AbortSignal;
-  /** The signal's name (`SIGINT`), or `aborted` for the caller's AbortSignal; undefined when nothing stopped the run. */
+  /** The signal's name (`SIGINT`), `aborted` for the caller's AbortSignal, or a cause's `by`; undefined when nothing stopped the run. */
   by(): string | undefined;
   dispose(): void;
 }
 
+/** Something besides a signal that stops a run (the lease taken away, the API gone): when `signal` aborts, `line` says why. */
+export interface StopCause {
+  signal: AbortSignal;
+  /** What `by()` answers once it stopped the run. */
+  by: string;
+  /** The one line printed on stderr, from the signal's reason. */
+  line(reason: unknown): string;
+}
+
 /**
  * The AbortSignal of a run. Without a caller's signal, SIGINT and SIGTERM abort it; a second one restores the
- * default handling and re-raises it, so the process ends at once. `lost`, when it aborts, stops the run too, and
- * `by()` then names it.
+ * default handling and re-raises it, so the process ends at once. Each of `causes`, when it aborts, stops the run
+ * too (the first one to abort is what `by()` names), printing its line.
  */
-export function wireStop(io: CommandIO, external: AbortSignal | undefined, lost?: { signal: AbortSignal; by: string }): Stop {
+export function wireStop(io: CommandIO, external: AbortSignal | undefined, causes: readonly StopCause[] = []): Stop {
   const controller = new AbortController();
   let by: string | undefined;
-  // The run's lease was taken away (src/apply/lease.ts): stop as Ctrl-C does, saying why.
-  const onLost = (): void => {
-    if (!lost) return;
-    by ??= lost.by;
-    io.stderr(`${(lost.signal.reason as Error).message}: no new change starts; the requests in flight finish\n`);
-    controller.abort();
+  const listeners = causes.map((cause) => {
+    const onCause = (): void => {
+      by ??= cause.by;
+      io.stderr(`edgeplan: ${cause.line(cause.signal.reason)}: no new change starts; the requests in flight finish\n`);
+      controller.abort();
+    };
+    if (cause.signal.aborted) onCause();
+    else cause.signal.addEventListener("abort", onCause, { once: true });
+    return () => cause.signal.removeEventListener("abort", onCause);
+  });
+  const disposeLost = (): void => {
+    for (const remove of listeners) remove();
   };
-  if (lost?.signal.aborted) onLost();
-  else lost?.signal.addEventListener("abort", onLost, { once: true });
-  const disposeLost = (): void => lost?.signal.removeEventListener("abort", onLost);
   if (external) {
     const onAbort = (): void => {
       by ??= "aborted";

@@ -155,6 +155,16 @@ export const PlanSchema = z
   .object({
     format_version: z.literal(1),
     stack: z.string(),
+    api: z
+      .object({
+        url: z.string().min(1).max(2048).describe("the API's base URL, or local:FILE for the embedded server of --local"),
+        account: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .describe("sha256 (hex) of the API key salted with the URL: which account (key) the plan was made with; never the key"),
+      })
+      .optional()
+      .describe("only in a saved plan (plan --out): the API and account it was made for; apply --plan refuses it anywhere else"),
     targeted: z.boolean().default(false).describe("true when --target or --exclude limited the plan: the rest of the stack was not planned"),
     options: z.object({
       prune: z.boolean(),

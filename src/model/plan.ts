@@ -276,9 +276,19 @@ export interface Estimate {
   concurrency: number;
 }
 
+/** Where a saved plan was made (src/api/account.ts): `apply --plan` refuses it at another API or account. */
+export interface PlanApi {
+  /** The API's base URL, normalised, or `local:<file>` for the embedded server of `--local`. */
+  url: string;
+  /** sha256 (hex) of the API key salted with the URL: tells accounts (keys) apart without holding the key. */
+  account: string;
+}
+
 export interface Plan {
   format_version: typeof PLAN_FORMAT_VERSION;
   stack: string;
+  /** Only in a saved plan (`plan --out`): the API and account it was made for. */
+  api?: PlanApi;
   /** True when `--target` or `--exclude` limited the plan: the rest of the stack was not planned. */
   targeted: boolean;
   options: {

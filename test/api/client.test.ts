@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
 import { deleteModule, deleteWb, patchWb, postWb, putModule, sendModule, sendWb } from "../helpers/requests.js";
-import { OutcomeUnknownError, RouteNotFoundError } from "../../src/api/errors.js";
+import { NoAnswerError, OutcomeUnknownError, RouteNotFoundError } from "../../src/api/errors.js";
+import { Reachability } from "../../src/api/reachability.js";
 import { readRoutes } from "../../src/api/fetch-live.js";
 import type { ClientOptions } from "../../src/api/options.js";
 import type { Clock } from "../../src/api/rate-limit.js";
@@ -214,6 +215,66 @@ describe("retries", () => {
       `POST /backends/weighted: 0: no answer from ${url} after 3 attempts: connection refused (ECONNREFUSED); check --api-url and that the server is up`,
     );
     expect(client.stats()).toEqual({ requests: 3, retries: 2, byStatus: { network: 3 }, status429: 0 });
+  });
+});
+
+describe("the API gone", () => {
+  /** A client of a port nobody listens on any more, with its reachability watch. */
+  async function refusedClient(): Promise<{ client: ApiClient; url: string; reachability: Reachability }> {
+    const { stub } = await setup(() => undefined);
+    await stub.close();
+    stubs = [];
+    const reachability = new Reachability();
+    const client = createClient({
+      baseUrl: stub.url,
+      apiKey: KEY,
+      concurrency: 1,
+      rateLimit: null,
+      retries: 2,
+      timeoutMs: 2000,
+      versionHeader: "Ngrok-Version",
+      insecureHttp: false,
+      clock: instantClock(),
+      random: () => 0,
+      reachability,
+    });
+    clients.push(client);
+    return { client, url: stub.url, reachability };
+  }
+
+  it("after 3 requests in a row got no answer, each after its retries, the next is not sent at all", async () => {
+    const { client, url, reachability } = await refusedClient();
+    for (let i = 1; i <= 3; i++) {
+      expect(reachability.gone.aborted).toBe(false);
+      const err = await errorOf(client.getWeightedBackend(WB));
+      expect(err).toBeInstanceOf(NoAnswerError);
+      expect(client.stats().requests).toBe(3 * i);
+    }
+    expect(reachability.cause()).toEqual({ origin: url, what: "connection refused (ECONNREFUSED)", attempts: 3, requests: 3 });
+    const err = await errorOf(sendWb(client, postWb({ description: "", metadata: "", backends: {} })));
+    expect(err).toBeInstanceOf(NoAnswerError);
+    expect(err.message).toBe(`POST /backends/weighted: 0: not sent: the API at ${url} stopped answering (connection refused (ECONNREFUSED))`);
+    expect((err as NoAnswerError).notSent).toBe(true);
+    expect(client.stats().requests).toBe(9);
+  });
+
+  it("any answer, even an error, ends a run of requests that got none", async () => {
+    let up = false;
+    const reach = new Reachability();
+    const { client } = await setup((_req, res) => (up ? json(res, 404, { error_code: "ERR_NGROK_404", status_code: 404, msg: "not found", details: {} }) : drop(res)), {
+      reachability: reach,
+      retries: 0,
+    });
+    await errorOf(client.getWeightedBackend(WB));
+    await errorOf(client.getWeightedBackend(WB));
+    up = true;
+    expect(await client.getWeightedBackend(WB)).toBeNull();
+    up = false;
+    await errorOf(client.getWeightedBackend(WB));
+    await errorOf(client.getWeightedBackend(WB));
+    expect(reach.gone.aborted).toBe(false);
+    await errorOf(client.getWeightedBackend(WB));
+    expect(reach.gone.aborted).toBe(true);
   });
 });
 

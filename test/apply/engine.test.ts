@@ -130,6 +130,27 @@ describe("applyPlan against the real server", () => {
     expect(s.logLines.filter((l) => l.method === "POST")).toHaveLength(1);
   });
 
+  it("awaits beforeStart (the lease's check) before starting changes; a check that aborts the signal starts nothing more", async () => {
+    const s = await server();
+    const c = client(s);
+    const plan = await planFor(c, [wb("w1", { [CHILD]: 1 }), wb("w2", { [CHILD]: 2 }), wb("w3", { [CHILD]: 3 }), wb("w4", { [CHILD]: 4 })]);
+    const controller = new AbortController();
+    let checks = 0;
+    const outcome = await applyPlan(plan.changes, c, {
+      stack: "default",
+      concurrency: 1,
+      signal: controller.signal,
+      beforeStart: async () => {
+        checks++;
+        // The third check finds the lease gone: two changes ran, none more starts.
+        if (checks === 3) controller.abort();
+      },
+    });
+    expect(checks).toBe(3);
+    expect(outcome.counts).toEqual({ done: 2, failed: 0, skipped: 0, not_started: 2 });
+    expect((await listed(s)).map(nameOf).sort()).toEqual(["w1", "w2"]);
+  });
+
   it("never creates twice when every create's answer is lost: each one is found by its owner marker", async () => {
     const s = await server({ dropRate: 1 });
     const c = client(s);

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { buildLeaseBody } from "../../src/apply/lease-record.js";
 import { parseLease } from "../../src/model/lease.js";
 import type { WeightedBackend } from "../../src/model/wire.js";
 import { closeWorlds, HR1, startWorld, wbYaml, type RunningCli, type World } from "./e2e.js";
@@ -103,7 +104,7 @@ describe("stack lease", () => {
     expect(second.stderr).toContain(
       `edgeplan: stack "default" is locked by another apply: host ${hostname()}, process ${holder.proc.pid}, run https://github.example/acme/routes/actions/runs/4242, started ${lease?.holder.started_at} (lease ${lease?.id}); --lock-timeout 0: not waiting. `,
     );
-    expect(second.stderr).toContain("or remove it now with: edgeplan unlock default\n");
+    expect(second.stderr).toContain(`or remove it now with: edgeplan unlock default --lease-id ${lease?.id}\n`);
     expect(second.stdout).toBe("");
     // At once: its own candidate, one listing, and the candidate deleted; no wait, no read of the holder.
     // (The holder only creates; a waiter would read the holder's lease by id.)
@@ -113,18 +114,108 @@ describe("stack lease", () => {
     await expectOnePerManifest(w);
   });
 
-  it("edgeplan unlock STACK removes a stuck lease and names its holder", async () => {
+  it("edgeplan unlock STACK shows the holder; without a terminal it needs --lease-id (a wrong one removes nothing) or --force", async () => {
     const { w, holder } = await killedHolder("10m");
-    const unlock = await w.cli(["unlock", "default"]);
-    expect(unlock.code, unlock.stderr).toBe(0);
-    expect(unlock.stdout).toMatch(
-      new RegExp(`^removed the lease of stack "default" held by host ${hostname()}, process ${holder.proc.pid}, started \\S+Z \\(lease bkdwd_\\w{27}\\)\\n$`),
+    const lease = (await everything(w)).map((wb) => parseLease(wb)).find((l) => l !== null);
+    const holderText = `host ${hostname()}, process ${holder.proc.pid}, started ${lease?.holder.started_at} (lease ${lease?.id})`;
+    const shown = `stack "default" is locked by ${holderText}\n`;
+
+    const bare = await w.cli(["unlock", "default"]);
+    expect(bare.code).toBe(1);
+    expect(bare.stdout).toBe("");
+    expect(bare.stderr).toBe(
+      `${shown}edgeplan: no terminal to ask on, so nothing removed: pass --lease-id ${lease?.id} to remove the lease shown above ` +
+        `(an apply that still holds it stops before its next write), or --force to remove every lease of stack "default"\n`,
     );
+    const wrong = await w.cli(["unlock", "default", "--lease-id", "bkdwd_000000000000000000000000000"]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toBe(
+      `${shown}edgeplan: --lease-id bkdwd_000000000000000000000000000: stack "default" has no such lease (its lease: ${lease?.id}); nothing removed\n`,
+    );
+    expect((await everything(w)).filter((wb) => parseLease(wb) !== null).map((wb) => wb.id)).toEqual([lease?.id]);
+
+    const unlock = await w.cli(["unlock", "default", "--lease-id", lease?.id as string]);
+    expect(unlock.code, unlock.stderr).toBe(0);
+    expect(unlock.stderr).toBe(shown);
+    expect(unlock.stdout).toBe(`removed the lease of stack "default" held by ${holderText}\n`);
     expect((await everything(w)).filter((wb) => parseLease(wb) !== null)).toEqual([]);
     expect((await w.cli(["unlock", "default"])).stdout).toBe('stack "default" is not locked: nothing removed\n');
     const next = await w.cli(["apply", "m", "--auto-approve", "--lock-timeout", "0"]);
     expect(next.code, next.stderr).toBe(0);
     await expectOnePerManifest(w);
+  });
+
+  it("edgeplan unlock --force removes every lease of the stack", async () => {
+    const { w } = await killedHolder("10m");
+    const unlock = await w.cli(["unlock", "default", "--force"]);
+    expect(unlock.code, unlock.stderr).toBe(0);
+    expect(unlock.stdout).toMatch(/^removed the lease of stack "default" held by .* \(lease bkdwd_\w{27}\)\n$/);
+    expect((await everything(w)).filter((wb) => parseLease(wb) !== null)).toEqual([]);
+  });
+
+  it("unlock of a running apply: it stops before its next write, exit 1, naming what removed its lease and what it did not start", async () => {
+    // 60 creates, 4 at once, 250 ms each: about 4 s of writes; its lease is confirmed at least every second (TTL 3 s).
+    const w = await startWorld({ latency: [250, 250] });
+    const names = Array.from({ length: 60 }, (_, i) => `run-${String(i).padStart(2, "0")}`);
+    w.manifests(Object.fromEntries(names.map((n) => [`${n}.yaml`, wbYaml(n, { [HR1]: 100 })])));
+    const running = w.spawnCli(["apply", "m", "--auto-approve", "--lock-ttl", "3s"]);
+    await waitForStderr(running, "created");
+    const lease = (await everything(w)).map((wb) => parseLease(wb)).find((l) => l !== null);
+    const unlock = await w.cli(["unlock", "default", "--lease-id", lease?.id as string]);
+    expect(unlock.code, unlock.stderr).toBe(0);
+    const removedAt = (await w.owned()).size;
+    const result = await running.done;
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain(
+      `edgeplan: the lease of stack "default" (lease ${lease?.id}) was removed (by edgeplan unlock, or by another apply that found it expired) while this apply held it: ` +
+        "no new change starts; the requests in flight finish\n",
+    );
+    const held = await w.owned();
+    const notStarted = [...result.stdout.matchAll(/^ {2}not started +weighted_backend\.(run-\d\d): /gm)].map((m) => m[1]);
+    const done = [...result.stdout.matchAll(/^ {2}done +weighted_backend\.(run-\d\d): /gm)].map((m) => m[1]);
+    expect(done.length + notStarted.length).toBe(60);
+    expect(notStarted.length).toBeGreaterThan(0);
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^edgeplan: stopped before the next write: ${done.length} done, 0 failed, 0 skipped, ${notStarted.length} not started, of 60 changes \\(not started: weighted_backend\\.run-\\d\\d.*\\); run apply again once the stack is free$`,
+        "m",
+      ),
+    );
+    // What the server holds is what was done; after the removal at most the writes in flight and those started
+    // within one confirmation interval (1 s: 4 at once, 250 ms each) went out.
+    expect([...held.keys()].sort()).toEqual([...done].sort());
+    expect(held.size - removedAt).toBeLessThanOrEqual(4 * 6);
+    const removal = w.log().findIndex((l) => l.method === "DELETE" && l.path === `/backends/weighted/${lease?.id}`);
+    const after = w.writes(removal + 1).filter((l) => l.method === "POST");
+    console.log(`creates answered after the lease's removal: ${after.length}`);
+    // Besides them, at most the renewal of the removed lease, refused.
+    for (const l of w.writes(removal + 1).filter((x) => x.method !== "POST")) expect(`${l.method} ${l.path} ${l.status}`).toBe(`PATCH /backends/weighted/${lease?.id} 404`);
+    expect(after.length).toBeLessThanOrEqual(4 * 6);
+    // It gave back no lease, since it held none: the stack is free.
+    expect((await everything(w)).filter((wb) => parseLease(wb) !== null)).toEqual([]);
+  });
+
+  it("a lease taken by another apply while the run holds it: the run names the new holder and stops, exit 1", async () => {
+    const w = await startWorld({ latency: [250, 250] });
+    const names = Array.from({ length: 60 }, (_, i) => `take-${String(i).padStart(2, "0")}`);
+    w.manifests(Object.fromEntries(names.map((n) => [`${n}.yaml`, wbYaml(n, { [HR1]: 100 })])));
+    const running = w.spawnCli(["apply", "m", "--auto-approve", "--lock-ttl", "3s"]);
+    await waitForStderr(running, "created");
+    const lease = (await everything(w)).map((wb) => parseLease(wb)).find((l) => l !== null);
+    // What another apply does when it finds a lease expired: delete it, then create its own.
+    expect((await w.raw.del(`/backends/weighted/${lease?.id}`)).status).toBe(204);
+    const other = { host: "ci-runner-9", pid: 777, started_at: "2026-01-02T03:04:05Z", token: "other" };
+    const taken = await w.raw.post("/backends/weighted", buildLeaseBody("default", other, 60_000, 0));
+    expect(taken.status).toBe(201);
+    const result = await running.done;
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain(
+      `edgeplan: the lease of stack "default" (lease ${lease?.id}) was taken by host ci-runner-9, process 777, started 2026-01-02T03:04:05Z ` +
+        `(lease ${(taken.json as { id: string }).id}) while this apply held it: no new change starts; the requests in flight finish\n`,
+    );
+    expect(result.stderr).toMatch(/^edgeplan: stopped before the next write: \d+ done, 0 failed, 0 skipped, \d+ not started, of 60 changes/m);
+    // The other apply's lease is not touched.
+    expect((await everything(w)).map((wb) => parseLease(wb)?.holder.token).filter((t) => t !== undefined)).toEqual(["other"]);
   });
 
   it("plan and export never show a lease object", async () => {

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { accountFingerprint } from "../../src/api/account.js";
 import { PlanSchema } from "../../src/model/plan-schema.js";
 import { closeWorlds, EDGE, HR1, HR2, R1, startWorld } from "../apply/e2e.js";
 
@@ -66,7 +67,12 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(plan.format_version).toBe(1);
     expect(plan.changes.map((c) => [c.address, c.action])).toEqual([["weighted_backend.checkout", "create"]]);
     expect(json.stderr).toContain("plan saved to saved.json; apply it with: edgeplan apply --plan saved.json");
-    expect(JSON.parse(readFileSync(join(w.dir, "saved.json"), "utf8"))).toEqual(plan);
+    // The saved plan is stdout's, with the API and account it was made for (which stdout leaves out).
+    expect(plan.api).toBeUndefined();
+    expect(JSON.parse(readFileSync(join(w.dir, "saved.json"), "utf8"))).toEqual({
+      ...plan,
+      api: { url: w.server.url, account: accountFingerprint(w.server.url, w.server.apiKey) },
+    });
 
     const md = await w.cli(["plan", "m", "--format", "markdown"]);
     expect(md.code).toBe(0);

@@ -1,0 +1,86 @@
+/**
+ * Every command's `--help` lists exactly the options the command reads: the shared tables of src/cli.ts give each
+ * command only its own (`unlock` takes no `--prune`, no `--stack`, no `--concurrency`; `export` shows no colour).
+ * The commands are taken from `edgeplan --help`, so a new command without an entry here fails.
+ */
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/server.js";
+
+const CLIENT = ["--config", "--api-url", "--api-key-file"];
+const WIRE = ["--rate-limit", "--retries", "--timeout", "--version-header", "--insecure-http"];
+const PLANNING = [...CLIENT, "--stack", "--takeover", "--local", "--fixtures", "--concurrency", ...WIRE];
+const SCOPE = ["--target", "--exclude"];
+const PLAN_SHARED = [...SCOPE, "--prune", "--no-prune", "--max-shift", "--max-deletes"];
+
+const EXPECTED: Record<string, string[]> = {
+  validate: ["--config", "--verbose"],
+  plan: ["--format", "--out", "--html", "--detailed-exitcode", ...PLAN_SHARED, ...PLANNING, "--no-color", "--verbose"],
+  apply: [
+    "--plan",
+    "--auto-approve",
+    "--ack",
+    "--force",
+    "--refresh",
+    "--wait",
+    "--wait-timeout",
+    "--retry-rollout",
+    "--format",
+    "--html",
+    "--quiet",
+    "--lock-timeout",
+    "--lock-ttl",
+    ...PLAN_SHARED,
+    ...PLANNING,
+    "--no-color",
+    "--verbose",
+  ],
+  export: [...SCOPE, "--out", "--route", ...PLANNING, "--verbose"],
+  unlock: ["--lease-id", "--force", ...CLIENT, "--local", ...WIRE, "--verbose"],
+  demo: [],
+  schema: ["--out"],
+  serve: [
+    "--host",
+    "--port",
+    "--data",
+    "--database",
+    "--pool-size",
+    "--fixtures",
+    "--api-key",
+    "--public-url",
+    "--sp-base",
+    "--version-header",
+    "--rate-limit",
+    "--max-inflight",
+    "--latency",
+    "--fail-rate",
+    "--drop-rate",
+    "--fault-seed",
+    "--headers-timeout",
+    "--request-timeout",
+    "--quiet",
+  ],
+  action: [],
+};
+
+/** The long flags of a help text's Options section, in order, `--help` left out. */
+function flagsOf(help: string): string[] {
+  const section = help.split(/^Options:$/m)[1] ?? "";
+  return [...section.matchAll(/^ {2}(?:-\w, )?(--[a-z-]+)/gm)].map((m) => m[1] as string).filter((f) => f !== "--help");
+}
+
+describe("--help of every command", () => {
+  it("lists the commands this test knows", async () => {
+    const top = await runCli(["--help"]);
+    expect(top.code).toBe(0);
+    const commands = [...(top.stdout.split(/^Commands:$/m)[1] ?? "").matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1]).filter((c) => c !== "help");
+    expect(commands).toEqual(Object.keys(EXPECTED));
+  });
+
+  for (const [command, flags] of Object.entries(EXPECTED)) {
+    it(`${command} lists exactly its options`, async () => {
+      const help = await runCli([command, "--help"]);
+      expect(help.code, help.stderr).toBe(0);
+      expect(flagsOf(help.stdout)).toEqual(flags);
+    });
+  }
+});
