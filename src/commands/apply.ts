@@ -232,7 +232,6 @@ function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO): vo
   );
 }
 
-
 /**
  * Every risk acknowledged (by a flag, or on a terminal by a person asked about each, `--auto-approve` or not: it
  * approves the plan, not its risks), then a person's `yes` (or `--auto-approve`); throws the refusal otherwise.
