@@ -34,7 +34,7 @@ interface OptionSpec {
 }
 
 /** The commands that share the tables below. */
-type CommandName = "plan" | "apply" | "export" | "unlock";
+type CommandName = "plan" | "apply" | "export" | "unlock" | "state";
 
 const collect = (value: string, all: string[] | undefined): string[] => [...(all ?? []), value];
 
@@ -78,7 +78,7 @@ const COMMON_OPTIONS: readonly OptionSpec[] = [
       "--api-key: the API key is not given on the command line (shell history and the process list would show it): " +
       "put it in a file and pass --api-key-file FILE, or set EDGEPLAN_API_KEY",
   },
-  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK", only: PLANNING },
+  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK", only: [...PLANNING, "state"] },
   { flags: "--takeover", description: "change objects that carry another stack's owner marker", default: false, only: PLANNING },
   { flags: "--local", description: "run against an embedded server with state in .edgeplan/local.db", default: false },
   { flags: "--fixtures <file>", description: "with --local: load edges, routes and backends from this fixtures file", only: PLANNING },
@@ -252,10 +252,11 @@ function registerUnlock(program: Command, done: Done): void {
 
 function registerState(program: Command, done: Done): void {
   const state = program.command("state").description("what a stack owns, and releasing an object from it without deleting it");
-  const list = addOptions(state.command("list").description("list the weighted backends and route modules the stack owns, and its inventory and lease objects"), [
-    { flags: "--format <format>", description: "output format", choices: ["text", "json"], default: "text" },
-    ...COMMON_OPTIONS,
-  ]);
+  const list = addOptions(
+    state.command("list").description("list the weighted backends and route modules the stack owns, and its inventory and lease objects"),
+    [{ flags: "--format <format>", description: "output format", choices: ["text", "json"], default: "text" }, ...COMMON_OPTIONS],
+    "state",
+  );
   list.action(async (flags: import("./api/options.js").CommonCliOptions & { format: string }) => {
     const [{ runStateList }, { processIO }] = await Promise.all([import("./commands/state.js"), import("./commands/io.js")]);
     done(await runStateList(flags, processIO()));
@@ -266,6 +267,7 @@ function registerState(program: Command, done: Done): void {
       .description("stop managing an object without deleting it (a weighted backend loses its owner marker, a module its inventory entry)")
       .argument("<address>", "weighted_backend.NAME or edge_route.EDGE_ID/ROUTE_ID.saml|circuit_breaker"),
     COMMON_OPTIONS,
+    "state",
   );
   release.action(async (address: string, flags: import("./api/options.js").CommonCliOptions) => {
     const [{ runStateRelease }, { processIO }] = await Promise.all([import("./commands/state.js"), import("./commands/io.js")]);
