@@ -24,7 +24,7 @@ const EXPECTED: Record<string, (out: string, folder: string) => void> = {
   "edgeplan --version": (out) => expect(out).toBe(`${VERSION}\n`),
   "edgeplan demo": (out) => expect(out).toContain("Demo done: the second plan has nothing to do."),
   "edgeplan validate manifests     # exit 1 on any error": (out) => expect(out).toContain("1 file, 2 objects: 0 errors, 0 warnings"),
-  "edgeplan plan --local --fixtures fixtures.yaml manifests": (out) => expect(out).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to replace."),
+  "edgeplan plan --local --fixtures fixtures.yaml manifests": (out) => expect(out).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write."),
   "edgeplan export --out exported": (out, folder) => {
     expect(out).toContain('exported 1 weighted backend (1 owned by stack "default") and 1 route of 1 edge to exported');
     expect(readFileSync(join(folder, "exported", "weighted-backends", "checkout.yaml"), "utf8")).toContain("name: checkout");
@@ -89,7 +89,7 @@ function followDemo(shell: Shell, demoOutput: string): void {
   expect(next, last).not.toBeNull();
   const { code, out } = bash(shell, next![1]!);
   expect(code, `${next![1]}\n${out}`).toBe(0);
-  expect(out).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to replace.");
+  expect(out).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
 }
 
 describe("the README's commands, on the installed package", () => {
