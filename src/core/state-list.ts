@@ -10,6 +10,7 @@ import type { PlannedRequest, WeightedBackendBody } from "../model/plan.js";
 import { weightedBackendAddress } from "../model/plan.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { inventoryRequest } from "./inventory.js";
+import type { StackState } from "../model/state-schema.js";
 
 /** An object of the listing, as much of it as these functions read. */
 export interface ListedObject {
@@ -19,16 +20,8 @@ export interface ListedObject {
   backends: Record<string, number>;
 }
 
-/** What a stack owns. Every list is sorted by address, then id. */
-export interface StackState {
-  stack: string;
-  weighted_backends: Array<{ address: string; name: string; id: string; protected: boolean }>;
-  modules: Array<{ address: string; protected: boolean; inventory: string }>;
-  /** Ids of the stack's inventory objects, oldest first. */
-  inventory: string[];
-  /** Ids of the stack's lease objects (an apply running, or one that stopped and left it), oldest first. */
-  leases: string[];
-}
+/** What a stack owns (src/model/state-schema.ts). Every list is sorted by address, then id. */
+export type { StackState };
 
 /** What `stack` owns among the listed objects: weighted backends by owner marker, modules by inventory entry. */
 export function buildStackState(objects: readonly ListedObject[], stack: string): StackState {

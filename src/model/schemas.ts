@@ -7,6 +7,7 @@ import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifes
 import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
 import { ProjectFileSchema } from "./project-schema.js";
+import { StackStateDocumentSchema } from "./state-schema.js";
 import { ValidateDocumentSchema } from "./validate-schema.js";
 
 /** Every published schema: the file name under schemas/ and the zod schema it is generated from. */
@@ -17,6 +18,7 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
   { file: "plan.schema.json", schema: PlanFileSchema },
   { file: "apply.schema.json", schema: ApplyDocumentSchema },
   { file: "validate.schema.json", schema: ValidateDocumentSchema },
+  { file: "state.schema.json", schema: StackStateDocumentSchema },
   { file: "project.schema.json", schema: ProjectFileSchema },
 ];
 

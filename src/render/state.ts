@@ -2,6 +2,7 @@
  * What a stack owns (`edgeplan state list`), as text or JSON. Reads the StackState only. Pure.
  */
 import type { StackState } from "../core/state-list.js";
+import { StackStateDocumentSchema } from "../model/state-schema.js";
 
 /** The text of `state list`, ending with a newline: one line per object, then where the bookkeeping lives. */
 export function renderStackStateText(state: StackState): string {
@@ -18,8 +19,10 @@ export function renderStackStateText(state: StackState): string {
   return `${out.join("\n")}\n`;
 }
 
-/** The JSON of `state list`: the StackState with its keys in a fixed order, two-space indented, ending with a newline. */
+/**
+ * The JSON of `state list`: one document, `{format_version, kind: "state", ...}`, its keys in the order of its schema
+ * (src/model/state-schema.ts), two-space indented, ending with a newline.
+ */
 export function renderStackStateJson(state: StackState): string {
-  const { stack, weighted_backends, modules, inventory, leases } = state;
-  return `${JSON.stringify({ stack, weighted_backends, modules, inventory, leases }, null, 2)}\n`;
+  return `${JSON.stringify(StackStateDocumentSchema.parse({ format_version: 1, kind: "state", ...state }), null, 2)}\n`;
 }

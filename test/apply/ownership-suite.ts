@@ -166,6 +166,8 @@ export function ownershipSuite(): void {
       );
       const json = await w.cli(["state", "list", "--format", "json"]);
       expect(JSON.parse(json.stdout)).toEqual({
+        format_version: 1,
+        kind: "state",
         stack: "default",
         weighted_backends: [{ address: "weighted_backend.checkout", name: "checkout", id: checkout.id, protected: true }],
         modules: [{ address: CB_ADDR, protected: false, inventory: inv }],

@@ -24,7 +24,8 @@ const EXPECTED: Record<string, (out: string, folder: string) => void> = {
   "edgeplan --version": (out) => expect(out).toBe(`${VERSION}\n`),
   "edgeplan demo": (out) => expect(out).toContain("Demo done: the second plan has nothing to do."),
   "edgeplan validate manifests     # exit 1 on any error": (out) => expect(out).toContain("1 file, 2 objects: 0 errors, 0 warnings"),
-  "edgeplan plan --local --fixtures fixtures.yaml manifests": (out) => expect(out).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write."),
+  "edgeplan plan --local --fixtures fixtures.yaml manifests": (out) =>
+    expect(out).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write."),
   "edgeplan export --out exported": (out, folder) => {
     expect(out).toContain('exported 1 weighted backend (1 owned by stack "default") and 1 route of 1 edge to exported');
     expect(readFileSync(join(folder, "exported", "weighted-backends", "checkout.yaml"), "utf8")).toContain("name: checkout");
