@@ -8,6 +8,7 @@
  */
 import { canonicalJson, compareText, isJsonObject } from "./canonical.js";
 import type { WeightedBackendBody } from "./plan.js";
+import { bookkeepingRecord } from "./lease.js";
 import { MARKER_KEY } from "./state.js";
 import { LIMITS, utf8Bytes } from "./wire.js";
 
@@ -28,22 +29,13 @@ export interface Inventory {
   fingerprint: string;
 }
 
-/** Cheap test before parsing: every inventory's metadata holds this text, as canonicalJson writes it. */
-const INVENTORY_HINT = '"inventory":{';
-
 const MODULE_ADDRESS = /^edge_route\.edghts_[A-Za-z0-9]+\/edghtsrt_[A-Za-z0-9]+\.(saml|circuit_breaker)$/;
 
 /** The inventory an object holds, or null when it is not an inventory object. Entries that are not module addresses are dropped. */
 export function parseInventory(wb: { id: string; metadata: string; fingerprint?: string }): Inventory | null {
-  if (!wb.metadata.includes(INVENTORY_HINT)) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(wb.metadata);
-  } catch {
-    return null;
-  }
-  const marker = isJsonObject(parsed) ? parsed[MARKER_KEY] : undefined;
-  if (!isJsonObject(marker) || typeof marker.stack !== "string" || !isJsonObject(marker.inventory)) return null;
+  const found = bookkeepingRecord(wb.metadata, "inventory");
+  if (found === null) return null;
+  const marker = { stack: found.stack, inventory: found.record };
   const modules = marker.inventory.modules;
   const entries: InventoryEntries = {};
   if (isJsonObject(modules)) {

@@ -28,20 +28,29 @@ export interface Lease {
   renewals: number;
 }
 
-/** Cheap test before parsing: every lease's metadata holds this text, as canonicalJson writes it. */
-const LEASE_HINT = '"lease":{';
-
-/** The lease an object holds, or null when it is not a lease object (a manifest's object, a foreign one). */
-export function parseLease(wb: { id: string; metadata: string }): Lease | null {
-  if (!wb.metadata.includes(LEASE_HINT)) return null;
+/**
+ * The record a bookkeeping object of a stack holds under `edgeplan.<key>` (a lease, an inventory), with its stack;
+ * null when the metadata holds none. A cheap test first: every such metadata holds `"<key>":{` as canonicalJson
+ * writes it, so the objects of manifests are not parsed.
+ */
+export function bookkeepingRecord(metadata: string, key: "lease" | "inventory"): { stack: string; record: Record<string, unknown> } | null {
+  if (!metadata.includes(`"${key}":{`)) return null;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(wb.metadata);
+    parsed = JSON.parse(metadata);
   } catch {
     return null;
   }
   const marker = isJsonObject(parsed) ? parsed[MARKER_KEY] : undefined;
-  if (!isJsonObject(marker) || typeof marker.stack !== "string" || !isJsonObject(marker.lease)) return null;
+  if (!isJsonObject(marker) || typeof marker.stack !== "string" || !isJsonObject(marker[key])) return null;
+  return { stack: marker.stack, record: marker[key] };
+}
+
+/** The lease an object holds, or null when it is not a lease object (a manifest's object, a foreign one). */
+export function parseLease(wb: { id: string; metadata: string }): Lease | null {
+  const found = bookkeepingRecord(wb.metadata, "lease");
+  if (found === null) return null;
+  const marker = { stack: found.stack, lease: found.record };
   const { holder, ttl_ms, renewals } = marker.lease;
   if (!isJsonObject(holder) || typeof ttl_ms !== "number" || typeof renewals !== "number") return null;
   const h: LeaseHolder = {
