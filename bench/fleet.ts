@@ -48,6 +48,8 @@ export interface Fleet {
   files: number;
   /** Time loadDesired took, in ms. */
   loadMs: number;
+  /** The stack's inventory objects seeded live (seedLive): weighted backends too, so the listing pages count them. */
+  inventoryObjects: number;
   expected: PlanSummary;
   /** Removes the folder. */
   remove(): void;
@@ -210,6 +212,7 @@ export async function writeFleet(root: string, spec: FleetSpec, ids: FleetIds, d
     desired: loaded.desired,
     files,
     loadMs,
+    inventoryObjects: 0,
     expected: expectedSummary(spec),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
@@ -272,6 +275,7 @@ export async function seedLive(store: SqliteStore, account: string, spec: FleetS
     for (const write of packInventory(BENCH_STACK, [], entries)) {
       const { id, created_at } = store.newId("bkdwd");
       store.insertWeightedBackend(account, { id, created_at, ...buildInventoryBody(BENCH_STACK, write.after ?? {}) });
+      fleet.inventoryObjects++;
     }
   });
 }

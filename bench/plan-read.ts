@@ -65,7 +65,8 @@ export async function measurePlanRead(size: PlanReadSize, log: (line: string) =>
     }
     const { run, spans, requests } = medianRun(runs);
 
-    const pages = listPages(spec.same + spec.changed + spec.orphans);
+    // The stack's inventory objects are weighted backends too: the listing holds them (docs/ownership.md).
+    const pages = listPages(spec.same + spec.changed + spec.orphans + fleet.inventoryObjects);
     const figures = {
       requests: Math.max(...requests),
       minimal_requests: pages + spec.edges,
