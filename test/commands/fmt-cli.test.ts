@@ -3,12 +3,12 @@
  * on the examples (formatted) and on a messy file, a file with YAML errors left alone, and the result read back to
  * the same objects by `validate`.
  */
-import { spawn } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, REPO_ROOT } from "../helpers/cli-path.js";
+import { REPO_ROOT } from "../helpers/cli-path.js";
+import { runCliIn } from "../helpers/server.js";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -21,16 +21,7 @@ function tempDir(): string {
   return dir;
 }
 
-function edgeplan(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const edgeplan = runCliIn;
 
 const MESSY = `# Checkout and its canary.
 backends: {bkdtg_2rFMNyLVAcCk79odY7RXLmHO5iR: 9000,   checkout-canary: 1000}   # stable first

@@ -3,14 +3,13 @@
  * terminal for its questions: the files written, exactly, a folder with files refused, and `validate` passing on
  * what it wrote.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runInit } from "../../src/commands/init.js";
 import { captureIO } from "../../src/commands/io.js";
-import { CLI } from "../helpers/cli-path.js";
+import { runCliIn } from "../helpers/server.js";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -23,17 +22,7 @@ function tempDir(): string {
   return dir;
 }
 
-/** Runs the built CLI in `cwd`, stdin not a terminal. */
-function edgeplan(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const edgeplan = runCliIn;
 
 const read = (dir: string, file: string): string => readFileSync(join(dir, file), "utf8");
 

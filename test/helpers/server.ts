@@ -126,12 +126,17 @@ export function spawnServer(args: string[] = [], env: Record<string, string> = {
  * Runs the CLI with `args` to its end (for commands that exit by themselves, e.g. a refused `serve`).
  */
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return spawnCli(args, REPO_ROOT, { ...process.env, EDGEPLAN_SERVE_API_KEYS: "", ...env }, timeoutMs);
+}
+
+/** Runs the built CLI in `cwd` with only PATH and NO_COLOR in its environment (nothing of the runner's EDGEPLAN_*), stdin not a terminal. */
+export function runCliIn(cwd: string, args: string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return spawnCli(args, cwd, { PATH: process.env.PATH ?? "", NO_COLOR: "1" }, timeoutMs);
+}
+
+function spawnCli(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, EDGEPLAN_SERVE_API_KEYS: "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     proc.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
