@@ -5,19 +5,13 @@
  * request, and what the server holds afterwards.
  */
 import { isInventoryObject } from "../../src/model/inventory.js";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
+import { CANARY, checkout, checkoutYaml, EDGE, ROUTE, routeYaml, STABLE } from "./workspace.js";
 import { copyAction, runNode, withDefaults } from "./run-cli.js";
 
-const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
-const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
-const STABLE = "bkdtg_2rFMNyLVAcCk79odY7RXLmHO5iR";
-const CANARY = "bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq";
 const TOKEN = "ghs_mergeToken_Zx9Cv8Bn7";
 const REPO = "acme/routes";
 
@@ -51,31 +45,6 @@ beforeEach(() => {
   gh.permissions.set("alice", "write");
   gh.permissions.set("bob", "read");
 });
-
-const checkoutYaml = (stable: number, canary: number): string =>
-  ["kind: WeightedBackend", "name: checkout", "description: Checkout canary", "backends:", `  ${STABLE}: ${stable}`, `  ${CANARY}: ${canary}`, ""].join("\n");
-
-const routeYaml = [
-  "kind: EdgeRoute",
-  `edge: ${EDGE}`,
-  `route: ${ROUTE}`,
-  "circuit_breaker:",
-  "  tripped_duration: 30",
-  "  rolling_window: 60",
-  "  num_buckets: 12",
-  "  volume_threshold: 50",
-  "  error_threshold_percentage: 0.25",
-  "",
-].join("\n");
-
-function checkout(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), "edgeplan-merge-"));
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(join(dir, path, ".."), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
-  return dir;
-}
 
 async function act(stack: string, workspace: string, options: Partial<RunnerOptions> & { inputs?: Record<string, string> }) {
   const runner = runnerEnv({

@@ -5,22 +5,19 @@
  * temporary folder. Every byte the action writes is searched for the API key.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server.js";
 import { runnerEnv, type RunnerOptions } from "./env.js";
+import { CANARY as CANARY_BACKEND, checkout, checkoutYaml, EDGE, ROUTE, routeYaml, STABLE } from "./workspace.js";
 import { startGitHubStandIn, type GitHubStandIn } from "../../bench/github-stand-in.js";
 import { copyAction, nodeModulesAbove, runNode, withDefaults, type CliRun } from "./run-cli.js";
 import { buildPlanRecord } from "../../src/core/plan-digest.js";
 import type { Plan } from "../../src/model/plan.js";
 import { reviewedMarker } from "../../src/render/action.js";
 
-const EDGE = "edghts_2rFMA4dqHTlJ0hDOzrN9tjBQy96";
-const ROUTE = "edghtsrt_2rFMEf2bt8lLdREcAkAK4ivFIeG";
-const STABLE = "bkdtg_2rFMNyLVAcCk79odY7RXLmHO5iR";
-const CANARY_BACKEND = "bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq";
 const TOKEN = "ghs_e2eToken_Ww2Ee4Rr6Tt8";
 
 let server: TestServer;
@@ -55,31 +52,6 @@ beforeEach(() => {
 /** The runtime of a describe block below, and the copied action it runs. */
 let node = process.execPath;
 let action: { dir: string; main: string };
-
-function checkout(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), "edgeplan-checkout-"));
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(join(dir, path, ".."), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
-  return dir;
-}
-
-const checkoutYaml = (stable: number, canary: number): string =>
-  ["kind: WeightedBackend", "name: checkout", "description: Checkout canary", "backends:", `  ${STABLE}: ${stable}`, `  ${CANARY_BACKEND}: ${canary}`, ""].join("\n");
-
-const routeYaml = [
-  "kind: EdgeRoute",
-  `edge: ${EDGE}`,
-  `route: ${ROUTE}`,
-  "circuit_breaker:",
-  "  tripped_duration: 30",
-  "  rolling_window: 60",
-  "  num_buckets: 12",
-  "  volume_threshold: 50",
-  "  error_threshold_percentage: 0.25",
-  "",
-].join("\n");
 
 async function act(workspace: string, options: Partial<RunnerOptions> & { inputs?: Record<string, string> } = {}) {
   const runner = runnerEnv({
