@@ -99,7 +99,7 @@ const OUTCOME_LINES: Record<0 | 1 | 3, Array<["stdout" | "stderr", RegExp]>> = {
   1: [["stderr", /^edgeplan: \S.*$/m]],
   3: [
     ["stdout", /^Apply finished with failures: \d+ done(, \d+ failed)?(, \d+ skipped)?(, \d+ not started)?\.$/m],
-    ["stdout", /^ {2}(failed|skipped|not started) +(weighted_backend|edge_route)\./m],
+    ["stdout", /^ {2}(failed|skipped|not started) +(weighted_backend|edge_route|inventory)\./m],
   ],
 };
 
