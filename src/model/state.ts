@@ -46,6 +46,8 @@ export interface RolloutState {
   at: string;
   /** Set when a check failed: the reason. A halted rollout is not tried again until the manifest changes. */
   halted?: string;
+  /** Set while the rollout waits for a person (`edgeplan rollout promote`): why (a pause step, an inconclusive analysis). */
+  paused?: string;
 }
 
 /** A rollout's check: a GET asked before each step after the first, and after the last. */

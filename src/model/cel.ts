@@ -1,0 +1,86 @@
+/**
+ * CEL (Common Expression Language) expressions, as policies and rollout analysis write them: compiled once with
+ * bounds on their size and nesting, type-checked against the variables they may use, and evaluated over plain data.
+ * The evaluator is `@marcbachmann/cel-js` (no dependencies, no prototype access: a map's keys are its own). Pure.
+ */
+import { Environment } from "@marcbachmann/cel-js";
+
+/** Bounds of one expression: longer or deeper ones are refused when compiled, before they can cost time. */
+export const CEL_LIMITS = { maxChars: 8192, maxAstNodes: 2000, maxDepth: 32, maxListElements: 1000, maxMapEntries: 1000 } as const;
+
+/** The declared type of a variable, in CEL's names (`map`, `dyn`, `double`, `string`, `list`...). */
+export type CelVariables = Readonly<Record<string, string>>;
+
+/** An error in an expression: what, and where (0-based offsets into the source, `end` excluded). */
+export interface CelProblem {
+  message: string;
+  start: number;
+  end: number;
+}
+
+/** A compiled expression: `run` answers true or false, or why it could not (an error of evaluation, never a throw). */
+export interface CelProgram {
+  readonly source: string;
+  run(vars: Readonly<Record<string, unknown>>): { value: boolean } | { error: string };
+}
+
+interface CelErrorLike {
+  summary?: string;
+  message?: string;
+  range?: { start: number; end: number };
+}
+
+function problemOf(err: unknown, source: string): CelProblem {
+  const e = err as CelErrorLike;
+  const message = (e.summary ?? e.message ?? String(err)).split("\n")[0] as string;
+  return { message, start: e.range?.start ?? 0, end: e.range?.end ?? source.length };
+}
+
+/**
+ * Compiles `source` for `variables`: a syntax error, a type error (an operator or function that fits no type), a
+ * result that cannot be a bool, or an expression over `CEL_LIMITS` is a problem at its offsets. The expression may use
+ * only the variables named.
+ */
+export function compileCel(source: string, variables: CelVariables): { program: CelProgram } | { problem: CelProblem } {
+  if (source.length > CEL_LIMITS.maxChars) {
+    return { problem: { message: `the expression is ${source.length} characters long; at most ${CEL_LIMITS.maxChars} are allowed`, start: 0, end: 0 } };
+  }
+  const { maxChars: _, ...limits } = CEL_LIMITS;
+  let env = new Environment({ limits, homogeneousAggregateLiterals: false });
+  for (const [name, type] of Object.entries(variables)) env = env.registerVariable(name, type);
+  try {
+    const parsed = env.parse(source);
+    const checked = parsed.check();
+    if (!checked.valid) return { problem: problemOf(checked.error, source) };
+    if (checked.type !== "bool" && checked.type !== "dyn") {
+      return { problem: { message: `the expression gives a ${checked.type}; it must give a bool (true or false)`, start: 0, end: source.length } };
+    }
+    return { program: { source, run: (vars) => runParsed(parsed, vars) } };
+  } catch (err) {
+    return { problem: problemOf(err, source) };
+  }
+}
+
+function runParsed(parsed: (vars: Record<string, unknown>) => unknown, vars: Readonly<Record<string, unknown>>): { value: boolean } | { error: string } {
+  try {
+    const value = parsed({ ...vars });
+    if (typeof value === "boolean") return { value };
+    return { error: `the expression gave ${typeof value === "bigint" ? `${value}` : (JSON.stringify(value) ?? String(value))}, not true or false` };
+  } catch (err) {
+    return { error: problemOf(err, "").message };
+  }
+}
+
+/**
+ * Plain JSON data as CEL values: whole numbers become CEL ints (so `weight > 0` and `weight + 1` mean what they say),
+ * other numbers doubles; objects and arrays are copied, everything else kept. A measurement that must stay a double
+ * whatever its value (a metric's `result`) is passed as a number without this.
+ */
+export function celValue(json: unknown): unknown {
+  if (typeof json === "number") return Number.isSafeInteger(json) ? BigInt(json) : json;
+  if (Array.isArray(json)) return json.map(celValue);
+  if (json !== null && typeof json === "object") {
+    return Object.fromEntries(Object.entries(json).map(([k, v]) => [k, celValue(v)]));
+  }
+  return json;
+}
