@@ -5,7 +5,7 @@
  */
 import { buildPlanRecord } from "../core/plan-digest.js";
 import { runAction, type ActionRunners, type ApplyRunner, type InputDefaults, type PlanRunner } from "../action/run.js";
-import { loadProjectFile, type ProjectSettings } from "../manifest/project-file.js";
+import { loadProjectFile, type ProjectSettings } from "../project/project-file.js";
 import { planSummaryLine, renderActionApply, renderActionPlan } from "../render/action.js";
 import { runApply } from "./apply.js";
 import type { CommandIO } from "./io.js";

@@ -10,7 +10,7 @@ import { realpath, stat } from "node:fs/promises";
 import { EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
 import { formatManifestText } from "../manifest/format.js";
 import { readManifestFile, sortDiagnostics } from "../manifest/load.js";
-import { loadProjectFile } from "../manifest/project-file.js";
+import { loadProjectFile } from "../project/project-file.js";
 import { collectManifestFiles, type ManifestFile } from "../manifest/walk.js";
 import type { CommandIO } from "./io.js";
 import { writeFileAtomic } from "./plan.js";

@@ -8,7 +8,7 @@ import { access } from "node:fs/promises";
 import { resolve } from "node:path";
 import { ManifestError } from "../model/errors.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
-import type { ProjectFileResult, ProjectSettings } from "../manifest/project-file.js";
+import type { ProjectFileResult, ProjectSettings } from "../project/project-file.js";
 import type { CommandIO } from "./io.js";
 import { reportDiagnostics } from "./session.js";
 
@@ -33,7 +33,7 @@ export async function loadProject(io: CommandIO, config: string | undefined): Pr
     ))
   )
     return { settings: {}, diagnostics: [] };
-  const { loadProjectFile } = await import("../manifest/project-file.js");
+  const { loadProjectFile } = await import("../project/project-file.js");
   const project = await loadProjectFile(io.cwd, config);
   if (!reportDiagnostics(io, project.diagnostics)) {
     const errors = project.diagnostics.filter((d) => d.severity === "error").length;

@@ -7,7 +7,7 @@
 import { EdgeplanError, EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
 import { renderValidateJson } from "../render/validate.js";
 import { loadDesired, sortDiagnostics, type LoadResult } from "../manifest/load.js";
-import { loadProjectFile } from "../manifest/project-file.js";
+import { loadProjectFile } from "../project/project-file.js";
 
 export interface ValidateOptions {
   cwd?: string;

@@ -12,9 +12,9 @@ import { ProjectFileSchema, PROJECT_FILE, type ProjectFile } from "../model/proj
 import type { SourcePos } from "../model/state.js";
 import { SETTING_PARSERS } from "../model/syntax.js";
 import { checkBaseUrl } from "../api/options.js";
-import { checkAgainstSchema } from "./check-document.js";
-import { sortDiagnostics } from "./load.js";
-import { decodeManifest, parseManifestText, Pinner, toPlain, type ParsedDocument } from "./yaml-source.js";
+import { checkAgainstSchema } from "../manifest/check-document.js";
+import { sortDiagnostics } from "../manifest/load.js";
+import { decodeManifest, parseManifestText, Pinner, toPlain, type ParsedDocument } from "../manifest/yaml-source.js";
 
 /** The settings of a project file, named as the commands' options name them. Paths are relative to the cwd. */
 export interface ProjectSettings {

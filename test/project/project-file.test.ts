@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { fillFromProject } from "../../src/commands/project.js";
 import { loadDesired } from "../../src/manifest/load.js";
-import { loadProjectFile } from "../../src/manifest/project-file.js";
+import { loadProjectFile } from "../../src/project/project-file.js";
 import { formatDiagnostic } from "../../src/model/errors.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "edgeplan-project-"));
