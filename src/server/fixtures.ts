@@ -23,9 +23,9 @@
  *   the N-th backend. Reordering id-less entries therefore maps them to other objects: give ids to pin them.
  */
 import { readFileSync } from "node:fs";
-import { LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { ManifestError, type Diagnostic } from "../model/errors.js";
+import { decodeManifest, parseManifestText, Pinner, toPlain } from "../manifest/yaml-source.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, isBackendId, unstorableText, type FixtureBackendType } from "../model/wire.js";
 import type { ChildBackendFields, Store, StoreTx } from "./store.js";
 
@@ -98,20 +98,6 @@ export type Fixtures = z.output<typeof FixturesSchema>;
 /** What a caller may pass (optional lists may be left out). */
 export type FixturesInput = z.input<typeof FixturesSchema>;
 
-function positionOf(doc: Document | undefined, counter: LineCounter | undefined, path: PropertyKey[]): { line: number; col: number } {
-  if (doc && counter) {
-    // The deepest node of the path that exists carries the position.
-    for (let n = path.length; n >= 0; n--) {
-      const node = doc.getIn(path.slice(0, n) as (string | number)[], true) as { range?: [number, number, number] } | undefined;
-      if (node && typeof node === "object" && node.range) {
-        const p = counter.linePos(node.range[0]);
-        return { line: p.line, col: p.col };
-      }
-    }
-  }
-  return { line: 1, col: 1 };
-}
-
 function formatPath(path: PropertyKey[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`)).join("");
 }
@@ -149,14 +135,14 @@ function crossChecks(f: Fixtures): { path: PropertyKey[]; message: string }[] {
 
 /**
  * Checks a fixtures value (parsed YAML or an object from code). Throws a ManifestError with every problem as
- * `file:line:col: message` (positions when `doc` is given).
+ * `file:line:col: message` (positions when `pin` places the file's nodes; else line 1).
  */
-export function validateFixtures(value: unknown, file = "fixtures", doc?: Document, counter?: LineCounter): Fixtures {
+export function validateFixtures(value: unknown, file = "fixtures", pin?: Pinner): Fixtures {
   const parsed = FixturesSchema.safeParse(value ?? {});
   const diagnostics: Diagnostic[] = [];
   const report = (path: PropertyKey[], message: string): void => {
     const where = formatPath(path);
-    diagnostics.push({ severity: "error", pos: { file, ...positionOf(doc, counter, path) }, message: where ? `${where}: ${message}` : message });
+    diagnostics.push({ severity: "error", pos: pin?.value(path) ?? { file, line: 1, col: 1 }, message: where ? `${where}: ${message}` : message });
   };
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
@@ -189,27 +175,30 @@ function manifestKind(text: string, file: string): Diagnostic | undefined {
   };
 }
 
-/** Reads and checks a fixtures YAML file. Throws a ManifestError pointing at each problem's line. */
+/**
+ * Reads and checks a fixtures YAML file with the manifests' reader (the same limits of size, nesting and aliases).
+ * Throws a ManifestError pointing at each problem's line.
+ */
 export function loadFixturesFile(path: string): Fixtures {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = readFileSync(path, "utf8");
+    bytes = readFileSync(path);
   } catch (err) {
     throw new ManifestError([{ severity: "error", pos: { file: path, line: 1, col: 1 }, message: `cannot read the fixtures file: ${(err as Error).message}` }]);
   }
-  const manifest = manifestKind(text, path);
+  const decoded = decodeManifest(bytes, path);
+  if ("diagnostic" in decoded) throw new ManifestError([decoded.diagnostic]);
+  const manifest = manifestKind(decoded.text, path);
   if (manifest) throw new ManifestError([manifest]);
-  const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    throw new ManifestError(
-      doc.errors.map((e) => {
-        const p = counter.linePos(e.pos[0]);
-        return { severity: "error" as const, pos: { file: path, line: p.line, col: p.col }, message: e.message.split("\n")[0] as string };
-      }),
-    );
-  }
-  return validateFixtures(doc.toJS(), path, doc, counter);
+  const { docs, diagnostics } = parseManifestText(decoded.text, path);
+  const [doc, second] = docs;
+  if (second) diagnostics.push({ severity: "error", pos: second.pos, message: "a fixtures file holds one document; remove this one" });
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  if (errors.length > 0) throw new ManifestError(errors);
+  if (!doc) return validateFixtures({}, path);
+  const plain = toPlain(doc);
+  if ("diagnostic" in plain) throw new ManifestError([plain.diagnostic]);
+  return validateFixtures(plain.value, path, new Pinner(doc));
 }
 
 /** What loading fixtures did. */

@@ -172,6 +172,22 @@ describe("fixtures", () => {
     expect(() => loadFixturesFile(join(dir, "missing.yaml"))).toThrow(/cannot read the fixtures file/);
   });
 
+  it("reads the file as manifests are read: a repeated key, a second document and an alias bomb are refused at their lines", () => {
+    const repeated = join(dir, "repeated.yaml");
+    writeFileSync(repeated, `backends:\n  - id: ${fakeId("bkdhr", 1)}\n    type: http_response\n    type: static\n`);
+    expect(() => loadFixturesFile(repeated)).toThrow(`${repeated}:4:5: this key appears twice in the same mapping; keep one of them`);
+    const two = join(dir, "two.yaml");
+    writeFileSync(two, "edges: []\n---\nbackends: []\n");
+    expect(() => loadFixturesFile(two)).toThrow(`${two}:3:1: a fixtures file holds one document; remove this one`);
+    const bomb = join(dir, "bomb.yaml");
+    const levels = [
+      "a: &a [x, x, x, x, x, x, x, x, x, x]",
+      ...Array.from({ length: 6 }, (_, i) => `${"bcdefg"[i]}: &${"bcdefg"[i]} [${Array(10).fill(`*${"abcdef"[i]}`).join(", ")}]`),
+    ];
+    writeFileSync(bomb, `${levels.join("\n")}\n`);
+    expect(() => loadFixturesFile(bomb)).toThrow(/expands aliases more than 100 times/);
+  });
+
   it("refuses text no store can hold as written (a NUL, a lone surrogate), at its line, as the API does", () => {
     const file = join(dir, "text.yaml");
     writeFileSync(file, 'edges:\n  - hostports: ["a.example.com:443", "b\\ud800"]\n    routes:\n      - {match: "/a\\0b", match_type: exact_path}\n');
