@@ -8,7 +8,7 @@
  * The steps live beside it: `weighted-backends.ts` (classify, name, check, write) and `routes.ts`.
  */
 import { isLeaseObject } from "../model/lease.js";
-import { isInventoryObject } from "../model/inventory.js";
+import { parseInventory } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
 import { renderSchemaFiles } from "../model/schemas.js";
 import { routeFiles } from "./routes.js";
@@ -33,13 +33,14 @@ export function buildExport(input: ExportInput): ExportResult {
   const log: ExportLog = { skipped: [], notes: [] };
   // The scope (`inScope`) and the `ignore_changes` to write back reach both kinds of document. Lease objects
   // (src/model/lease.ts) and inventory objects (src/model/inventory.ts) are edgeplan's own bookkeeping: never exported.
-  const kept = exportableWeightedBackends(
-    input.weightedBackends.filter((wb) => !isLeaseObject(wb) && !isInventoryObject(wb)),
-    input,
-    log,
-  );
-  const wbs = weightedBackendFiles(kept);
-  const routes = routeFiles(input.routes, log, input);
+  const recordedBy = new Map<string, string>();
+  const objects = input.weightedBackends.filter((wb) => {
+    const inventory = parseInventory(wb);
+    for (const address of Object.keys(inventory?.entries ?? {})) recordedBy.set(address, inventory?.stack as string);
+    return inventory === null && !isLeaseObject(wb);
+  });
+  const wbs = weightedBackendFiles(exportableWeightedBackends(objects, input, log));
+  const routes = routeFiles(input.routes, log, { ...input, recordedBy });
   const files = [...wbs.files, ...routes.files];
   // Schemas only beside manifests: an export with nothing in it writes nothing.
   if (files.length > 0) files.push(...schemaFiles());

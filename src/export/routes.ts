@@ -45,7 +45,17 @@ export interface RouteDocument {
  * (left out, the reason in `log`).
  */
 export function routeDocument(r: ExportRouteInput, log: ExportLog, scope: RouteScope = {}): RouteDocument {
-  const inScope = (kind: "saml" | "circuit_breaker"): boolean => scope.inScope?.(moduleAddress(r.edge, r.route, kind)) ?? true;
+  const inScope = (kind: "saml" | "circuit_breaker"): boolean => {
+    const address = moduleAddress(r.edge, r.route, kind);
+    if (!(scope.inScope?.(address) ?? true)) return false;
+    const recordedBy = scope.recordedBy?.get(address);
+    if (recordedBy === undefined || recordedBy === scope.stack || scope.takeover || r[kind] === null) return true;
+    log.skipped.push({
+      what: `edge route ${r.edge}/${r.route} ${kind}`,
+      reason: `it is recorded by stack "${recordedBy}" (docs/ownership.md), and edgeplan never changes another stack's modules; pass --takeover to export it`,
+    });
+    return false;
+  };
   const value: Record<string, JsonValue> = { kind: "EdgeRoute", edge: r.edge, route: r.route };
   const modules: ExportedRoute["modules"] = [];
   let idp: ExportFile | undefined;
@@ -70,8 +80,11 @@ export function routeDocument(r: ExportRouteInput, log: ExportLog, scope: RouteS
   return idp ? { value, modules, idp } : { value, modules };
 }
 
-/** What of a route is exported (`--target`, `--exclude`), and the `ignore_changes` written back. */
-export type RouteScope = Pick<ExportInput, "inScope" | "ignoreChanges">;
+/**
+ * What of a route is exported (`--target`, `--exclude`), the `ignore_changes` written back, and the stack recording
+ * each module (`recordedBy`, by address, from the inventories): another stack's modules are left out unless `takeover`.
+ */
+export type RouteScope = Partial<Pick<ExportInput, "inScope" | "ignoreChanges" | "stack" | "takeover">> & { recordedBy?: ReadonlyMap<string, string> };
 
 /** The files of the routes (one manifest per edge, the IdP metadata files) and what was exported, by edge and route. */
 export function routeFiles(routes: readonly ExportRouteInput[], log: ExportLog, scope: RouteScope = {}): { files: ExportFile[]; exported: ExportedRoute[] } {

@@ -7,6 +7,7 @@ import { buildExport, type ExportInput, type ExportResult } from "../../src/expo
 import { NameAllocator, slugify } from "../../src/export/names.js";
 import { escapeInterpolation, renderDocument } from "../../src/export/render.js";
 import { substitute } from "../../src/manifest/interpolate.js";
+import { buildInventoryBody } from "../../src/model/inventory.js";
 import { renderSchemaFiles } from "../../src/model/schemas.js";
 import { IDP_XML, cb, edgeId, hrId, marked, route, routeId, saml, wb, wbId } from "./builders.js";
 
@@ -336,6 +337,23 @@ describe("buildExport: routes", () => {
         reason: "its IdP metadata holds text that UTF-8 cannot encode (a lone surrogate), so no file can hold it as it is; the SAML module is left out (unmanaged)",
       },
     ]);
+  });
+
+  it("leaves out the modules another stack's inventory records, unless takeover", () => {
+    const address = `edge_route.${edgeId(1)}/${routeId(1)}.circuit_breaker`;
+    const inventory = wb(9, { backends: {}, metadata: buildInventoryBody("green", { [address]: {} }).metadata });
+    const routes = [route(1, 1, { saml: saml(routeId(1)), circuit_breaker: cb() })];
+    const result = run({ weightedBackends: [inventory], routes });
+    expect(result.routes.map((r) => r.modules)).toEqual([["saml"]]);
+    expect(fileText(result, `routes/${edgeId(1)}.yaml`)).not.toContain("circuit_breaker");
+    expect(result.skipped).toEqual([
+      {
+        what: `edge route ${edgeId(1)}/${routeId(1)} circuit_breaker`,
+        reason: 'it is recorded by stack "green" (docs/ownership.md), and edgeplan never changes another stack\'s modules; pass --takeover to export it',
+      },
+    ]);
+    expect(run({ weightedBackends: [inventory], routes, takeover: true }).routes.map((r) => r.modules)).toEqual([["saml", "circuit_breaker"]]);
+    expect(run({ weightedBackends: [inventory], routes, stack: "green" }).routes.map((r) => r.modules)).toEqual([["saml", "circuit_breaker"]]);
   });
 
   it("writes nothing, not even schemas, when nothing can be exported", () => {
