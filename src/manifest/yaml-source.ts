@@ -5,7 +5,7 @@
  */
 import { Composer, type CST, isAlias, isMap, isNode, isScalar, isSeq, Lexer, LineCounter, Parser, type Document, type Node, type YAMLError, YAMLWarning } from "yaml";
 import { withoutQuotedSource } from "../model/confine.js";
-import type { Diagnostic } from "../model/errors.js";
+import { lineColOf, type Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
 
 /** Largest manifest file read (1 MiB): far above any real manifest, small enough to parse at once. */
@@ -57,17 +57,6 @@ export function decodeManifest(bytes: Uint8Array, file: string): { text: string 
   } catch {
     return { diagnostic: err({ file, ...lineColOfByte(bytes, firstInvalidUtf8(bytes)) }, "file is not valid UTF-8 text; save it as UTF-8") };
   }
-}
-
-/** 1-based line and column of a character offset. */
-export function lineColOf(text: string, offset: number): { line: number; col: number } {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = text.indexOf("\n"); i >= 0 && i < offset; i = text.indexOf("\n", i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  return { line, col: offset - lineStart + 1 };
 }
 
 /** Line and column (in characters) of a byte offset, decoding leniently up to it. */

@@ -148,3 +148,14 @@ export function errorOutcome(err: unknown): ErrorOutcome {
     internal: err instanceof InternalError,
   };
 }
+
+/** 1-based line and column of a character offset. */
+export function lineColOf(text: string, offset: number): { line: number; col: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf("\n"); i >= 0 && i < offset; i = text.indexOf("\n", i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return { line, col: offset - lineStart + 1 };
+}

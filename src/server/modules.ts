@@ -14,10 +14,10 @@ import {
   type CircuitBreakerSettings,
   type SamlSettings,
 } from "../model/wire.js";
+import { idpMetadataProblem } from "../kinds/saml-metadata.js";
 import { CertificateNeeded, type Handler, type RequestContext } from "./context.js";
 import { findRoute } from "./edges.js";
 import { fieldError, HttpError, invalidField } from "./http-error.js";
-import { checkIdpMetadata } from "./idp-metadata.js";
 import { rejectQuery } from "./paging.js";
 import { renderCircuitBreaker, renderSaml, samlUrls } from "./render.js";
 import type { StoredSaml } from "./store.js";
@@ -111,7 +111,7 @@ export function parseSamlSettings(fields: JsonObject, where: string): SamlSettin
   if (bytes > LIMITS.idpMetadataBytes) {
     throw fieldError("ERR_NGROK_7080", f("idp_metadata"), `${f("idp_metadata")}: is ${bytes} bytes long, more than the limit of ${LIMITS.idpMetadataBytes} bytes`);
   }
-  const problem = checkIdpMetadata(settings.idp_metadata);
+  const problem = idpMetadataProblem(settings.idp_metadata);
   if (problem) throw fieldError("ERR_NGROK_7083", f("idp_metadata"), `${f("idp_metadata")}: ${problem}`);
   return settings;
 }

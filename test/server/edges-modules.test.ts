@@ -277,6 +277,12 @@ describe("SAML module", () => {
       "<EntityDescriptor><IDPSSODescriptor/></EntityDescriptor><EntityDescriptor><IDPSSODescriptor/></EntityDescriptor>",
     ];
     for (const xml of bad) expectError(await api.put(samlPath(E1, R1), { idp_metadata: xml }), 400, "ERR_NGROK_7083", "idp_metadata");
+    // The same reading of the XML as the loader's (src/kinds/saml-metadata.ts), so a plan that passed is not refused here.
+    const aggregate = await api.put(samlPath(E1, R1), { idp_metadata: bad[3] });
+    expect(aggregate.json.msg).toBe(
+      "idp_metadata: IdP metadata's root element is EntitiesDescriptor, not an EntityDescriptor; give the EntityDescriptor of one IdP " +
+        "(take it out of the EntitiesDescriptor aggregate) (line 1, column 1)",
+    );
     for (const xml of [
       "<EntityDescriptor><IDPSSODescriptor/></EntityDescriptor>",
       '<x:EntityDescriptor xmlns:x="urn:oasis:names:tc:SAML:2.0:metadata"><x:IDPSSODescriptor/></x:EntityDescriptor>',
