@@ -1,6 +1,7 @@
 /**
  * The estimate of what applying a plan costs when nothing fails (`Plan.estimate`): exactly the requests `apply`
- * sends from its first write to its last convergence read, and about how long they take. It follows what the
+ * sends from its first write to its last convergence read, and about how long they take. The GETs that check the
+ * stack lease (one at most every 5 s, so only in a long run) depend on time, not on the plan: they are not counted. It follows what the
  * applier does (src/apply/engine.ts: one request per change; src/apply/verify.ts and src/commands/apply.ts: what the
  * convergence check reads again) with the read counts of src/model/reads.ts, which the client uses as well. Pure.
  */
