@@ -31,14 +31,14 @@ export interface InstalledPackage {
 }
 
 /**
- * Packs the repository (build first: the package ships `dist/`) and installs the tarball into `work/app/`.
- *
- * `reuseNativeBuild`: install without running the dependencies' install scripts, then give better-sqlite3 the
- * binding this repository's node_modules already built for the same version of it, as a prebuilt binary would be.
- * That saves the minutes node-gyp takes where no prebuilt binary can be downloaded; the test of the install itself
- * (pack.test.ts) leaves it off. When the versions differ, the binding is built as an install would build it.
+ * Packs the repository (build first: the package ships `dist/`) and installs the tarball into `work/app/`, without
+ * running the dependencies' install scripts; better-sqlite3 then gets the binding this repository's node_modules
+ * already built for the same version of it, as a prebuilt binary would be. That saves the one to three minutes of
+ * both cores node-gyp takes where no prebuilt binary can be downloaded, a build that `npm ci` of the repository
+ * (`.ci/run`) has just made the same way a user's install makes it. When the versions differ, the binding is built
+ * as an install would build it. The package itself has no install script.
  */
-export async function installPackage(options: { reuseNativeBuild?: boolean } = {}): Promise<InstalledPackage> {
+export async function installPackage(): Promise<InstalledPackage> {
   const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
   const env = cleanEnv();
   // The folder holds the package and nothing else, and no node_modules above it could lend a module.
@@ -50,10 +50,9 @@ export async function installPackage(options: { reuseNativeBuild?: boolean } = {
   expect(tgz).toBe(`edgeplan-${VERSION}.tgz`);
   expect(readdirSync(app)).toEqual([tgz]);
 
-  const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...(options.reuseNativeBuild === true ? ["--ignore-scripts"] : [])];
-  // JOBS: node-gyp compiles better-sqlite3 on every core (where no prebuilt binary fits).
-  await run("npm", ["install", `./${tgz}`, ...flags], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
-  if (options.reuseNativeBuild === true) await provideSqliteBinding(app, env);
+  const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", "--ignore-scripts"];
+  await run("npm", ["install", `./${tgz}`, ...flags], { cwd: app, env, timeout: 280_000 });
+  await provideSqliteBinding(app, env);
   return { work, app, bin: join(app, "node_modules", ".bin", "edgeplan") };
 }
 

@@ -108,7 +108,7 @@ describe("the README's commands, on the installed package", () => {
   });
 
   it("installs, then runs every block in an empty folder", async () => {
-    const { work, app } = await installPackage({ reuseNativeBuild: true });
+    const { work, app } = await installPackage();
     const folder = join(work, "user");
     mkdirSync(folder);
     const env = { ...withoutEdgeplanVars(cleanEnv()), PATH: [join(app, "node_modules", ".bin"), process.env.PATH].join(delimiter) };
