@@ -6,7 +6,7 @@
 import { buildPlanRecord } from "../core/plan-digest.js";
 import { runAction, type ActionRunners, type ApplyRunner, type InputDefaults, type PlanRunner } from "../action/run.js";
 import { loadProjectFile, type ProjectFileResult } from "../project/project-file.js";
-import { readInput } from "../action/inputs.js";
+import { inputEnvName } from "../action/inputs.js";
 import { chooseEnvironment } from "./project.js";
 import { planSummaryLine, renderActionApply, renderActionPlan } from "../render/action.js";
 import { runApply } from "./apply.js";
@@ -27,7 +27,8 @@ export async function runActionCommand(io: CommandIO): Promise<number> {
  */
 export async function projectDefaults(io: CommandIO): Promise<InputDefaults> {
   const project = await loadProjectFile(io.cwd).catch((): ProjectFileResult => ({ settings: {}, diagnostics: [] }));
-  const named = readInput("environment");
+  // Read as the toolkit reads inputs, but from `io.env`, the environment the run is given.
+  const named = io.env[inputEnvName("environment")]?.trim() || undefined;
   if (project.diagnostics.length > 0) return named === undefined ? {} : { environment: named };
   let chosen: ReturnType<typeof chooseEnvironment>;
   try {
