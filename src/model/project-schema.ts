@@ -46,7 +46,10 @@ export const EnvironmentSchema = z
   .strictObject({
     ...SETTINGS,
     vars: z
-      .record(z.string().regex(VARIABLE_NAME, "a variable name has letters, digits and _, and does not start with a digit"), z.string())
+      .record(
+        z.string().regex(VARIABLE_NAME, { error: (issue) => `${JSON.stringify(issue.input)} is not a variable name: use letters, digits and _, not starting with a digit` }),
+        z.string(),
+      )
       .optional()
       .meta({ description: "Values of ${var.NAME} in the manifests, in every string and key." }),
   })
@@ -58,7 +61,10 @@ export const ProjectFileSchema = z
     ...SETTINGS,
     environments: z
       .record(
-        z.string().regex(ENVIRONMENT_NAME, "an environment name has lowercase letters, digits and -, starts with a letter or digit, at most 63 characters"),
+        z.string().regex(ENVIRONMENT_NAME, {
+          error: (issue) =>
+            `${JSON.stringify(issue.input)} is not an environment name: use lowercase letters, digits and -, starting with a letter or digit, at most 63 characters`,
+        }),
         EnvironmentSchema,
       )
       .optional()

@@ -162,7 +162,7 @@ function dropMisplaced(record: Record<string, unknown>, at: PropertyKey[], pin: 
   const diagnostics: Diagnostic[] = [];
   for (const [key, advice] of Object.entries(MISPLACED)) {
     if (!Object.hasOwn(record, key)) continue;
-    diagnostics.push(error(pin.key([...at, key]), `${key}: ${advice}`));
+    diagnostics.push(error(pin.key([...at, key]), `${[...at, key].join(".")}: ${advice}`));
     delete record[key];
   }
   return diagnostics;
@@ -178,7 +178,8 @@ function checkValues(record: Record<string, unknown>, at: PropertyKey[], pin: Pi
       check(v, key);
     } catch (err) {
       if (!(err instanceof EdgeplanError)) throw err;
-      diagnostics.push(error(pin.value([...at, key]), err.message));
+      // The parsers name the key; an environment's is named with its place.
+      diagnostics.push(error(pin.value([...at, key]), at.length > 0 ? `${at.join(".")}.${err.message}` : err.message));
     }
   }
   return diagnostics;
