@@ -40,9 +40,10 @@ export function actionTitle(command: ActionCommand, stack: string, environment?:
   return `edgeplan ${command}: ${environment === undefined ? "" : `environment ${code(environment)}, `}stack ${code(stack)}`;
 }
 
-/** A marker comment that can stand on a first line: `--` and `>` would end it early. Environment names need no such care. */
+/** A marker comment that can stand on a first line: `--` and `>` would end it early. */
 function marker(what: string, stack: string, environment: string | undefined): string {
-  return `<!-- edgeplan:${what} stack=${stack.replace(/--+/g, "-").replace(/>/g, "")}${environment === undefined ? "" : ` env=${environment}`} -->`;
+  const safe = (text: string): string => text.replace(/--+/g, "-").replace(/>/g, "");
+  return `<!-- edgeplan:${what} stack=${safe(stack)}${environment === undefined ? "" : ` env=${safe(environment)}`} -->`;
 }
 
 /**
