@@ -66,9 +66,13 @@ const PLANNING: readonly CommandName[] = ["plan", "apply", "export"];
 /** `--config`: every command that reads the project file takes it. */
 const CONFIG_OPTION: OptionSpec = { flags: "--config <file>", description: "project file to read instead of ./edgeplan.yaml" };
 
+/** `--env`: the project file's environment; read from EDGEPLAN_ENV by the command, so that a message names its source. */
+const ENV_OPTION: OptionSpec = { flags: "--env <name>", description: "environment of the project file to run in (or EDGEPLAN_ENV; required when it defines several)" };
+
 /** Options of the commands that talk to the API (docs/cli.md, "Commands"); `only` marks those some of them lack. */
 const COMMON_OPTIONS: readonly OptionSpec[] = [
   CONFIG_OPTION,
+  ENV_OPTION,
   { flags: "--api-url <url>", description: "API base URL", env: "EDGEPLAN_API_URL" },
   { flags: "--api-key-file <file>", description: "read the API key from this file (else EDGEPLAN_API_KEY)" },
   {
@@ -193,12 +197,14 @@ function registerValidate(program: Command, done: Done): void {
     .argument("[paths...]", "manifest files or folders (default: the project file's paths, else .)");
   addOptions(cmd, [
     CONFIG_OPTION,
+    ENV_OPTION,
     { flags: "--format <format>", description: "text (diagnostics on stderr) or json (one document on stdout)", choices: ["text", "json"], default: "text" },
     { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false },
   ]);
-  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; format: string }) => {
+  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; env?: string; format: string }) => {
     const { runValidate } = await import("./commands/validate.js");
-    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, ...(flags.config !== undefined ? { config: flags.config } : {}) }));
+    const given = { ...(flags.config !== undefined ? { config: flags.config } : {}), ...(flags.env !== undefined ? { envName: flags.env } : {}) };
+    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, ...given }));
   });
 }
 

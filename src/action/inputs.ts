@@ -10,6 +10,7 @@ export const INPUT_NAMES = [
   "command",
   "paths",
   "stack",
+  "environment",
   "api-url",
   "api-key",
   "prune",
@@ -66,6 +67,8 @@ export interface InputDefaults {
   paths?: string[];
   prune?: boolean;
   stack?: string;
+  /** The environment chosen: the environment input, else EDGEPLAN_ENV, else the only one the file defines. */
+  environment?: string;
 }
 
 /** A wrong input value: the message names the input and the values it takes. */

@@ -73,7 +73,7 @@ export async function postPlanComment(run: ActionRun, report: PostedReport, max:
   if (run.command !== "plan" || !run.pr || !run.inputs.comment) return "skipped";
   const client = await github(run, "pull-request comment");
   if (!client) return "skipped";
-  const marker = commentMarker(run.stack);
+  const marker = commentMarker(run.stack, run.environment);
   try {
     const issue = { ...client.repo, number: run.pr.number };
     const comments = await listIssueComments(client.octokit, issue);
@@ -104,7 +104,7 @@ export async function postApplyComment(run: ActionRun, review: MergeReview | und
   const acks = renderAcknowledgements(rules, review.commands.acks, review.commands.ignored);
   const preamble = [reviewed?.line, acks].filter(Boolean).join("\n") || undefined;
   const body = renderComment({
-    marker: commentMarker(run.stack),
+    marker: commentMarker(run.stack, run.environment),
     title: run.title,
     markdown,
     preamble,
@@ -132,7 +132,7 @@ export async function refreshAcknowledgements(run: ActionRun, number: number): P
   try {
     const issue = { ...client.repo, number };
     const comments = await listIssueComments(client.octokit, issue);
-    const sticky = findStickyComment(comments, commentMarker(run.stack), run.inputs.commentAuthor);
+    const sticky = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
     const rules = sticky ? (parseReviewedMarker(sticky.body)?.rules ?? []) : [];
     if (!sticky || rules.length === 0) {
       core.info(`edgeplan: pull request #${number} has no plan of stack ${run.stack} with risks to acknowledge`);
@@ -162,8 +162,8 @@ export async function postDrift(run: ActionRun, report: PostedReport): Promise<D
     run.secrets.redact(renderDrift({ stack: run.stack, summary: report.summaryLine, markdown: report.markdown, issue, ...(runUrl ? { runUrl } : {}) }));
   try {
     const result = await syncDriftIssue(client.octokit, client.repo, {
-      marker: driftMarker(run.stack),
-      title: driftIssueTitle(run.stack),
+      marker: driftMarker(run.stack, run.environment),
+      title: driftIssueTitle(run.stack, run.environment),
       issueBody: drift(true),
       commentBody: drift(false),
       resolvedBody: renderDriftResolved(run.stack, runUrl),

@@ -26,6 +26,10 @@ import { createRedactor, type Redactor } from "./redact.js";
 export interface PlanRunOptions {
   paths: string[];
   stack: string;
+  /** `--env`: the project file's environment. */
+  env?: string;
+  /** The variable holding the key: the action hands it its api-key input. */
+  apiKeyEnv: string;
   apiUrl?: string;
   prune: boolean;
   format: "text";
@@ -40,6 +44,8 @@ export interface PlanRunOptions {
 export interface ApplyRunOptions {
   paths: string[];
   stack: string;
+  env?: string;
+  apiKeyEnv: string;
   apiUrl?: string;
   prune: boolean;
   ack: string[];
@@ -108,6 +114,8 @@ interface Secrets {
 export interface ActionRun {
   command: "plan" | "apply";
   stack: string;
+  /** The project file's environment the run is in (the environment input, else EDGEPLAN_ENV, else the only one). */
+  environment?: string;
   title: string;
   inputs: ActionInputs;
   ctx: GitHubContext;
@@ -211,8 +219,12 @@ function startRun(io: CommandIO, secrets: Secrets, defaults: InputDefaults): Act
   const pr = isPullRequestEvent(ctx.eventName) ? ctx.pullRequest : undefined;
   const what =
     ctx.commentedPullRequest !== undefined ? `acknowledgements of stack "${stack}" for pull request #${ctx.commentedPullRequest}` : `${command} of stack "${stack}"`;
-  io.stderr(`edgeplan action: ${what}${pr ? ` for pull request #${pr.number}` : ""} (event ${ctx.eventName || "none"})\n`);
-  return { command, stack, title: actionTitle(command, stack), inputs, ctx, pr, secrets };
+  const environment = defaults.environment;
+  const where = environment === undefined ? "" : ` in environment ${environment}`;
+  io.stderr(`edgeplan action: ${what}${where}${pr ? ` for pull request #${pr.number}` : ""} (event ${ctx.eventName || "none"})\n`);
+  const run: ActionRun = { command, stack, title: actionTitle(command, stack, environment), inputs, ctx, pr, secrets };
+  if (environment !== undefined) run.environment = environment;
+  return run;
 }
 
 /** Runs plan or apply in a log group, with the API key handed over; the error of a failed run becomes its result. */
@@ -262,23 +274,32 @@ function failedResult(err: unknown, merged: number | undefined): { result: RunRe
   return { result, failure: `${outcome.message}${hint}` };
 }
 
+/**
+ * Where plan and apply find the key: the action's api-key input (the workflow picks each environment's secret), not
+ * the variable an environment's `api_key_env` names, which the runner does not hold.
+ */
+const ACTION_KEY_VARIABLE = "EDGEPLAN_API_KEY";
+
 function planFilePath(run: ActionRun): string {
-  const path = join(run.ctx.tempDir ?? tmpdir(), `edgeplan-plan-${run.stack.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
+  const name = run.environment === undefined ? run.stack : `${run.environment}-${run.stack}`;
+  const path = join(run.ctx.tempDir ?? tmpdir(), `edgeplan-plan-${name.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
   rmSync(path, { force: true });
   return path;
 }
 
 function planOptions(run: ActionRun, out: string): PlanRunOptions {
   const { paths, prune, apiUrl } = run.inputs;
-  const options: PlanRunOptions = { paths, stack: run.stack, prune, format: "text", color: false, out, detailedExitcode: true };
+  const options: PlanRunOptions = { paths, stack: run.stack, apiKeyEnv: ACTION_KEY_VARIABLE, prune, format: "text", color: false, out, detailedExitcode: true };
   if (apiUrl) options.apiUrl = apiUrl;
+  if (run.environment !== undefined) options.env = run.environment;
   return options;
 }
 
 function applyOptions(run: ActionRun, review: MergeReview | undefined): ApplyRunOptions {
   const { paths, prune, ack, apiUrl, wait, waitTimeout, lockTimeout } = run.inputs;
-  const options: ApplyRunOptions = { paths, stack: run.stack, prune, ack: reviewAcks(review, ack), autoApprove: true, color: false };
+  const options: ApplyRunOptions = { paths, stack: run.stack, apiKeyEnv: ACTION_KEY_VARIABLE, prune, ack: reviewAcks(review, ack), autoApprove: true, color: false };
   if (apiUrl) options.apiUrl = apiUrl;
+  if (run.environment !== undefined) options.env = run.environment;
   if (run.inputs.rolloutsOnly) options.review = rolloutsOnlyCheck(run);
   else if (review) {
     options.review = reviewCheck(review, run);
@@ -352,7 +373,7 @@ function childIO(io: CommandIO, redact: Redactor, apiKey: string, run: ActionRun
   const env: Record<string, string | undefined> = {};
   // The inputs (the GitHub token among them) are the action's business, not the command's.
   for (const [name, value] of Object.entries(io.env)) if (!name.startsWith("INPUT_")) env[name] = value;
-  env.EDGEPLAN_API_KEY = apiKey;
+  env[ACTION_KEY_VARIABLE] = apiKey;
   env.EDGEPLAN_STACK = run.stack;
   if (run.inputs.apiUrl) env.EDGEPLAN_API_URL = run.inputs.apiUrl;
   const captured = { out: "", err: "" };

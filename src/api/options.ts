@@ -8,6 +8,7 @@ import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
 import type { Clock } from "./rate-limit.js";
 import type { Reachability } from "./reachability.js";
+import type { ChosenEnvironment } from "../model/project-schema.js";
 import { isLoopbackHost, SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
 
 export interface ClientOptions {
@@ -48,8 +49,14 @@ export interface CommonCliOptions {
    * reads none (the demo, which runs the bundled examples whatever folder it is started in).
    */
   config?: string | false;
+  /** `--env NAME`: the project file's environment to run in (src/commands/project.ts). */
+  env?: string;
+  /** The environment chosen from the project file, once it is read: the plan names it, `${var.*}` reads its vars. */
+  environment?: ChosenEnvironment | null;
   apiUrl?: string;
   apiKeyFile?: string;
+  /** The environment variable holding the API key (the project file's `api_key_env`); default EDGEPLAN_API_KEY. */
+  apiKeyEnv?: string;
   stack?: string;
   takeover?: boolean;
   local?: boolean;
@@ -111,10 +118,15 @@ export function checkBaseUrl(value: string, insecureHttp: boolean, flag = "--api
 /** Characters that may appear in a bearer credential sent in a header: visible ASCII, no spaces. */
 const KEY_CHARS = /^[\x21-\x7e]+$/;
 
-/** Reads the API key: `--api-key-file` when given, else EDGEPLAN_API_KEY. The key is never part of a message. */
-export async function loadApiKey(apiKeyFile: string | undefined, env: NodeJS.ProcessEnv): Promise<string> {
+/**
+ * Reads the API key: `--api-key-file` when given, else the variable `keyVariable` names (EDGEPLAN_API_KEY unless the
+ * project file's `api_key_env` names another). A variable named by `api_key_env` is never replaced by
+ * EDGEPLAN_API_KEY: that could be another environment's key. The key is never part of a message.
+ */
+export async function loadApiKey(apiKeyFile: string | undefined, env: NodeJS.ProcessEnv, keyVariable = "EDGEPLAN_API_KEY"): Promise<string> {
   let key: string;
   let source: string;
+  const variable = env[keyVariable];
   if (apiKeyFile !== undefined && apiKeyFile !== "") {
     source = `--api-key-file ${apiKeyFile}`;
     try {
@@ -123,14 +135,15 @@ export async function loadApiKey(apiKeyFile: string | undefined, env: NodeJS.Pro
       const why = fileErrorReason(err);
       throw optionError(`${source}: cannot read the API key file (${why})`);
     }
-  } else if (env.EDGEPLAN_API_KEY !== undefined && env.EDGEPLAN_API_KEY.trim() !== "") {
-    source = "EDGEPLAN_API_KEY";
-    key = env.EDGEPLAN_API_KEY;
+  } else if (variable !== undefined && variable.trim() !== "") {
+    source = keyVariable;
+    key = variable;
   } else {
+    const named = keyVariable === "EDGEPLAN_API_KEY" ? "" : " (the project file's api_key_env)";
     throw optionError(
-      env.EDGEPLAN_API_KEY !== undefined
-        ? "EDGEPLAN_API_KEY is set but empty; set it to the API key, or pass --api-key-file FILE"
-        : "no API key: set EDGEPLAN_API_KEY, or pass --api-key-file FILE (a file holding the key)",
+      variable !== undefined
+        ? `${keyVariable}${named} is set but empty; set it to the API key, or pass --api-key-file FILE`
+        : `no API key: set ${keyVariable}${named}, or pass --api-key-file FILE (a file holding the key)`,
     );
   }
   key = key.trim();
@@ -169,7 +182,7 @@ export async function clientOptionsFrom(cli: CommonCliOptions, env: NodeJS.Proce
       throw optionError("no API URL: pass --api-url URL or set EDGEPLAN_API_URL (or use --local for an embedded server)");
     }
     baseUrl = checkBaseUrl(url, insecureHttp);
-    apiKey = await loadApiKey(cli.apiKeyFile, env);
+    apiKey = await loadApiKey(cli.apiKeyFile, env, cli.apiKeyEnv);
   }
 
   const options: ClientOptions = { baseUrl, apiKey, concurrency, rateLimit, retries, timeoutMs, versionHeader, insecureHttp };

@@ -39,10 +39,10 @@ export function leaseBlocker(ownId: string, leases: readonly Lease[], expired: R
   return leases.find((l) => l.id < ownId && !expired.has(l.id)) ?? null;
 }
 
-/** The holder as people read it: `host H, process P, run URL` (the URL when there is one). */
+/** The holder as people read it: `environment E, host H, process P, run URL` (the environment and URL when there are). */
 export function describeHolder(lease: Lease): string {
-  const { host, pid, run_url, started_at } = lease.holder;
-  return `host ${host}, process ${pid}${run_url ? `, run ${run_url}` : ""}${started_at ? `, started ${started_at}` : ""} (lease ${lease.id})`;
+  const { host, pid, run_url, started_at, environment } = lease.holder;
+  return `${environment ? `environment ${environment}, ` : ""}host ${host}, process ${pid}${run_url ? `, run ${run_url}` : ""}${started_at ? `, started ${started_at}` : ""} (lease ${lease.id})`;
 }
 
 /** The CI run's URL from GitHub Actions' variables, when all three are set. */

@@ -86,8 +86,8 @@ export class LeaseBusyError extends EdgeplanError {
 /** Attempts to take the lease before giving up even if the timeout allows more (each one waits for a holder to end). */
 const MAX_ATTEMPTS = 1000;
 
-/** The holder of this process, as other takers will see it. */
-export function currentHolder(env: Readonly<Record<string, string | undefined>>): LeaseHolder {
+/** The holder of this process, as other takers will see it: with the project file's environment it runs in, if any. */
+export function currentHolder(env: Readonly<Record<string, string | undefined>>, environment?: string): LeaseHolder {
   const holder: LeaseHolder = {
     host: hostname(),
     pid: process.pid,
@@ -96,6 +96,7 @@ export function currentHolder(env: Readonly<Record<string, string | undefined>>)
   };
   const runUrl = ciRunUrl(env);
   if (runUrl !== undefined) holder.run_url = runUrl;
+  if (environment !== undefined) holder.environment = environment;
   return holder;
 }
 

@@ -86,6 +86,23 @@ export function checkSavedPlanApi(saved: Plan, current: PlanApi, shownAs: string
   );
 }
 
+/**
+ * Refuses a saved plan made in another environment of the project file than `current` (the one chosen now, or null),
+ * before anything is sent: a staging plan must never reach production. A plan saved before plans recorded their
+ * environment counts as made with none. Throws an EdgeplanError naming both and the command to run.
+ */
+export function checkSavedPlanEnvironment(saved: Plan, current: string | null, shownAs: string): void {
+  const made = saved.environment?.name ?? null;
+  if (made === current) return;
+  const was = made === null ? "with no environment" : `for environment ${made}`;
+  const now = current === null ? "no environment is chosen now" : `this apply runs in environment ${current}`;
+  const fix =
+    current === null
+      ? `Apply it with --env ${made}, from the project file that defines it`
+      : `Make a plan for ${current}: edgeplan plan --env ${current} --out ${shownAs}${made === null ? "" : `; or apply this one with --env ${made}`}`;
+  throw new EdgeplanError(`--plan ${shownAs}: the plan was made ${was}, and ${now}; nothing was sent. ${fix}`);
+}
+
 function describeApi(api: PlanApi): string {
   return `${api.url} (account ${api.account.slice(0, 12)})`;
 }

@@ -5,7 +5,9 @@
  */
 import { buildPlanRecord } from "../core/plan-digest.js";
 import { runAction, type ActionRunners, type ApplyRunner, type InputDefaults, type PlanRunner } from "../action/run.js";
-import { loadProjectFile, type ProjectSettings } from "../project/project-file.js";
+import { loadProjectFile, type ProjectFileResult } from "../project/project-file.js";
+import { inputEnvName } from "../action/inputs.js";
+import { chooseEnvironment } from "./project.js";
 import { planSummaryLine, renderActionApply, renderActionPlan } from "../render/action.js";
 import { runApply } from "./apply.js";
 import type { CommandIO } from "./io.js";
@@ -24,9 +26,19 @@ export async function runActionCommand(io: CommandIO): Promise<number> {
  * `withProjectFile`. A file with errors is left for plan and apply to report, as annotations.
  */
 export async function projectDefaults(io: CommandIO): Promise<InputDefaults> {
-  const { settings, diagnostics } = await loadProjectFile(io.cwd).catch(() => ({ settings: {} as ProjectSettings, diagnostics: [] }));
-  if (diagnostics.length > 0) return {};
-  const defaults: InputDefaults = {};
+  const project = await loadProjectFile(io.cwd).catch((): ProjectFileResult => ({ settings: {}, diagnostics: [] }));
+  // Read as the toolkit reads inputs, but from `io.env`, the environment the run is given.
+  const named = io.env[inputEnvName("environment")]?.trim() || undefined;
+  if (project.diagnostics.length > 0) return named === undefined ? {} : { environment: named };
+  let chosen: ReturnType<typeof chooseEnvironment>;
+  try {
+    chosen = chooseEnvironment(project, named, io.env);
+  } catch {
+    // An environment the file does not define: plan and apply refuse it with the list, as the CLI does.
+    return named === undefined ? {} : { environment: named };
+  }
+  const { settings, environment } = chosen;
+  const defaults: InputDefaults = environment === null ? {} : { environment: environment.name };
   if (settings.paths) defaults.paths = settings.paths;
   if (settings.prune !== undefined) defaults.prune = settings.prune;
   if (settings.stack !== undefined) defaults.stack = settings.stack;

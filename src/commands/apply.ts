@@ -23,7 +23,7 @@ import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { checkPlanAgainstLive } from "../apply/live-check.js";
-import { checkSavedPlanApi, fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
+import { checkSavedPlanApi, checkSavedPlanEnvironment, fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError, diffStale } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
@@ -36,7 +36,7 @@ import type { Change, Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CommandIO } from "./io.js";
 import { showPlan, showPlanOnly, showReport } from "./apply-show.js";
-import { fetchForPlan, PLAN_FORMATS, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
+import { fetchForPlan, PLAN_FORMATS, planEnvironment, planOptionsFrom, type PlanFlags, type PlanFormat } from "./plan.js";
 import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
@@ -142,8 +142,9 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     // A file that disagrees with itself is refused before anything is sent, the lease included.
     const disagreements = checkPlan(saved);
     if (disagreements.length > 0) throw buildDisagreementError(options.plan, "itself", disagreements);
+    checkSavedPlanEnvironment(saved, options.environment?.name ?? null, options.plan);
   } else {
-    const loaded = await loadManifests(options.paths, io);
+    const loaded = await loadManifests(options.paths, io, options.environment ?? null);
     desired = loaded.desired;
     diagnostics = loaded.diagnostics;
   }
@@ -154,13 +155,18 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     // Before the lease, whose create is a write: a plan made elsewhere sends nothing here.
     if (saved) checkSavedPlanApi(saved, session.api, options.plan as string);
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
-    const holder = currentHolder(io.env);
+    const holder = currentHolder(io.env, options.environment?.name);
     lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`) });
     const chosen = saved
       ? await fromSavedPlan(saved, options, io, session)
       : await planFromManifests(
           desired as DesiredState,
-          { ...planOptionsFrom(options, session.stack), now: Date.now(), retryRollouts: options.retryRollout ?? [] },
+          {
+            ...planOptionsFrom(options, session.stack),
+            now: Date.now(),
+            retryRollouts: options.retryRollout ?? [],
+            environment: planEnvironment(options.environment, session),
+          },
           session,
           lease.listing.map(liveWeightedBackend),
         );
@@ -339,8 +345,9 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
   if (stale.length > 0) {
     if (!options.refresh) throw buildStalePlanError(file, stale);
     io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
-    const loaded = await loadManifests(options.paths, io);
-    return { ...(await planFromManifests(loaded.desired, refreshedPlanOptions(saved, options), session)), diagnostics: loaded.diagnostics };
+    const loaded = await loadManifests(options.paths, io, options.environment ?? null);
+    const planOptions = { ...refreshedPlanOptions(saved, options), environment: planEnvironment(options.environment, session) };
+    return { ...(await planFromManifests(loaded.desired, planOptions, session)), diagnostics: loaded.diagnostics };
   }
   const disagreements = checkPlanAgainstLive(saved, live);
   if (disagreements.length > 0) throw buildDisagreementError(file, "the live side", disagreements);

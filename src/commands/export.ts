@@ -220,7 +220,7 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
   const scope = scopeFrom(options);
   const found = await inspectOutDir(outDir, shown);
 
-  const loaded = options.paths.length > 0 ? await loadManifests(options.paths, io) : undefined;
+  const loaded = options.paths.length > 0 ? await loadManifests(options.paths, io, options.environment ?? null) : undefined;
   let named: RouteRef[] | undefined;
   if (flagged.length > 0 || loaded) {
     const byKey = new Map<string, RouteRef>();

@@ -11,7 +11,8 @@ import { checkChildIds, childIdsToRead } from "../core/child-ids.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
-import type { Plan } from "../model/plan.js";
+import type { Plan, PlanEnvironment } from "../model/plan.js";
+import type { ChosenEnvironment } from "../model/project-schema.js";
 import { renderJson } from "../render/json.js";
 import { renderHtml } from "../render/html.js";
 import { renderMarkdown } from "../render/markdown.js";
@@ -125,6 +126,11 @@ export async function fetchForPlan(
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }
 
+/** The plan's `environment`: the one chosen (`options.environment`, with its vars for policies), and the API the session reads. */
+export function planEnvironment(environment: ChosenEnvironment | null | undefined, session: Pick<Session, "api">): PlanEnvironment | null {
+  return environment ? { name: environment.name, api_url: session.api.url } : null;
+}
+
 /** Whether text output may carry ANSI colours: a terminal, no NO_COLOR, no --no-color. */
 export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
   return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
@@ -162,7 +168,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   const { loaded, session, listing } = await loadWhileListing(options, io);
   try {
     // The time decides which rollout steps are due; the plan itself sends no check.
-    const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now() };
+    const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now(), environment: planEnvironment(options.environment, session) };
     const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
     const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
@@ -186,7 +192,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
 
 /** Loads the manifests, then opens the session (the embedded server of `--local` is provisioned from them). */
 async function loadThenOpen(options: PlanCommandOptions, io: CommandIO): Promise<{ loaded: LoadResult; session: Session }> {
-  const loaded = await loadManifests(options.paths, io);
+  const loaded = await loadManifests(options.paths, io, options.environment ?? null);
   return { loaded, session: await openSession(options, io, loaded.desired) };
 }
 
@@ -217,7 +223,7 @@ async function loadWhileListing(options: PlanCommandOptions, io: CommandIO): Pro
     // worker thread instead was measured slower (the whole command 2.60x its request bound against 2.21x, medians
     // of 5 commands over the plan-read fleet on the 2-core VM): the thread's start and cold code cost more than
     // the main thread's pauses.
-    const loaded = await loadManifests(options.paths, io, "listing" in opened);
+    const loaded = await loadManifests(options.paths, io, options.environment ?? null, "listing" in opened);
     if ("err" in opened) throw opened.err;
     return { loaded, ...opened };
   } catch (err) {

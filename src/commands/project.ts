@@ -6,8 +6,9 @@
  */
 import { access } from "node:fs/promises";
 import { resolve } from "node:path";
-import { ManifestError } from "../model/errors.js";
-import { PROJECT_FILE } from "../model/project-schema.js";
+import { EdgeplanError, ManifestError } from "../model/errors.js";
+import { PROJECT_FILE, type ChosenEnvironment } from "../model/project-schema.js";
+import { didYouMean } from "../model/suggest.js";
 import type { ProjectFileResult, ProjectSettings } from "../project/project-file.js";
 import type { CommandIO } from "./io.js";
 import { reportDiagnostics } from "./session.js";
@@ -15,8 +16,13 @@ import { reportDiagnostics } from "./session.js";
 /** Settings that an environment variable also gives: the variable wins over the file. */
 const ENV_OF: Partial<Record<keyof ProjectSettings, string>> = { stack: "EDGEPLAN_STACK", apiUrl: "EDGEPLAN_API_URL" };
 
-/** What a command's options hold that the project file can fill. */
-export type ProjectFillable = { paths: string[]; config?: string | false } & { [K in Exclude<keyof ProjectSettings, "paths">]?: ProjectSettings[K] };
+/**
+ * What a command's options hold that the project file can fill: `env` is `--env`, and `environment` the one chosen
+ * (set by `withProjectFile`).
+ */
+export type ProjectFillable = { paths: string[]; config?: string | false; env?: string; environment?: ChosenEnvironment | null } & {
+  [K in Exclude<keyof ProjectSettings, "paths">]?: ProjectSettings[K];
+};
 
 /**
  * Loads the project file and reports its diagnostics on stderr.
@@ -56,9 +62,45 @@ export function fillFromProject<T extends ProjectFillable>(options: T, settings:
   return filled as T;
 }
 
-/** Loads the project file (see `loadProject`) and fills `options` from it. */
+/**
+ * The environment `--env` (else EDGEPLAN_ENV) names, or the only one the file defines; null when it defines none
+ * and none is named. Its settings are the top level's with its own on top.
+ * @throws EdgeplanError (exit 1, nothing sent) when one is named and the file does not define it, or when the file
+ * defines several and none is named; both list the defined ones.
+ */
+export function chooseEnvironment(
+  project: ProjectFileResult,
+  flag: string | undefined,
+  env: CommandIO["env"],
+): { environment: ChosenEnvironment | null; settings: ProjectSettings } {
+  const named = flag ?? (env.EDGEPLAN_ENV || undefined);
+  const source = flag !== undefined ? "--env" : "EDGEPLAN_ENV";
+  const defined = Object.keys(project.environments ?? {});
+  const file = project.file ?? PROJECT_FILE;
+  if (defined.length === 0) {
+    if (named === undefined) return { environment: null, settings: project.settings };
+    const where = project.file === undefined ? `there is no project file (${PROJECT_FILE}) to define it` : `${file} defines no environments`;
+    throw new EdgeplanError(`${source} ${named}: ${where}; add it under environments: in ${file}, or leave out ${source}`);
+  }
+  const list = defined.join(", ");
+  if (named === undefined && defined.length > 1) {
+    throw new EdgeplanError(`${file} defines ${defined.length} environments (${list}): choose one with --env NAME or EDGEPLAN_ENV`);
+  }
+  const name = named ?? (defined[0] as string);
+  const chosen = project.environments?.[name];
+  if (chosen === undefined || !Object.hasOwn(project.environments ?? {}, name)) {
+    throw new EdgeplanError(`${source} ${named}: no such environment in ${file}${didYouMean(name, defined, "")}; the environments are ${list}`);
+  }
+  return { environment: { name, vars: chosen.vars }, settings: { ...project.settings, ...chosen.settings } };
+}
+
+/**
+ * Loads the project file (see `loadProject`), chooses the environment (see `chooseEnvironment`) and fills `options`
+ * from its settings. The result's `environment` is the one chosen, or null.
+ */
 export async function withProjectFile<T extends ProjectFillable>(options: T, io: CommandIO): Promise<T> {
-  if (options.config === false) return options;
+  if (options.config === false) return { ...options, environment: null };
   const project = await loadProject(io, options.config);
-  return fillFromProject(options, project.settings, io.env);
+  const { environment, settings } = chooseEnvironment(project, options.env, io.env);
+  return { ...fillFromProject(options, settings, io.env), environment };
 }

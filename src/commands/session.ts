@@ -12,6 +12,7 @@ import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "..
 import type { ApplyBudget } from "../core/estimate.js";
 import type { LoadResult } from "../manifest/load.js";
 import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
+import type { ChosenEnvironment } from "../model/project-schema.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
 import type { ProvisionNeeds } from "../server/index.js";
@@ -29,14 +30,14 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
 }
 
 /**
- * Loads the manifests under `paths` (default `.`). Prints the diagnostics; when any is an error, says that nothing
+ * Loads the manifests under `paths` (default `.`), with `${var.*}` from `vars`, the chosen environment. Prints the diagnostics; when any is an error, says that nothing
  * was sent (`listing`: nothing but the listing of the weighted backends that `plan` starts while the manifests
  * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
  */
-export async function loadManifests(paths: string[], io: CommandIO, listing = false): Promise<LoadResult> {
+export async function loadManifests(paths: string[], io: CommandIO, vars: ChosenEnvironment | null, listing = false): Promise<LoadResult> {
   // Imported here, not above: `plan` opens its session and starts listing before the loader is needed.
   const { loadDesired } = await import("../manifest/load.js");
-  const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd });
+  const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd, vars });
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
     const sent = listing ? "nothing was sent to the API but the listing of its weighted backends" : "nothing was sent to the API";

@@ -39,12 +39,15 @@ const RELEASE_LOCK = { timeoutMs: 60_000, ttlMs: 60_000 };
 export async function runStateRelease(address: string, given: CommonCliOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: [] }, io);
   const session = await openSession(options, io);
-  const lease = await acquireLease(session.client, { ...RELEASE_LOCK, stack: session.stack, holder: currentHolder(io.env), onWait: (line) => io.stderr(`${line}\n`) }).catch(
-    async (err: unknown) => {
-      await session.close();
-      throw err;
-    },
-  );
+  const lease = await acquireLease(session.client, {
+    ...RELEASE_LOCK,
+    stack: session.stack,
+    holder: currentHolder(io.env, options.environment?.name),
+    onWait: (line) => io.stderr(`${line}\n`),
+  }).catch(async (err: unknown) => {
+    await session.close();
+    throw err;
+  });
   try {
     const release = buildRelease(lease.listing, session.stack, address);
     if (release === null) throw unknownAddress(buildStackState(lease.listing, session.stack), address);

@@ -8,6 +8,7 @@ import { EdgeplanError, EXIT, formatDiagnostic, type Diagnostic } from "../model
 import { renderValidateJson } from "../render/validate.js";
 import { loadDesired, sortDiagnostics, type LoadResult } from "../manifest/load.js";
 import { loadProjectFile } from "../project/project-file.js";
+import { chooseEnvironment } from "./project.js";
 
 export interface ValidateOptions {
   cwd?: string;
@@ -16,6 +17,8 @@ export interface ValidateOptions {
   verbose?: boolean;
   /** The project file to read instead of `edgeplan.yaml` in the working directory. */
   config?: string;
+  /** `--env NAME`: the project file's environment whose `vars` the manifests' `${var.*}` read. */
+  envName?: string;
   /** `text` (diagnostics on stderr, a summary line on stdout; the default) or `json` (one document on stdout). */
   format?: string;
   now?: Date;
@@ -46,11 +49,15 @@ export async function runValidate(paths: string[], options: ValidateOptions = {}
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const project = await loadProjectFile(options.cwd ?? process.cwd(), options.config);
+  // A file with errors has no environments to choose from: `${var.*}` is then left unjudged, the file's errors shown.
+  const projectFailed = project.diagnostics.some((d) => d.severity === "error");
+  const chosen = projectFailed ? { environment: "unknown" as const, settings: project.settings } : chooseEnvironment(project, options.envName, options.env ?? process.env);
   // Paths the project file may not name are not replaced by the default `.`: nothing is read.
   const result =
     paths.length === 0 && project.pathsRefused
       ? { files: [], objects: 0, skipped: [], diagnostics: [] }
-      : await loadDesired(paths.length > 0 ? paths : (project.settings.paths ?? []), {
+      : await loadDesired(paths.length > 0 ? paths : (chosen.settings.paths ?? []), {
+          vars: chosen.environment,
           ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
           ...(options.env !== undefined ? { env: options.env } : {}),
           ...(options.now !== undefined ? { now: options.now } : {}),

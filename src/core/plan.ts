@@ -9,7 +9,7 @@
 import { isLeaseObject } from "../model/lease.js";
 import { parseInventory, type Inventory } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
-import type { Change, Orphan, Plan, PlanSummary } from "../model/plan.js";
+import type { Change, Orphan, Plan, PlanEnvironment, PlanSummary } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
@@ -49,6 +49,8 @@ export interface PlanOptions {
   now?: number;
   /** Names of weighted backends whose halted rollout starts again (`apply --retry-rollout NAME`). */
   retryRollouts?: readonly string[];
+  /** The environment the plan is made in, shown in its header (default: null, none). */
+  environment?: PlanEnvironment | null;
 }
 
 export const DEFAULT_MAX_SHIFT = 50;
@@ -118,6 +120,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   return {
     format_version: PLAN_FORMAT_VERSION,
     stack: options.stack,
+    environment: options.environment ?? null,
     targeted,
     options: {
       prune: options.prune,

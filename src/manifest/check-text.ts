@@ -1,5 +1,5 @@
 /**
- * The loader's steps for one manifest text, without a disk: parse the YAML documents, interpolate `${VAR}`, check
+ * The loader's steps for one manifest text, without a disk: parse the YAML documents, replace variables, check
  * each document against its kind's schema, and collect what the rules across objects need (names, references).
  * Pure.
  */
@@ -7,7 +7,7 @@ import type { Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
 import { isJsonObject } from "../model/canonical.js";
 import { checkDocument, type CheckResult, type CheckedDocument } from "./check-document.js";
-import { interpolateDocument, type Env } from "./interpolate.js";
+import { interpolateDocument, type Env, type VarSource } from "./interpolate.js";
 import { parseManifestText, Pinner, toPlain, type ParsedDocument } from "./yaml-source.js";
 
 /** What the documents of several manifest texts add up to before the rules across objects run. */
@@ -39,13 +39,13 @@ function addChecked(into: CheckedTexts, d: ParsedDocument, result: CheckResult):
  * Checks every document of one manifest text (shown as `display` in diagnostics), adding what it finds to `into`.
  * Returns the documents of this text that passed their schema. Never throws for a problem in the text.
  */
-export function checkManifestText(text: string, display: string, env: Env, into: CheckedTexts): CheckedDocument[] {
+export function checkManifestText(text: string, display: string, env: Env, into: CheckedTexts, vars: VarSource = null): CheckedDocument[] {
   const parsed = parseManifestText(text, display);
   into.diagnostics.push(...parsed.diagnostics);
   const passed: CheckedDocument[] = [];
   for (const d of parsed.docs) {
     into.objects++;
-    const interpolation = interpolateDocument(d, env);
+    const interpolation = interpolateDocument(d, env, vars);
     const plain = toPlain(d);
     // Only a mapping with a kind is a manifest: the values of another document (a key file named by mistake) are not quoted.
     if ("value" in plain && isJsonObject(plain.value) && "kind" in plain.value) into.diagnostics.push(...interpolation.diagnostics);

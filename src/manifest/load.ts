@@ -1,7 +1,7 @@
 /**
  * Loading manifests: files and folders to the normalised DesiredState, with every problem reported as a diagnostic
  * pinned to `file:line:col`. The steps: find the files (walk.ts), read each file and parse its YAML with every
- * node's place (yaml-source.ts), replace `${EDGEPLAN_VAR_*}` (interpolate.ts), check each document against its
+ * node's place (yaml-source.ts), replace `${var.*}` and `${EDGEPLAN_VAR_*}` (interpolate.ts), check each document against its
  * kind's schema (check-document.ts), read and check IdP metadata (idp-metadata.ts), then normalise and apply the
  * rules between objects (build-desired.ts).
  */
@@ -16,13 +16,15 @@ import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.j
 import type { CheckedDocument } from "./check-document.js";
 import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
 import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
-import type { Env } from "./interpolate.js";
+import type { Env, VarSource } from "./interpolate.js";
 import { cannotRead, collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
 import { decodeManifest, Pinner, sizeDiagnostic } from "./yaml-source.js";
 
 export interface LoadOptions {
   /** Where `${EDGEPLAN_VAR_*}` values come from. Default: `process.env`. */
   env?: Record<string, string | undefined>;
+  /** Where `${var.*}` values come from: the chosen environment (see `VarSource`). Default: null, none. */
+  vars?: VarSource;
   /** Base of relative paths, and of the paths shown in diagnostics. Default: `process.cwd()`. */
   cwd?: string;
   /** The time certificates are checked against. Default: now. */
@@ -113,7 +115,7 @@ export async function readManifestFile(file: ManifestFile): Promise<FileText> {
  * file is read when the one before it is checked: while it is read, requests in flight beside the loading (`plan`'s
  * listing) are followed up, within one file's checks (a few ms) rather than after the whole loading.
  */
-async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: CheckedTexts): Promise<ReadFiles> {
+async function readAndCheckFiles(found: ManifestFile[], env: Env, vars: VarSource, checked: CheckedTexts): Promise<ReadFiles> {
   const read: ReadFiles = { files: [], skipped: [], fileOf: new Map() };
   for (const file of found) {
     const t = await readManifestFile(file);
@@ -127,7 +129,7 @@ async function readAndCheckFiles(found: ManifestFile[], env: Env, checked: Check
       checked.diagnostics.push(t.diagnostic);
       continue;
     }
-    for (const doc of checkManifestText(t.text, file.display, env, checked)) read.fileOf.set(doc, file);
+    for (const doc of checkManifestText(t.text, file.display, env, checked, vars)) read.fileOf.set(doc, file);
   }
   return read;
 }
@@ -216,7 +218,7 @@ export async function loadDesired(paths: string[] = ["."], options: LoadOptions 
   const checked = emptyCheckedTexts();
   const { diagnostics, documents, declaredNames, references } = checked;
   diagnostics.push(...found.diagnostics);
-  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, checked);
+  const { files, skipped, fileOf } = await readAndCheckFiles(found.files, options.env ?? process.env, options.vars ?? null, checked);
   const samlSources = await checkSamlSources(documents, fileOf, diagnostics, cwd, now);
   const built = buildDesired({ documents, declaredNames, references, samlSources });
   diagnostics.push(...built.diagnostics);

@@ -9,6 +9,7 @@ import path from "node:path";
 import { type Diagnostic, fileErrorReason } from "../model/errors.js";
 import { compareText } from "../model/canonical.js";
 import { insideGitFolder } from "../model/confine.js";
+import { PROJECT_FILE } from "../model/project-schema.js";
 
 export interface ManifestFile {
   /** Absolute path. */
@@ -119,6 +120,9 @@ async function walkFolder(w: Walk, realRoot: string, dir: string): Promise<void>
     w.problem(dir, cannotRead("folder", e));
     return;
   }
+  // A folder below the root with its own project file is another project: its manifests are read with that file
+  // (its environments' `${var.*}`), by running edgeplan there, not as part of this one.
+  if (dir !== w.root && entries.some((e) => e.name === PROJECT_FILE && !e.isDirectory())) return;
   for (const entry of entries.sort(byName)) {
     if (skippedDir(entry.name)) continue;
     const p = path.join(dir, entry.name);

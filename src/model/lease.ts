@@ -11,6 +11,8 @@ export interface LeaseHolder {
   pid: number;
   /** The CI run's URL, when the apply runs in one (GitHub Actions). */
   run_url?: string;
+  /** The project file's environment the apply runs in (`--env`), when it defines any. */
+  environment?: string;
   /** When this apply started, as the holder's clock says (shown to people; never compared). */
   started_at: string;
   /** Random, per apply: finds the candidate again when the answer to its create was lost. */
@@ -60,6 +62,7 @@ export function parseLease(wb: { id: string; metadata: string }): Lease | null {
     token: String(holder.token ?? ""),
   };
   if (typeof holder.run_url === "string") h.run_url = holder.run_url;
+  if (typeof holder.environment === "string") h.environment = holder.environment;
   return { id: wb.id, stack: marker.stack, holder: h, ttlMs: ttl_ms, renewals };
 }
 

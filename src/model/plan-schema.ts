@@ -4,6 +4,7 @@
  * rendering is stable; its JSON Schema is generated into `schemas/plan.schema.json`.
  */
 import { z } from "zod";
+import { ENVIRONMENT_NAME } from "./project-schema.js";
 import type { Plan } from "./plan.js";
 
 const json = z.json();
@@ -155,6 +156,14 @@ export const PlanSchema = z
   .object({
     format_version: z.literal(1),
     stack: z.string(),
+    environment: z
+      .object({
+        name: z.string().regex(ENVIRONMENT_NAME).describe("the project file's environment (--env NAME)"),
+        api_url: z.string().min(1).max(2048).describe("the API's base URL the plan read, or local:FILE for --local"),
+      })
+      .nullable()
+      .optional()
+      .describe("the environment of the project file the plan was made in; null when the file defines none. apply --plan refuses a plan of another environment"),
     api: z
       .object({
         url: z.string().min(1).max(2048).describe("the API's base URL, or local:FILE for the embedded server of --local"),

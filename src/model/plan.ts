@@ -284,9 +284,17 @@ export interface PlanApi {
   account: string;
 }
 
+/** The project file's environment a plan was made in, and the API it read: every rendering's header shows both. */
+export interface PlanEnvironment {
+  name: string;
+  api_url: string;
+}
+
 export interface Plan {
   format_version: typeof PLAN_FORMAT_VERSION;
   stack: string;
+  /** The environment (`--env`) the plan was made in; null when the project file defines none (absent in older saved plans). */
+  environment?: PlanEnvironment | null;
   /** Only in a saved plan (`plan --out`): the API and account it was made for. */
   api?: PlanApi;
   /** True when `--target` or `--exclude` limited the plan: the rest of the stack was not planned. */

@@ -12,31 +12,80 @@ export const PROJECT_FILE = "edgeplan.yaml";
 const text = (description: string) => z.string().meta({ description });
 const numberOrText = (description: string) => z.union([z.number(), z.string()]).meta({ description });
 
+/** An environment's name: it goes into plan headers, comment markers and lease records. */
+export const ENVIRONMENT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** A variable's name, `${var.NAME}`. */
+export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The settings both the top level and an environment may set. */
+const SETTINGS = {
+  paths: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .meta({
+      description: "Manifest files or folders, relative to this file and inside its folder (not in .git/), used when a command names none. Default: the working directory.",
+    }),
+  stack: text("Stack name kept in owner markers (--stack, EDGEPLAN_STACK). Default: default.").optional(),
+  api_url: text("API base URL (--api-url, EDGEPLAN_API_URL).").optional(),
+  api_key_env: z
+    .string()
+    .regex(ENV_VAR_NAME, "expected the name of an environment variable (letters, digits and _), e.g. EDGEPLAN_API_KEY_PROD")
+    .optional()
+    .meta({ description: "The environment variable that holds the API key, e.g. EDGEPLAN_API_KEY_PROD (--api-key-file wins). Default: EDGEPLAN_API_KEY." }),
+  concurrency: numberOrText("Requests in flight at once (--concurrency), 1 to 256. Default: 4.").optional(),
+  rate_limit: text("Client-side request budget (--rate-limit): N/DURATION such as 120/60s, or off. Default: 120/60s.").optional(),
+  retries: numberOrText("Retries of a failed request (--retries), 0 to 20. Default: 5.").optional(),
+  timeout: numberOrText("Timeout of one request (--timeout): milliseconds or a duration such as 30s. Default: 30000.").optional(),
+  max_shift: numberOrText("Traffic-shift risk above this many percentage points (--max-shift), 0 to 100. Default: 50.").optional(),
+  max_deletes: numberOrText("Mass-delete risk above this many deletes (--max-deletes). Default: 10 or 30% of the stack.").optional(),
+  prune: z.boolean().optional().meta({ description: "Delete owned objects that no manifest names (--prune; --no-prune overrides). Default: false." }),
+};
+
+export const EnvironmentSchema = z
+  .strictObject({
+    ...SETTINGS,
+    vars: z
+      .record(
+        z.string().regex(VARIABLE_NAME, { error: (issue) => `${JSON.stringify(issue.input)} is not a variable name: use letters, digits and _, not starting with a digit` }),
+        z.string(),
+      )
+      .optional()
+      .meta({ description: "Values of ${var.NAME} in the manifests, in every string and key." }),
+  })
+  .meta({ description: "One environment (--env NAME, EDGEPLAN_ENV): its settings override the top level's." });
+export type EnvironmentSettings = z.infer<typeof EnvironmentSchema>;
+
 export const ProjectFileSchema = z
   .strictObject({
-    paths: z
-      .union([z.string(), z.array(z.string())])
+    ...SETTINGS,
+    environments: z
+      .record(
+        z.string().regex(ENVIRONMENT_NAME, {
+          error: (issue) =>
+            `${JSON.stringify(issue.input)} is not an environment name: use lowercase letters, digits and -, starting with a letter or digit, at most 63 characters`,
+        }),
+        EnvironmentSchema,
+      )
       .optional()
-      .meta({
-        description: "Manifest files or folders, relative to this file and inside its folder (not in .git/), used when a command names none. Default: the working directory.",
-      }),
-    stack: text("Stack name kept in owner markers (--stack, EDGEPLAN_STACK). Default: default.").optional(),
-    api_url: text("API base URL (--api-url, EDGEPLAN_API_URL).").optional(),
-    concurrency: numberOrText("Requests in flight at once (--concurrency), 1 to 256. Default: 4.").optional(),
-    rate_limit: text("Client-side request budget (--rate-limit): N/DURATION such as 120/60s, or off. Default: 120/60s.").optional(),
-    retries: numberOrText("Retries of a failed request (--retries), 0 to 20. Default: 5.").optional(),
-    timeout: numberOrText("Timeout of one request (--timeout): milliseconds or a duration such as 30s. Default: 30000.").optional(),
-    max_shift: numberOrText("Traffic-shift risk above this many percentage points (--max-shift), 0 to 100. Default: 50.").optional(),
-    max_deletes: numberOrText("Mass-delete risk above this many deletes (--max-deletes). Default: 10 or 30% of the stack.").optional(),
-    prune: z.boolean().optional().meta({ description: "Delete owned objects that no manifest names (--prune; --no-prune overrides). Default: false." }),
+      .meta({ description: "Named environments (staging, production): chosen with --env NAME or EDGEPLAN_ENV; required when more than one is defined." }),
   })
   .meta({
     title: "edgeplan project file",
     description:
-      "edgeplan.yaml: defaults of plan, apply, export and validate. A flag wins over the environment, which wins over this file. " +
-      "The API key never goes here: set EDGEPLAN_API_KEY or pass --api-key-file.",
+      "edgeplan.yaml: defaults of plan, apply, export and validate. A flag wins over the environment variable, which wins over the chosen environment's settings, then this file's top level. " +
+      "The API key never goes here: set EDGEPLAN_API_KEY (or the variable api_key_env names) or pass --api-key-file.",
   });
 export type ProjectFile = z.infer<typeof ProjectFileSchema>;
 
 /** The keys of the project file, in documented order. */
 export const PROJECT_KEYS = Object.keys(ProjectFileSchema.shape) as Array<keyof ProjectFile>;
+
+/**
+ * The environment a command runs in (`--env NAME`, or the only one defined), as the plan, the manifests' `${var.*}`
+ * and policies see it. Null when the project file defines no environment.
+ */
+export interface ChosenEnvironment {
+  name: string;
+  vars: Record<string, string>;
+}

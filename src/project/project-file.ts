@@ -8,7 +8,7 @@ import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
 import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import { projectPathProblem } from "../model/confine.js";
-import { ProjectFileSchema, PROJECT_FILE, type ProjectFile } from "../model/project-schema.js";
+import { ProjectFileSchema, PROJECT_FILE, type EnvironmentSettings, type ProjectFile } from "../model/project-schema.js";
 import type { SourcePos } from "../model/state.js";
 import { SETTING_PARSERS } from "../model/syntax.js";
 import { checkBaseUrl } from "../api/options.js";
@@ -21,6 +21,8 @@ export interface ProjectSettings {
   paths?: string[];
   stack?: string;
   apiUrl?: string;
+  /** The environment variable holding the API key (default EDGEPLAN_API_KEY). */
+  apiKeyEnv?: string;
   concurrency?: string | number;
   rateLimit?: string;
   retries?: string | number;
@@ -30,10 +32,19 @@ export interface ProjectSettings {
   prune?: boolean;
 }
 
+/** One environment of the file: its own settings (the top level's not merged in) and its variables. */
+export interface ProjectEnvironment {
+  settings: ProjectSettings;
+  vars: Record<string, string>;
+}
+
 export interface ProjectFileResult {
   /** The file as shown in messages (relative to the cwd), or undefined when there is no project file. */
   file?: string;
+  /** The top level's settings. */
   settings: ProjectSettings;
+  /** The environments the file defines, by name, in the file's order (absent: none defined). */
+  environments?: Record<string, ProjectEnvironment>;
   diagnostics: Diagnostic[];
   /** True when the file names a path it may not (see `confinePaths`): no manifest is read in its place, not even `.`. */
   pathsRefused?: boolean;
@@ -46,7 +57,7 @@ const MISPLACED: Record<string, string> = {
 };
 
 /** The parser of each value that has a syntax of its own, by the file's key. */
-const VALUE_CHECKS: Partial<Record<keyof ProjectFile, (value: string | number, key: string) => unknown>> = {
+const VALUE_CHECKS: Partial<Record<keyof EnvironmentSettings, (value: string | number, key: string) => unknown>> = {
   concurrency: SETTING_PARSERS.concurrency,
   retries: SETTING_PARSERS.retries,
   timeout: SETTING_PARSERS.timeout,
@@ -84,20 +95,33 @@ export async function loadProjectFile(cwd: string, configPath?: string): Promise
   if (!checked.file) return { file: shown, settings: {}, diagnostics: checked.diagnostics };
   const refused = await confinePaths(doc, checked.file, path.dirname(absolute));
   if (refused.length > 0) return { file: shown, settings: {}, diagnostics: refused, pathsRefused: true };
-  return { file: shown, settings: toSettings(checked.file, path.dirname(absolute), cwd), diagnostics: checked.diagnostics };
+  const dir = path.dirname(absolute);
+  const result: ProjectFileResult = { file: shown, settings: toSettings(checked.file, dir, cwd), diagnostics: checked.diagnostics };
+  if (checked.file.environments !== undefined) {
+    result.environments = Object.fromEntries(
+      Object.entries(checked.file.environments).map(([name, env]) => [name, { settings: toSettings(env, dir, cwd), vars: { ...(env.vars ?? {}) } }]),
+    );
+  }
+  return result;
 }
 
 /** The manifest paths of the file that lead outside its folder or into .git/ (`projectPathProblem`), at their lines. */
 async function confinePaths(doc: ParsedDocument, file: ProjectFile, dir: string): Promise<Diagnostic[]> {
-  const single = typeof file.paths === "string";
-  const list = typeof file.paths === "string" ? [file.paths] : (file.paths ?? []);
   const realDir = await realpath(dir);
   const pin = new Pinner(doc);
   const diagnostics: Diagnostic[] = [];
-  for (const [i, written] of list.entries()) {
-    const real = await realpath(path.resolve(dir, written)).catch(() => undefined);
-    const problem = projectPathProblem(written, real === undefined ? undefined : path.relative(realDir, real));
-    if (problem) diagnostics.push(error(pin.value(single ? ["paths"] : ["paths", i]), `paths: ${problem}`));
+  const scopes: Array<[PropertyKey[], EnvironmentSettings]> = [
+    [[], file],
+    ...Object.entries(file.environments ?? {}).map(([name, env]): [PropertyKey[], EnvironmentSettings] => [["environments", name], env]),
+  ];
+  for (const [at, settings] of scopes) {
+    const single = typeof settings.paths === "string";
+    const list = typeof settings.paths === "string" ? [settings.paths] : (settings.paths ?? []);
+    for (const [i, written] of list.entries()) {
+      const real = await realpath(path.resolve(dir, written)).catch(() => undefined);
+      const problem = projectPathProblem(written, real === undefined ? undefined : path.relative(realDir, real));
+      if (problem) diagnostics.push(error(pin.value(single ? [...at, "paths"] : [...at, "paths", i]), `paths: ${problem}`));
+    }
   }
   return diagnostics;
 }
@@ -111,16 +135,42 @@ function checkProjectDocument(doc: ParsedDocument): { file?: ProjectFile; diagno
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return { diagnostics: [error(doc.pos, "the project file must be a mapping of settings, e.g. stack: production")] };
   }
-  const diagnostics: Diagnostic[] = [];
   const record = { ...(value as Record<string, unknown>) };
-  for (const [key, advice] of Object.entries(MISPLACED)) {
-    if (!Object.hasOwn(record, key)) continue;
-    diagnostics.push(error(pin.key([key]), `${key}: ${advice}`));
-    delete record[key];
+  const diagnostics = dropMisplaced(record, [], pin);
+  const environments = record.environments;
+  if (environments !== null && typeof environments === "object" && !Array.isArray(environments)) {
+    const copies: Record<string, unknown> = {};
+    for (const [name, env] of Object.entries(environments)) {
+      const copy = env !== null && typeof env === "object" && !Array.isArray(env) ? { ...(env as Record<string, unknown>) } : env;
+      if (copy !== env) diagnostics.push(...dropMisplaced(copy as Record<string, unknown>, ["environments", name], pin));
+      copies[name] = copy;
+    }
+    record.environments = copies;
   }
   const result = checkAgainstSchema(ProjectFileSchema, doc, record);
   diagnostics.push(...result.diagnostics);
   // Values are checked even when another key is wrong, so that one run reports every problem of the file.
+  diagnostics.push(...checkValues(record, [], pin));
+  for (const [name, env] of Object.entries((record.environments ?? {}) as Record<string, unknown>)) {
+    if (env !== null && typeof env === "object") diagnostics.push(...checkValues(env as Record<string, unknown>, ["environments", name], pin));
+  }
+  return diagnostics.length > 0 || !result.data ? { diagnostics: sortDiagnostics(diagnostics) } : { file: result.data, diagnostics };
+}
+
+/** Removes the keys that belong elsewhere (the API key) from `record`, with an error at each. */
+function dropMisplaced(record: Record<string, unknown>, at: PropertyKey[], pin: Pinner): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  for (const [key, advice] of Object.entries(MISPLACED)) {
+    if (!Object.hasOwn(record, key)) continue;
+    diagnostics.push(error(pin.key([...at, key]), `${[...at, key].join(".")}: ${advice}`));
+    delete record[key];
+  }
+  return diagnostics;
+}
+
+/** Each value of `record` (the top level, or an environment at `at`) against the parser of its flag. */
+function checkValues(record: Record<string, unknown>, at: PropertyKey[], pin: Pinner): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
   for (const [key, check] of Object.entries(VALUE_CHECKS)) {
     const v = record[key];
     if (typeof v !== "string" && (typeof v !== "number" || key === "api_url")) continue;
@@ -128,10 +178,11 @@ function checkProjectDocument(doc: ParsedDocument): { file?: ProjectFile; diagno
       check(v, key);
     } catch (err) {
       if (!(err instanceof EdgeplanError)) throw err;
-      diagnostics.push(error(pin.value([key]), err.message));
+      // The parsers name the key; an environment's is named with its place.
+      diagnostics.push(error(pin.value([...at, key]), at.length > 0 ? `${at.join(".")}.${err.message}` : err.message));
     }
   }
-  return diagnostics.length > 0 || !result.data ? { diagnostics: sortDiagnostics(diagnostics) } : { file: result.data, diagnostics };
+  return diagnostics;
 }
 
 function error(pos: SourcePos, message: string): Diagnostic {
@@ -139,9 +190,10 @@ function error(pos: SourcePos, message: string): Diagnostic {
 }
 
 /** The file's values under the options' names (`rate_limit` is `rateLimit`); paths become relative to the cwd. */
-function toSettings(file: ProjectFile, dir: string, cwd: string): ProjectSettings {
+function toSettings(file: EnvironmentSettings | ProjectFile, dir: string, cwd: string): ProjectSettings {
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(file)) {
+    if (key === "environments" || key === "vars") continue;
     if (value !== undefined) settings[key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = value;
   }
   // Written relative to the file, so that `--config other/edgeplan.yaml` means the same folders.

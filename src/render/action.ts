@@ -32,24 +32,31 @@ export function boundDiagnostic(d: Diagnostic): Diagnostic {
   return { ...d, message: `${m.slice(0, 360)}...[${m.length - 460} more characters]...${m.slice(-100)}` };
 }
 
-/** The heading of the comment and of the summary: `edgeplan plan: stack `prod``. */
-export function actionTitle(command: ActionCommand, stack: string): string {
-  return `edgeplan ${command}: stack ${code(stack)}`;
+/**
+ * The heading of the comment and of the summary: `edgeplan plan: stack `prod``, or with the project file's
+ * environment, `edgeplan plan: environment `production`, stack `web``.
+ */
+export function actionTitle(command: ActionCommand, stack: string, environment?: string): string {
+  return `edgeplan ${command}: ${environment === undefined ? "" : `environment ${code(environment)}, `}stack ${code(stack)}`;
 }
 
 /** A marker comment that can stand on a first line: `--` and `>` would end it early. */
-function marker(what: string, stack: string): string {
-  return `<!-- edgeplan:${what} stack=${stack.replace(/--+/g, "-").replace(/>/g, "")} -->`;
+function marker(what: string, stack: string, environment: string | undefined): string {
+  const safe = (text: string): string => text.replace(/--+/g, "-").replace(/>/g, "");
+  return `<!-- edgeplan:${what} stack=${safe(stack)}${environment === undefined ? "" : ` env=${safe(environment)}`} -->`;
 }
 
-/** The hidden first line of the sticky comment; it names the stack, so two stacks keep one comment each. */
-export function commentMarker(stack: string): string {
-  return marker("plan", stack);
+/**
+ * The hidden first line of the sticky comment; it names the stack and the environment (when the project file
+ * defines any), so that each stack of each environment keeps one comment.
+ */
+export function commentMarker(stack: string, environment?: string): string {
+  return marker("plan", stack, environment);
 }
 
-/** The hidden first line of the drift issue of a stack. */
-export function driftMarker(stack: string): string {
-  return marker("drift", stack);
+/** The hidden first line of the drift issue of a stack (in an environment). */
+export function driftMarker(stack: string, environment?: string): string {
+  return marker("drift", stack, environment);
 }
 
 /** True when the first line of `markdown` is an ATX heading (`# ...` to `###### ...`). */
@@ -260,9 +267,9 @@ export function renderComment(parts: CommentParts): string {
   return head + cutMarkdown(parts.markdown.trimEnd(), max - head.length - foot.length, note).trimEnd() + foot;
 }
 
-/** The title of the drift issue of a stack. */
-export function driftIssueTitle(stack: string): string {
-  return `edgeplan: drift in stack ${stack}`;
+/** The title of the drift issue of a stack (in an environment). */
+export function driftIssueTitle(stack: string, environment?: string): string {
+  return `edgeplan: drift in stack ${stack}${environment === undefined ? "" : ` (environment ${environment})`}`;
 }
 
 /** The body of the drift issue (when it is opened) or of a comment on it (each later run that finds drift). */

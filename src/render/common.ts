@@ -256,6 +256,15 @@ export function outputText(value: string | null, knownAfterApply: boolean): stri
 }
 
 /**
+ * The line at the top of a plan made in an environment of the project file: which one, and which API it read, so
+ * that a reviewer sees a staging plan is not a production one. Null when the project file defines none.
+ */
+export function environmentLine(plan: Pick<Plan, "environment" | "stack">): string | null {
+  const env = plan.environment;
+  return env ? `Environment ${env.name}: API ${env.api_url}, stack "${plan.stack}".` : null;
+}
+
+/**
  * The sentence at the top of a targeted plan (`--target`, `--exclude`), or null for a whole plan: the rest of the
  * stack was not planned, so the live side may still differ from the manifests.
  */

@@ -32,7 +32,9 @@ export function renderHtml(plan: Plan): string {
   const body = [
     "<header>",
     `<h1>edgeplan plan</h1>`,
-    `<p class="muted">stack <code>${esc(plan.stack)}</code></p>`,
+    plan.environment
+      ? `<p class="muted environment">environment <code>${esc(plan.environment.name)}</code>, API <code>${esc(plan.environment.api_url)}</code>, stack <code>${esc(plan.stack)}</code></p>`
+      : `<p class="muted">stack <code>${esc(plan.stack)}</code></p>`,
     ...renderHtmlSummary(plan),
     "</header>",
     ...renderHtmlRisks(plan),
@@ -41,7 +43,7 @@ export function renderHtml(plan: Plan): string {
     ...renderHtmlIgnored(plan),
     ...renderHtmlOutputs(planOutputs(plan)),
   ];
-  return renderHtmlPage(`edgeplan plan: stack ${plan.stack}`, body);
+  return renderHtmlPage(plan.environment ? `edgeplan plan: ${plan.environment.name}, stack ${plan.stack}` : `edgeplan plan: stack ${plan.stack}`, body);
 }
 
 /** The targeted-plan notice, the summary line, the estimate, and the count of each kind of change. */

@@ -86,8 +86,10 @@ const NOTE_ROOM = 240;
 export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
   const maxChars = options.maxChars ?? DEFAULT_MARKDOWN_MAX_CHARS;
   const head: string[] = [];
-  head.push(`### edgeplan plan: stack ${code(plan.stack)}`);
+  const env = plan.environment;
+  head.push(env ? `### edgeplan plan: environment ${code(env.name)}, stack ${code(plan.stack)}` : `### edgeplan plan: stack ${code(plan.stack)}`);
   head.push("");
+  if (env) head.push(`API: ${code(env.api_url)}`, "");
   const targeted = targetedLine(plan);
   if (targeted !== null) head.push(`> **${cell(targeted)}**`, "");
   head.push(plan.changes.length === 0 ? `**${noChangesLine(plan)}**` : `**${summaryLine(plan)}**`);

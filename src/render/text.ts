@@ -6,6 +6,7 @@
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import {
   childLabel,
+  environmentLine,
   IGNORED_HEADING,
   ignoredOfUnchanged,
   estimateLine,
@@ -63,6 +64,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
   const paint: Paint = options.color ? (style, text) => `\x1b[${STYLES[style]}m${text}\x1b[0m` : (_style, text) => text;
   const out: string[] = [];
 
+  const environment = environmentLine(plan);
+  if (environment !== null) out.push(paint("bold", environment), "");
   const targeted = targetedLine(plan);
   if (targeted !== null) out.push(paint("bold", paint("yellow", targeted)), "");
   if (plan.risks.length > 0) {

@@ -16,6 +16,7 @@ import {
   type PlanRunOptions,
   type RunResult,
 } from "../../src/action/run.js";
+import { projectDefaults } from "../../src/commands/action.js";
 import type { CommandIO } from "../../src/commands/io.js";
 import { ManifestError } from "../../src/model/errors.js";
 import { reviewedMarker } from "../../src/render/action.js";
@@ -160,6 +161,7 @@ describe("edgeplan action on a pull request", () => {
     expect(fake.recorded.plan[0]!.options).toEqual({
       paths: ["manifests"],
       stack: "prod",
+      apiKeyEnv: "EDGEPLAN_API_KEY",
       prune: false,
       format: "text",
       color: false,
@@ -215,6 +217,33 @@ describe("edgeplan action on a pull request", () => {
     await runAction(setup().io, runners({ exitCode: 0, markdown: "No changes.\n" }));
     const bodies = gh.comments.get("acme/routes#7")!.map((c) => c.body.split("\n")[0]);
     expect(bodies).toEqual(["<!-- edgeplan:plan stack=prod -->", "<!-- edgeplan:plan stack=staging -->"]);
+    expect(gh.writes().map((c) => c.method)).toEqual(["POST", "POST", "PATCH"]);
+  });
+
+  it("keeps one comment per environment: the environment input reaches --env, the marker, the heading and the summary", async () => {
+    const project = "environments:\n  staging:\n    stack: web-staging\n    vars: {edge: e}\n  production:\n    stack: web-production\n    vars: {edge: e}\n";
+    const runIn = async (environment: string, markdown: string) => {
+      const { runner, io } = setup({ inputs: { stack: "", environment } });
+      writeFileSync(join(runner.workspace, "edgeplan.yaml"), project);
+      const fake = runners({ exitCode: 2, markdown, hasChanges: true });
+      await runAction(io, fake, { defaults: await projectDefaults(io) });
+      return { runner, io, fake };
+    };
+    const staging = await runIn("staging", "**Plan: 1 to create, 0 to update, 0 to delete.**\n");
+    expect(staging.fake.recorded.plan[0]!.options).toMatchObject({ env: "staging", stack: "web-staging", apiKeyEnv: "EDGEPLAN_API_KEY" });
+    expect(staging.fake.recorded.plan[0]!.options.out).toBe(join(staging.runner.dir, "temp", "edgeplan-plan-staging-web-staging.json"));
+    expect(staging.io.err).toContain('edgeplan action: plan of stack "web-staging" in environment staging for pull request #7');
+    expect(staging.runner.summary()).toBe("### edgeplan plan: environment `staging`, stack `web-staging`\n\n**Plan: 1 to create, 0 to update, 0 to delete.**\n\n");
+    await runIn("production", "**Plan: 2 to create, 0 to update, 0 to delete.**\n");
+    await runIn("staging", "**Plan: 3 to create, 0 to update, 0 to delete.**\n");
+
+    const comments = gh.comments.get("acme/routes#7")!;
+    expect(comments.map((c) => c.body.split("\n").slice(0, 3))).toEqual([
+      ["<!-- edgeplan:plan stack=web-staging env=staging -->", "### edgeplan plan: environment `staging`, stack `web-staging`", ""],
+      ["<!-- edgeplan:plan stack=web-production env=production -->", "### edgeplan plan: environment `production`, stack `web-production`", ""],
+    ]);
+    expect(comments[0]!.body).toContain("**Plan: 3 to create");
+    expect(comments[1]!.body).toContain("**Plan: 2 to create");
     expect(gh.writes().map((c) => c.method)).toEqual(["POST", "POST", "PATCH"]);
   });
 
@@ -328,6 +357,7 @@ describe("edgeplan action on push", () => {
     expect(fake.recorded.apply[0]!.options).toEqual({
       paths: ["manifests"],
       stack: "prod",
+      apiKeyEnv: "EDGEPLAN_API_KEY",
       prune: true,
       ack: ["traffic-shift", "mass-delete"],
       autoApprove: true,
@@ -360,6 +390,7 @@ describe("edgeplan action on push", () => {
     expect(options).toEqual({
       paths: ["manifests"],
       stack: "prod",
+      apiKeyEnv: "EDGEPLAN_API_KEY",
       prune: false,
       ack: ["traffic-shift"],
       autoApprove: true,

@@ -76,6 +76,13 @@ describe("loadApiKey and clientOptionsFrom", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it("reads the variable the project file's api_key_env names, never EDGEPLAN_API_KEY in its place", async () => {
+    expect(await loadApiKey(undefined, { EDGEPLAN_API_KEY_PROD: KEY, EDGEPLAN_API_KEY: "staging-key" }, "EDGEPLAN_API_KEY_PROD")).toBe(KEY);
+    expect((await errorOf(loadApiKey(undefined, { EDGEPLAN_API_KEY: "staging-key" }, "EDGEPLAN_API_KEY_PROD"))).message).toBe(
+      "no API key: set EDGEPLAN_API_KEY_PROD (the project file's api_key_env), or pass --api-key-file FILE (a file holding the key)",
+    );
+  });
+
   it("reads the key from the file (trimmed), else from EDGEPLAN_API_KEY", async () => {
     expect(await loadApiKey(join(dir, "key"), { EDGEPLAN_API_KEY: "other" })).toBe(KEY);
     expect(await loadApiKey(undefined, { EDGEPLAN_API_KEY: ` ${KEY} ` })).toBe(KEY);

@@ -20,6 +20,16 @@ describe("lease objects", () => {
     expect(parseLease(obj("bkdwd_b", "prod", 3))).toEqual({ id: "bkdwd_b", stack: "prod", holder: HOLDER, ttlMs: 60_000, renewals: 3 });
   });
 
+  it("records the environment the apply runs in, and names it first when it shows the holder", () => {
+    const body = buildLeaseBody("web-production", { ...HOLDER, environment: "production" }, 60_000, 0);
+    const lease = parseLease({ id: "bkdwd_e", metadata: body.metadata });
+    expect(lease?.holder).toEqual({ ...HOLDER, environment: "production" });
+    expect(describeHolder(lease as NonNullable<typeof lease>)).toBe("environment production, host ci-7, process 4242, started 2026-01-02T03:04:05Z (lease bkdwd_e)");
+    expect(describeHolder(parseLease(obj("bkdwd_f", "prod")) as NonNullable<ReturnType<typeof parseLease>>)).toBe(
+      "host ci-7, process 4242, started 2026-01-02T03:04:05Z (lease bkdwd_f)",
+    );
+  });
+
   it("tells lease objects from owned objects, foreign objects and user metadata that mentions a lease", () => {
     expect(isLeaseObject(obj("bkdwd_a", "prod"))).toBe(true);
     expect(isLeaseObject({ id: "x", metadata: '{"edgeplan":{"name":"web","stack":"prod"}}' })).toBe(false);

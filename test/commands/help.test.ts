@@ -6,14 +6,14 @@
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/server.js";
 
-const CLIENT = ["--config", "--api-url", "--api-key-file"];
+const CLIENT = ["--config", "--env", "--api-url", "--api-key-file"];
 const WIRE = ["--rate-limit", "--retries", "--timeout", "--version-header", "--insecure-http"];
 const PLANNING = [...CLIENT, "--stack", "--takeover", "--local", "--fixtures", "--concurrency", ...WIRE];
 const SCOPE = ["--target", "--exclude"];
 const PLAN_SHARED = [...SCOPE, "--prune", "--no-prune", "--max-shift", "--max-deletes"];
 
 const EXPECTED: Record<string, string[]> = {
-  validate: ["--config", "--format", "--verbose"],
+  validate: ["--config", "--env", "--format", "--verbose"],
   plan: ["--format", "--out", "--html", "--detailed-exitcode", ...PLAN_SHARED, ...PLANNING, "--no-color", "--verbose"],
   apply: [
     "--plan",

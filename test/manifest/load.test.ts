@@ -185,6 +185,18 @@ describe("finding manifests", () => {
     expect(result.root).toBe(dir);
   });
 
+  it("leaves out a folder below the root that holds its own edgeplan.yaml (another project), and reads it as a root", async () => {
+    const wb = (name: string): string => `kind: WeightedBackend\nname: ${name}\nbackends: {}\n`;
+    const dir = tree("nested-project", {
+      "a.yaml": wb("a"),
+      "envs/edgeplan.yaml": "environments:\n  staging: {vars: {x: y}}\n",
+      "envs/manifests/b.yaml": "kind: WeightedBackend\nname: b\nbackends: {${var.x}: 1}\n",
+    });
+    expect((await loadDesired(["."], { cwd: dir, env: {} })).files).toEqual(["a.yaml"]);
+    const nested = await loadDesired(["envs"], { cwd: dir, env: {}, vars: { name: "staging", vars: { x: "c" } } });
+    expect(nested.files).toEqual(["envs/manifests/b.yaml"]);
+  });
+
   it("reads a file given by name even when it has no kind", async () => {
     const dir = tree("explicit", { "fixtures.yaml": "edges: []\n" });
     expect(await messages(["fixtures.yaml"], dir)).toEqual(["fixtures.yaml:1:1: missing kind; add kind: WeightedBackend or kind: EdgeRoute"]);

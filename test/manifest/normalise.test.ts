@@ -166,9 +166,31 @@ describe("variables", () => {
     expect(JSON.stringify(desired)).not.toContain("/root");
   });
 
-  it("leave keys as written", () => {
+  it("are replaced in keys too", () => {
     const { desired } = desiredOf(`kind: WeightedBackend\nname: a\nmetadata: {"\${EDGEPLAN_VAR_K}": v}\nbackends: {${CHILD1}: 1}\n`, { EDGEPLAN_VAR_K: "k" });
-    expect(desired.weightedBackends[0]?.metadata).toEqual({ "${EDGEPLAN_VAR_K}": "v" });
+    expect(desired.weightedBackends[0]?.metadata).toEqual({ k: "v" });
+  });
+
+  it("${var.NAME} comes from the chosen environment's vars, in backend-id keys, edge and route ids", () => {
+    const staging = { name: "staging", vars: { child: CHILD2, edge: EDGE, route: ROUTE } };
+    const text = `kind: WeightedBackend\nname: a\nbackends:\n  \${var.child}: 1\n---\nkind: EdgeRoute\nedge: \${var.edge}\nroute: \${var.route}\ncircuit_breaker: absent\n`;
+    const { desired, messages } = desiredOf(text, {}, staging);
+    expect(messages).toEqual([]);
+    expect(desired.weightedBackends[0]?.backends).toEqual({ [CHILD2]: 1 });
+    expect(desired.edgeRoutes.map((r) => `${r.edge}/${r.route}`)).toEqual([`${EDGE}/${ROUTE}`]);
+  });
+
+  it("${var.NAME} the environment lacks, or with none chosen, is an error at its key; a key made equal to another is refused", () => {
+    const text = `kind: WeightedBackend\nname: a\nbackends:\n  \${var.child}: 1\n  ${CHILD1}: 2\n`;
+    expect(desiredOf(text, {}, { name: "production", vars: { edge: EDGE } }).messages).toEqual([
+      "m.yaml:4:3: ${var.child}: environment production has no variable child (its vars: edge); add it under environments.production.vars in edgeplan.yaml",
+    ]);
+    expect(desiredOf(text).messages).toEqual([
+      "m.yaml:4:3: ${var.child}: no environment is chosen, so there are no vars; define environments: with vars in edgeplan.yaml and pass --env NAME",
+    ]);
+    expect(desiredOf(text, {}, { name: "qa", vars: { child: CHILD1 } }).messages).toEqual([
+      `m.yaml:5:3: key "${CHILD1}" (after variables are replaced) repeats an earlier key of this mapping; give each a different value`,
+    ]);
   });
 
   it("do not judge a value again when its variable could not be replaced", () => {

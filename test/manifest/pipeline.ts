@@ -5,6 +5,7 @@
 import { buildDesired, type SamlSource } from "../../src/manifest/build-desired.js";
 import type { CheckedDocument } from "../../src/manifest/check-document.js";
 import { checkManifestText, emptyCheckedTexts } from "../../src/manifest/check-text.js";
+import type { VarSource } from "../../src/manifest/interpolate.js";
 import { formatDiagnostic } from "../../src/model/errors.js";
 import type { DesiredState } from "../../src/model/state.js";
 
@@ -19,11 +20,11 @@ export const IDP_XML =
   '<md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"/></md:EntityDescriptor>';
 
 /** Runs the pure steps of the loader over one manifest text named `m.yaml`. */
-export function desiredOf(text: string, env: Record<string, string> = {}): { desired: DesiredState; messages: string[] } {
+export function desiredOf(text: string, env: Record<string, string> = {}, vars: VarSource = null): { desired: DesiredState; messages: string[] } {
   const checked = emptyCheckedTexts();
   const { diagnostics, documents, declaredNames, references } = checked;
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
-  for (const doc of checkManifestText(text, "m.yaml", env, checked)) {
+  for (const doc of checkManifestText(text, "m.yaml", env, checked, vars)) {
     const saml = doc.kind === "EdgeRoute" ? doc.value.saml : undefined;
     if (saml !== undefined && saml !== "absent" && saml.idp_metadata !== undefined) samlSources.set(doc, { text: saml.idp_metadata });
   }

@@ -59,7 +59,8 @@ function manifestsUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = path.join(dir, name);
     if (statSync(p).isDirectory()) return name === "workflows" ? [] : manifestsUnder(p);
-    return /\.ya?ml$/.test(name) && name !== "fixtures.yaml" ? [p] : [];
+    // Fixtures files (one per environment in environments/) hold no manifest.
+    return /\.ya?ml$/.test(name) && !/^fixtures(-[a-z]+)?\.yaml$/.test(name) ? [p] : [];
   });
 }
 

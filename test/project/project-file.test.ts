@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { fillFromProject } from "../../src/commands/project.js";
+import { chooseEnvironment, fillFromProject } from "../../src/commands/project.js";
 import { loadDesired } from "../../src/manifest/load.js";
 import { loadProjectFile } from "../../src/project/project-file.js";
 import { formatDiagnostic } from "../../src/model/errors.js";
@@ -55,6 +55,50 @@ describe("the project file", () => {
       'edgeplan.yaml:3:10: timeout: expected milliseconds from 1 to 600000 (or a duration such as 30s), got "2h"',
       'edgeplan.yaml:4:14: max_deletes: expected a whole number from 0 to 1000000, got "-1"',
     ]);
+  });
+
+  it("reads environments: each one's settings and vars apart from the top level's, every problem at its line", async () => {
+    const dir = folder({
+      "edgeplan.yaml":
+        "paths: m\nstack: web\nenvironments:\n  staging:\n    stack: web-staging\n    api_key_env: KEY_STAGING\n    vars: {edge: e1}\n  production:\n    paths: [prod]\n    vars: {edge: e2}\n",
+    });
+    expect(await loadProjectFile(dir)).toEqual({
+      file: "edgeplan.yaml",
+      settings: { paths: ["m"], stack: "web" },
+      environments: {
+        staging: { settings: { stack: "web-staging", apiKeyEnv: "KEY_STAGING" }, vars: { edge: "e1" } },
+        production: { settings: { paths: ["prod"] }, vars: { edge: "e2" } },
+      },
+      diagnostics: [],
+    });
+    writeFileSync(join(dir, "edgeplan.yaml"), "environments:\n  Prod:\n    stack: p\n  qa:\n    api_key: x\n    timeout: 2h\n    vars: {1x: y}\n    paths: ../out\n");
+    expect((await loadProjectFile(dir)).diagnostics.map(formatDiagnostic)).toEqual([
+      'edgeplan.yaml:2:3: environments: "Prod" is not an environment name: use lowercase letters, digits and -, starting with a letter or digit, at most 63 characters',
+      "edgeplan.yaml:5:5: environments.qa.api_key: the API key never goes in edgeplan.yaml (it would be committed): set EDGEPLAN_API_KEY or pass --api-key-file FILE",
+      'edgeplan.yaml:6:14: environments.qa.timeout: expected milliseconds from 1 to 600000 (or a duration such as 30s), got "2h"',
+      'edgeplan.yaml:7:12: environments.qa.vars: "1x" is not a variable name: use letters, digits and _, not starting with a digit',
+    ]);
+  });
+
+  it("chooses the environment --env or EDGEPLAN_ENV names, or the only one; its settings over the top level's", () => {
+    const project = {
+      file: "edgeplan.yaml",
+      settings: { stack: "web", rateLimit: "60/60s" },
+      environments: { staging: { settings: { stack: "web-staging" }, vars: { a: "1" } }, production: { settings: {}, vars: {} } },
+      diagnostics: [],
+    };
+    expect(chooseEnvironment(project, "staging", {})).toEqual({
+      environment: { name: "staging", vars: { a: "1" } },
+      settings: { stack: "web-staging", rateLimit: "60/60s" },
+    });
+    expect(chooseEnvironment(project, undefined, { EDGEPLAN_ENV: "production" }).settings).toEqual({ stack: "web", rateLimit: "60/60s" });
+    expect(() => chooseEnvironment(project, undefined, {})).toThrow("edgeplan.yaml defines 2 environments (staging, production): choose one with --env NAME or EDGEPLAN_ENV");
+    expect(() => chooseEnvironment(project, "stagin", {})).toThrow(
+      "--env stagin: no such environment in edgeplan.yaml; did you mean staging?; the environments are staging, production",
+    );
+    const one = { ...project, environments: { staging: project.environments.staging } };
+    expect(chooseEnvironment(one, undefined, {}).environment).toEqual({ name: "staging", vars: { a: "1" } });
+    expect(chooseEnvironment({ settings: {}, diagnostics: [] }, undefined, {})).toEqual({ environment: null, settings: {} });
   });
 
   it("fills only what neither a flag nor the environment gives", () => {

@@ -189,6 +189,7 @@ describe("renderJson", () => {
     expect(Object.keys(parsed)).toEqual([
       "format_version",
       "stack",
+      "environment",
       "targeted",
       "options",
       "summary",
