@@ -5,7 +5,6 @@
  */
 import * as core from "@actions/core";
 import type { PlanRecord } from "../core/plan-digest.js";
-import type { RiskRule } from "../model/plan.js";
 import {
   COMMENT_MAX_CHARS,
   commentMarker,
@@ -40,7 +39,7 @@ export interface PostedReport {
   hasChanges: boolean;
   /** What a plan would change, recorded in the comment for the apply on merge; undefined when the plan failed. */
   record?: PlanRecord;
-  risks?: RiskRule[];
+  risks?: string[];
 }
 
 /** A client for the run's token, or undefined (with a notice saying why the post is skipped). */

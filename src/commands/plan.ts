@@ -27,6 +27,8 @@ import { declaredModules, recordedReads } from "../core/inventory.js";
 import { isInventoryObject, parseInventory } from "../model/inventory.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { LoadResult } from "../manifest/load.js";
+import { deniedResults, type Policy } from "../core/policies.js";
+import { buildPolicyDenial } from "../apply/approval.js";
 
 export type PlanFormat = "text" | "json" | "markdown" | "html";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown", "html"];
@@ -39,6 +41,8 @@ export interface PlanFlags {
   prune?: boolean;
   maxShift?: string | number;
   maxDeletes?: string | number;
+  /** The project's policies (the project file fills them). */
+  policies?: Policy[];
 }
 
 export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
@@ -74,6 +78,7 @@ export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack
     maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : SETTING_PARSERS.maxShift(flags.maxShift),
   };
   if (flags.maxDeletes !== undefined) options.maxDeletes = SETTING_PARSERS.maxDeletes(flags.maxDeletes);
+  if (flags.policies && flags.policies.length > 0) options.policies = flags.policies;
   const scope = scopeFrom(flags);
   if (scope.targets.length > 0) options.targets = [...scope.targets];
   if (scope.excludes.length > 0) options.excludes = [...scope.excludes];
@@ -166,6 +171,13 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
     const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
+    const denied = deniedResults(plan);
+    if (denied.length > 0) {
+      // A denied plan is shown (with why) but never saved: nothing could apply it.
+      io.stderr(`edgeplan: ${buildPolicyDenial(denied, "plan").message}\n`);
+      if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");
+      return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges: planHasChanges(plan) };
+    }
     if (options.out) {
       // Only the saved plan says where it was made: stdout's JSON stays the same bytes at any API.
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }));

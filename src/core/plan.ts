@@ -27,6 +27,7 @@ import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./s
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 import { buildRolloutChange } from "./rollout.js";
 import { buildInventoryChanges, planModuleOwnership, type Ownership } from "./inventory.js";
+import { withPolicies, type Policy, type PolicyEnv } from "./policies.js";
 
 export interface PlanOptions {
   /** The stack whose owner markers this plan manages. */
@@ -49,6 +50,10 @@ export interface PlanOptions {
   now?: number;
   /** Names of weighted backends whose halted rollout starts again (`apply --retry-rollout NAME`). */
   retryRollouts?: readonly string[];
+  /** The project's policies, judged over the plan's changes (`withPolicies`). */
+  policies?: readonly Policy[];
+  /** The environment the plan is made for, as policies see it. Default null: none. */
+  env?: PolicyEnv;
 }
 
 export const DEFAULT_MAX_SHIFT = 50;
@@ -115,7 +120,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     { changes, outputs },
     { budget: options.budget ?? DEFAULT_BUDGET, accountWeightedBackends: live.weightedBackends.length, outputRoutes: false },
   );
-  return {
+  const plan: Plan = {
     format_version: PLAN_FORMAT_VERSION,
     stack: options.stack,
     targeted,
@@ -136,6 +141,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     ignored: ignored.sorted((address) => inScope(scope, address)),
     estimate,
   };
+  return options.policies ? withPolicies(plan, options.policies, options.env ?? null) : plan;
 }
 
 /**

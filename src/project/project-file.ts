@@ -15,6 +15,8 @@ import { checkBaseUrl } from "../api/options.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
 import { sortDiagnostics } from "../manifest/load.js";
 import { decodeManifest, parseManifestText, Pinner, toPlain, type ParsedDocument } from "../manifest/yaml-source.js";
+import type { Policy } from "../core/policies.js";
+import { loadPolicies } from "./policies.js";
 
 /** The settings of a project file, named as the commands' options name them. Paths are relative to the cwd. */
 export interface ProjectSettings {
@@ -28,6 +30,8 @@ export interface ProjectSettings {
   maxShift?: string | number;
   maxDeletes?: string | number;
   prune?: boolean;
+  /** The project's policies, compiled (`policies` and `policy_files`). */
+  policies?: Policy[];
 }
 
 export interface ProjectFileResult {
@@ -84,7 +88,11 @@ export async function loadProjectFile(cwd: string, configPath?: string): Promise
   if (!checked.file) return { file: shown, settings: {}, diagnostics: checked.diagnostics };
   const refused = await confinePaths(doc, checked.file, path.dirname(absolute));
   if (refused.length > 0) return { file: shown, settings: {}, diagnostics: refused, pathsRefused: true };
-  return { file: shown, settings: toSettings(checked.file, path.dirname(absolute), cwd), diagnostics: checked.diagnostics };
+  const policies = await loadPolicies(doc, checked.file, path.dirname(absolute), (p) => path.relative(cwd, p));
+  if (policies.diagnostics.some((d) => d.severity === "error")) return { file: shown, settings: {}, diagnostics: sortDiagnostics(policies.diagnostics) };
+  const settings = toSettings(checked.file, path.dirname(absolute), cwd);
+  if (policies.policies.length > 0) settings.policies = policies.policies;
+  return { file: shown, settings, diagnostics: [...checked.diagnostics, ...policies.diagnostics] };
 }
 
 /** The manifest paths of the file that lead outside its folder or into .git/ (`projectPathProblem`), at their lines. */
@@ -142,6 +150,8 @@ function error(pos: SourcePos, message: string): Diagnostic {
 function toSettings(file: ProjectFile, dir: string, cwd: string): ProjectSettings {
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(file)) {
+    // Policies are compiled by `loadPolicies`, not carried as written.
+    if (key === "policies" || key === "policy_files") continue;
     if (value !== undefined) settings[key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = value;
   }
   // Written relative to the file, so that `--config other/edgeplan.yaml` means the same folders.

@@ -27,6 +27,9 @@ import {
   visibleWeights,
   weightText,
   unchangedOutputsLine,
+  policiesLine,
+  policyPlace,
+  POLICY_LEVEL_NOTE,
 } from "./common.js";
 
 export interface MarkdownOptions {
@@ -95,6 +98,15 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
   if (plan.risks.length > 0) {
     head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
     for (const risk of plan.risks) head.push(`- **${code(risk.rule)}**: ${cell(risk.message)}`);
+  }
+  if (plan.policies) {
+    head.push("", "#### Policies", "", cell(policiesLine(plan.policies)));
+    if (plan.policies.results.length > 0) head.push("");
+    for (const r of plan.policies.results) {
+      head.push(
+        `- **${code(r.rule)}** (${r.level}: ${POLICY_LEVEL_NOTE[r.level]}${r.level === "ack" ? ` ${code(r.rule)}` : ""}) on ${code(policyPlace(r))}: ${cell(r.message)}`,
+      );
+    }
   }
   if (plan.warnings.length > 0) {
     head.push("", "#### Warnings", "");
