@@ -52,7 +52,7 @@ export function policyPlanOf(changes: readonly Record<string, unknown>[], summar
   return { changes, summary: celValue(summary) };
 }
 
-function matches(match: PolicyMatch, change: Change, env: PolicyEnv): boolean {
+function matches(match: PolicyMatch, change: Pick<Change, "kind" | "action">, env: PolicyEnv): boolean {
   if (match.kinds && !match.kinds.includes(change.kind)) return false;
   if (match.actions && !match.actions.includes(change.action)) return false;
   return environmentMatches(match, env);
@@ -131,4 +131,48 @@ export function withPolicies(plan: Plan, policies: readonly Policy[] | undefined
   if (!policies || policies.length === 0) return { ...rest, risks: builtIn };
   const judged = buildPolicyResults(policies, plan, env);
   return { ...rest, risks: [...builtIn, ...buildPolicyRisks(judged.results)], policies: judged };
+}
+
+/** What became of one policy in a `policy test` case: it held, it did not (or could not be evaluated), or it did not match. */
+export type PolicyVerdict = "pass" | "fail" | "skip";
+
+/** The input of one `policy test` case: a change, and optionally the plan around it and the environment. */
+export interface PolicyCaseInput {
+  change: { address: string; kind: string; action: string; before: unknown; after: unknown };
+  /** Default: a plan of that one change. */
+  plan?: { changes: unknown[]; summary: Record<string, number> };
+  env: PolicyEnv;
+}
+
+/** The summary of a plan of one change, as `buildSummary` counts it. */
+function summaryOfOne(kind: string, action: string): Record<string, number> {
+  const summary: Record<string, number> = { create: 0, update: 0, delete: 0, adopt: 0, takeover: 0, rename: 0, rollout: 0, module_replace: 0, module_delete: 0 };
+  const key = kind === "weighted_backend" ? action : `module_${action}`;
+  if (key in summary) summary[key] = 1;
+  return { ...summary, orphans_kept: 0, total: 1 };
+}
+
+/**
+ * Judges every policy over one case, as plan would over its change: a policy whose `match` leaves the change (or,
+ * over the whole plan, the environment) out is `skip`. A failure carries its message (the description, or the
+ * evaluation error).
+ */
+export function judgeCase(policies: readonly Policy[], input: PolicyCaseInput): Map<string, { verdict: PolicyVerdict; message?: string }> {
+  const change = celValue(input.change) as Record<string, unknown>;
+  const plan = input.plan
+    ? { changes: celValue(input.plan.changes), summary: celValue(input.plan.summary) }
+    : policyPlanOf([change], summaryOfOne(input.change.kind, input.change.action) as unknown as PlanSummary);
+  const env = input.env === null ? null : celValue(input.env);
+  const verdicts = new Map<string, { verdict: PolicyVerdict; message?: string }>();
+  for (const policy of policies) {
+    const plansOnly = policy.match.scope === "plan";
+    const applies = plansOnly ? environmentMatches(policy.match, input.env) : matches(policy.match, input.change as Pick<Change, "kind" | "action">, input.env);
+    if (!applies) {
+      verdicts.set(policy.name, { verdict: "skip" });
+      continue;
+    }
+    const result = judge(policy, input.change.address, plansOnly ? { plan, env } : { change, plan, env });
+    verdicts.set(policy.name, result ? { verdict: "fail", message: result.message } : { verdict: "pass" });
+  }
+  return verdicts;
 }

@@ -83,3 +83,32 @@ export type ProjectFile = z.infer<typeof ProjectFileSchema>;
 
 /** The keys of the project file, in documented order. */
 export const PROJECT_KEYS = Object.keys(ProjectFileSchema.shape) as Array<keyof ProjectFile>;
+
+/** One case of `edgeplan policy test`: a change (and optionally its plan and environment), and what each policy should say. */
+export const PolicyCaseSchema = z
+  .strictObject({
+    description: z.string().optional().meta({ description: "What the case shows." }),
+    change: z
+      .strictObject({
+        address: z.string().optional().meta({ description: "The change's address. Default: the case file's name." }),
+        kind: z.enum(["weighted_backend", "saml", "circuit_breaker"]),
+        action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename", "rollout", "replace"]),
+        before: z.unknown().optional().meta({ description: "The object before, as the JSON plan shows it; absent: null." }),
+        after: z.unknown().optional().meta({ description: "The object after, as the JSON plan shows it; absent: null." }),
+      })
+      .meta({ description: "The change judged, as `change` in an expression." }),
+    plan: z
+      .strictObject({ changes: z.array(z.unknown()), summary: z.record(z.string(), z.number()) })
+      .optional()
+      .meta({ description: "`plan` in an expression. Default: a plan of the one change." }),
+    env: z
+      .strictObject({ name: z.string(), vars: z.record(z.string(), z.string()).optional() })
+      .nullable()
+      .optional()
+      .meta({ description: "`env` in an expression. Default: null (no environment)." }),
+    expect: z
+      .record(z.string(), z.enum(["pass", "fail", "skip"]))
+      .meta({ description: "Policy name to pass (the expression holds), fail (it does not, or cannot be evaluated) or skip (its match leaves the change out)." }),
+  })
+  .meta({ title: "edgeplan policy test case" });
+export type PolicyCase = z.infer<typeof PolicyCaseSchema>;
