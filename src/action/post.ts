@@ -79,7 +79,7 @@ export async function postPlanComment(run: ActionRun, report: PostedReport, max:
     let preamble: string | undefined;
     if (report.record) {
       const rules = report.risks ?? [];
-      const commands = rules.length > 0 ? await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor) : undefined;
+      const commands = rules.length > 0 ? await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor, rules) : undefined;
       const acks = commands ? renderAcknowledgements(rules, commands.acks, commands.ignored) : "";
       preamble = [reviewedMarker(report.record, rules), acks].filter(Boolean).join("\n");
     }
@@ -137,7 +137,7 @@ export async function refreshAcknowledgements(run: ActionRun, number: number): P
       core.info(`edgeplan: pull request #${number} has no plan of stack ${run.stack} with risks to acknowledge`);
       return "skipped";
     }
-    const commands = await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor);
+    const commands = await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor, rules);
     const body = replaceAcknowledgements(sticky.body, renderAcknowledgements(rules, commands.acks, commands.ignored));
     if (body === undefined || body === sticky.body) return "skipped";
     return (await writeStickyComment(client.octokit, issue, sticky.id, run.secrets.redact(body))).action;

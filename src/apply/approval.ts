@@ -42,7 +42,11 @@ export function unacknowledgedRisks(plan: Pick<Plan, "risks">, acks: readonly st
 
 /** The refusal of a plan with unacknowledged risks: each risk with its message, and the flags that let it through. */
 export function buildRiskRefusal(risks: readonly Risk[]): UnsafePlanError {
-  const rules = [...new Set(risks.map((r) => r.rule))];
+  // Built-in rules in their order, then policies' names as the risks list them.
+  const rules = [
+    ...RISK_RULES.filter((rule) => risks.some((r) => r.rule === rule)),
+    ...new Set(risks.map((r) => r.rule).filter((r) => !(RISK_RULES as readonly string[]).includes(r))),
+  ];
   const n = risks.length;
   return new UnsafePlanError(
     [
