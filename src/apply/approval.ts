@@ -82,12 +82,14 @@ export async function confirmRisks(risks: readonly Risk[], prompt: (question: st
  */
 export function buildPolicyDenial(denied: readonly PolicyResult[], by: "plan" | "apply"): UnsafePlanError {
   const n = denied.length;
-  const what = by === "plan" ? "the plan was not saved" : "no change was sent";
+  const what = by === "plan" ? "The plan was not saved" : "No change was sent";
+  const rules = [...new Set(denied.map((r) => r.rule))];
+  // The last line stands alone (the GitHub Action shows it as the failure): it names the policies and what to do.
   return new UnsafePlanError(
     [
-      `the plan is denied by ${n} policy ${n === 1 ? "violation" : "violations"} (level deny); ${what}:`,
+      `the plan has ${n} ${n === 1 ? "violation" : "violations"} of policies of level deny:`,
       ...denied.map((r) => `  ${r.rule}: ${r.address ?? "the plan"}: ${r.message}`),
-      "Change the manifests so that each policy holds (--ack and --force do not lift a deny), then plan again.",
+      `${what}: the plan is denied by ${rules.join(", ")}. Change the manifests so that ${rules.length === 1 ? "it holds" : "they hold"} (--ack and --force do not lift a deny), then plan again.`,
     ].join("\n"),
     "policy",
   );

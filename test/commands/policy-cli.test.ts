@@ -145,9 +145,9 @@ describe("policies (built CLI, real server)", () => {
     );
     expect(text.stderr).toBe(
       [
-        "edgeplan: the plan is denied by 1 policy violation (level deny); the plan was not saved:",
+        "edgeplan: the plan has 1 violation of policies of level deny:",
         "  no-deletes: weighted_backend.a: Nothing is deleted by this project.",
-        "Change the manifests so that each policy holds (--ack and --force do not lift a deny), then plan again.",
+        "The plan was not saved: the plan is denied by no-deletes. Change the manifests so that it holds (--ack and --force do not lift a deny), then plan again.",
         "",
       ].join("\n"),
     );
@@ -164,7 +164,9 @@ describe("policies (built CLI, real server)", () => {
     const from = w.log().length;
     const apply = await w.cli(["apply", "m", "--prune", "--auto-approve", "--force"]);
     expect(apply.code).toBe(1);
-    expect(apply.stderr).toContain("edgeplan: the plan is denied by 1 policy violation (level deny); no change was sent:\n  no-deletes: weighted_backend.a:");
+    expect(apply.stderr).toContain(
+      "edgeplan: the plan has 1 violation of policies of level deny:\n  no-deletes: weighted_backend.a: Nothing is deleted by this project.\nNo change was sent: the plan is denied by no-deletes.",
+    );
     expect(w.changeWrites(from)).toEqual([]);
     expect([...(await w.owned()).keys()]).toEqual(["a"]);
     // Without the delete, the same manifests pass.
