@@ -64,6 +64,8 @@ async function policyFilesOf(written: string, dir: string): Promise<{ files: str
   const folder = path.dirname(written);
   const globbed = pattern.includes("*");
   if (folder.includes("*")) return { problem: `${written}: "*" may stand only in the file name, not in a folder` };
+  // One star is all a folder of policy files needs, and several would let a pattern cost time exponential in a name.
+  if (pattern.split("*").length > 2) return { problem: `${written}: a file name may hold one "*" at most (rules/*.yaml)` };
   const realDir = await realpath(dir);
   const confined = async (p: string): Promise<string | undefined> => {
     const real = await realpath(path.resolve(dir, p)).catch(() => undefined);

@@ -85,6 +85,9 @@ describe("policies in the project file", () => {
     expect(await errorsOf({ "edgeplan.yaml": oneRule(`'${"(".repeat(40)}true${")".repeat(40)}'`) })).toEqual([
       "edgeplan.yaml:5:50: policy rule: Exceeded maxDepth (32); fix the expression (docs/policies.md lists what it may use)",
     ]);
+    expect(await errorsOf({ "edgeplan.yaml": oneRule("'plan.changes.all(a, plan.changes.all(b, a == b))'") })).toEqual([
+      "edgeplan.yaml:5:38: policy rule: a all() inside another comprehension is not allowed (its cost would grow with the square of the list); write it without nesting; fix the expression (docs/policies.md lists what it may use)",
+    ]);
     const huge = `'change.action == "${"x".repeat(1024 * 1024 - 200)}"'`;
     const [tooLong] = await errorsOf({ "edgeplan.yaml": oneRule(huge) });
     expect(tooLong).toMatch(/^edgeplan\.yaml:5:18: policy rule: the expression is 1048395 characters long; at most 8192 are allowed;/);
@@ -102,7 +105,10 @@ describe("policies in the project file", () => {
 
   it("read policy files only inside the project's folder", async () => {
     const outside = folder({ "evil.yaml": "policies: []\n" });
-    const dir = folder({ "edgeplan.yaml": `policy_files: [../x.yaml, /etc/passwd, .git/p.yaml, rules/*.yaml, link.yaml, none/*.yaml]\n`, "rules/.keep": "" });
+    const dir = folder({
+      "edgeplan.yaml": `policy_files: [../x.yaml, /etc/passwd, .git/p.yaml, rules/*.yaml, link.yaml, none/*.yaml, "*/*.yaml", "a*b*.yaml"]\n`,
+      "rules/.keep": "",
+    });
     symlinkSync(join(outside, "evil.yaml"), join(dir, "link.yaml"));
     const result = await loadProjectFile(dir);
     expect(result.diagnostics.map(formatDiagnostic)).toEqual([
@@ -112,6 +118,8 @@ describe("policies in the project file", () => {
       "edgeplan.yaml:1:53: policy_files: rules/*.yaml matches no file; name the policy files, or remove this entry",
       "edgeplan.yaml:1:67: policy_files: link.yaml: a symbolic link on this path leads outside the project's folder; name a file or folder inside the project's folder, or give other paths on the command line",
       "edgeplan.yaml:1:78: policy_files: none/*.yaml: the folder none cannot be read; name a folder of the project",
+      'edgeplan.yaml:1:91: policy_files: */*.yaml: "*" may stand only in the file name, not in a folder',
+      'edgeplan.yaml:1:103: policy_files: a*b*.yaml: a file name may hold one "*" at most (rules/*.yaml)',
     ]);
   });
 
