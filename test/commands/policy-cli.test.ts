@@ -125,6 +125,9 @@ describe("policies (built CLI, real server)", () => {
     const saved = JSON.parse(readFileSync(file, "utf8"));
     expect(saved.policies.results.map((r: { rule: string }) => r.rule)).toEqual(["two-live-children"]);
     writeFileSync(file, JSON.stringify({ ...saved, risks: [], policies: { rules: 3, evaluated: 1, passed: 1, results: [] } }));
+    // show judges the changes as apply does, with the project's policies.
+    const shown = await w.cli(["show", "saved.json"]);
+    expect(shown.stdout).toContain("Policies: 3 rules, 2 checks: 1 passed, 1 failed (ack 1).\n");
 
     const from = w.log().length;
     const refused = await w.cli(["apply", "--plan", "saved.json", "--auto-approve"]);
