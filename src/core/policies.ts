@@ -104,15 +104,27 @@ export function buildPolicyResults(policies: readonly Policy[], plan: Pick<Plan,
   return { rules: policies.length, evaluated, passed: evaluated - results.length, results };
 }
 
+/** How many violations a risk's message names; the others are counted (the policies' results list them all). */
+const RISK_NAMES = 10;
+
 /** The risks of the `ack` results: one per policy, naming every change it found, acknowledged with `--ack NAME`. */
 export function buildPolicyRisks(results: readonly PolicyResult[]): Risk[] {
   const byRule = new Map<string, PolicyResult[]>();
-  for (const r of results) if (r.level === "ack") byRule.set(r.rule, [...(byRule.get(r.rule) ?? []), r]);
-  return [...byRule].map(([rule, found]) => ({
-    rule,
-    addresses: found.flatMap((r) => (r.address === null ? [] : [r.address])),
-    message: `${found.map((r) => `${r.address ?? "the plan"}: ${r.message.replace(/\.$/, "")}`).join("; ")}. Apply with --ack ${rule} if that is intended.`,
-  }));
+  for (const r of results) {
+    if (r.level !== "ack") continue;
+    const found = byRule.get(r.rule) ?? [];
+    if (found.length === 0) byRule.set(r.rule, found);
+    found.push(r);
+  }
+  return [...byRule].map(([rule, found]) => {
+    const named = found.slice(0, RISK_NAMES).map((r) => `${r.address ?? "the plan"}: ${r.message.replace(/\.$/, "")}`);
+    const more = found.length > RISK_NAMES ? `; and ${found.length - RISK_NAMES} more` : "";
+    return {
+      rule,
+      addresses: found.flatMap((r) => (r.address === null ? [] : [r.address])),
+      message: `${named.join("; ")}${more}. Apply with --ack ${rule} if that is intended.`,
+    };
+  });
 }
 
 /** The `deny` results: a plan that has any is refused by plan (exit 1) and by apply, whatever is acknowledged. */

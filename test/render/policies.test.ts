@@ -72,3 +72,22 @@ describe("policies in the renderings of a plan", () => {
     expect(JSON.parse(renderJson(plan({ wbs }, {})))).not.toHaveProperty("policies");
   });
 });
+
+describe("many violations", () => {
+  const many = plan({ wbs }, {}, { policies: [policy("never", "ack", "false")] });
+
+  it("Markdown lists 50 and counts the rest; the risk names 10 and counts the rest", () => {
+    const md = renderMarkdown(many);
+    expect(md.match(/^- \*\*`never`\*\* \(/gm)).toHaveLength(30);
+    const lots = plan(
+      { wbs: [...wbs, ...wbs.map((w) => ({ ...w, name: `${w.name}-b` }))] },
+      {},
+      { policies: [policy("never", "ack", "false"), policy("again", "warn", "false")] },
+    );
+    const cut = renderMarkdown(lots);
+    expect(cut.match(/^- \*\*`(never|again)`\*\* \(/gm)).toHaveLength(50);
+    expect(cut).toContain("- and 70 more (`edgeplan plan` lists them all)\n");
+    expect(lots.risks[0]?.message).toMatch(/; weighted_backend\.wb-04-b: never <holds> & more; and 50 more\. Apply with --ack never if that is intended\.$/);
+    expect(lots.risks[0]?.addresses).toHaveLength(60);
+  });
+});
