@@ -83,10 +83,8 @@ async function runCase(absolute: string, file: string, policies: readonly Policy
 
 function caseInput(data: PolicyCase, name: string): PolicyCaseInput {
   const { change } = data;
-  const input: PolicyCaseInput = {
-    change: { address: change.address ?? name, kind: change.kind, action: change.action, before: change.before ?? null, after: change.after ?? null },
-    env: data.env ? { name: data.env.name, vars: data.env.vars ?? {} } : null,
-  };
+  const input: PolicyCaseInput = { env: data.env ? { name: data.env.name, vars: data.env.vars ?? {} } : null };
+  if (change) input.change = { address: change.address ?? name, kind: change.kind, action: change.action, before: change.before ?? null, after: change.after ?? null };
   if (data.plan) input.plan = data.plan;
   return input;
 }

@@ -148,9 +148,12 @@ export function withPolicies(plan: Plan, policies: readonly Policy[] | undefined
 /** What became of one policy in a `policy test` case: it held, it did not (or could not be evaluated), or it did not match. */
 export type PolicyVerdict = "pass" | "fail" | "skip";
 
-/** The input of one `policy test` case: a change, and optionally the plan around it and the environment. */
+/**
+ * The input of one `policy test` case: a change, the plan around it, or both, and the environment. A case without a
+ * change judges only the policies over the whole plan.
+ */
 export interface PolicyCaseInput {
-  change: { address: string; kind: string; action: string; before: unknown; after: unknown };
+  change?: { address: string; kind: string; action: string; before: unknown; after: unknown };
   /** Default: a plan of that one change. */
   plan?: { changes: unknown[]; summary: Record<string, number> };
   env: PolicyEnv;
@@ -161,7 +164,7 @@ function summaryOfOne(kind: string, action: string): Record<string, number> {
   const summary: Record<string, number> = { create: 0, update: 0, delete: 0, adopt: 0, takeover: 0, rename: 0, rollout: 0, module_replace: 0, module_delete: 0 };
   const key = kind === "weighted_backend" ? action : `module_${action}`;
   if (key in summary) summary[key] = 1;
-  return { ...summary, orphans_kept: 0, total: 1 };
+  return { ...summary, orphans_kept: 0, total: kind === "" ? 0 : 1 };
 }
 
 /**
@@ -170,20 +173,23 @@ function summaryOfOne(kind: string, action: string): Record<string, number> {
  * evaluation error).
  */
 export function judgeCase(policies: readonly Policy[], input: PolicyCaseInput): Map<string, { verdict: PolicyVerdict; message?: string }> {
-  const change = celValue(input.change) as Record<string, unknown>;
+  const given = input.change;
+  const change = celValue(given) as Record<string, unknown>;
   const plan = input.plan
     ? { changes: celValue(input.plan.changes), summary: celValue(input.plan.summary) }
-    : policyPlanOf([change], summaryOfOne(input.change.kind, input.change.action) as unknown as PlanSummary);
+    : policyPlanOf(given ? [change] : [], summaryOfOne(given?.kind ?? "", given?.action ?? "") as unknown as PlanSummary);
   const env = input.env === null ? null : celValue(input.env);
   const verdicts = new Map<string, { verdict: PolicyVerdict; message?: string }>();
   for (const policy of policies) {
     const plansOnly = policy.match.scope === "plan";
-    const applies = plansOnly ? environmentMatches(policy.match, input.env) : matches(policy.match, input.change as Pick<Change, "kind" | "action">, input.env);
+    const applies = plansOnly
+      ? environmentMatches(policy.match, input.env)
+      : given !== undefined && matches(policy.match, given as Pick<Change, "kind" | "action">, input.env);
     if (!applies) {
       verdicts.set(policy.name, { verdict: "skip" });
       continue;
     }
-    const result = judge(policy, input.change.address, plansOnly ? { plan, env } : { change, plan, env });
+    const result = judge(policy, plansOnly ? null : (given?.address ?? null), plansOnly ? { plan, env } : { change, plan, env });
     verdicts.set(policy.name, result ? { verdict: "fail", message: result.message } : { verdict: "pass" });
   }
   return verdicts;

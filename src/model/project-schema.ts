@@ -96,11 +96,12 @@ export const PolicyCaseSchema = z
         before: z.unknown().optional().meta({ description: "The object before, as the JSON plan shows it; absent: null." }),
         after: z.unknown().optional().meta({ description: "The object after, as the JSON plan shows it; absent: null." }),
       })
-      .meta({ description: "The change judged, as `change` in an expression." }),
+      .optional()
+      .meta({ description: "The change judged, as `change` in an expression. Without it, only the policies over the whole plan are judged." }),
     plan: z
       .strictObject({ changes: z.array(z.unknown()), summary: z.record(z.string(), z.number()) })
       .optional()
-      .meta({ description: "`plan` in an expression. Default: a plan of the one change." }),
+      .meta({ description: "`plan` in an expression. Default: a plan of the one change (of none without a change)." }),
     env: z
       .strictObject({ name: z.string(), vars: z.record(z.string(), z.string()).optional() })
       .nullable()

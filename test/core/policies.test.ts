@@ -100,4 +100,15 @@ describe("judgeCase", () => {
     });
     expect(Object.fromEntries(verdicts)).toEqual({ "two-live": { verdict: "fail", message: "two-live holds." }, saml: { verdict: "skip" } });
   });
+
+  it("judges only the policies over the whole plan when a case gives a plan and no change", () => {
+    const policies = [policy("few-deletes", "deny", "plan.summary.delete <= 1", { scope: "plan" }), policy("two-live", "deny", TWO_LIVE)];
+    const plan = { changes: [], summary: { delete: 2 } };
+    expect(Object.fromEntries(judgeCase(policies, { plan, env: null }))).toEqual({
+      "few-deletes": { verdict: "fail", message: "few-deletes holds." },
+      "two-live": { verdict: "skip" },
+    });
+    const one = { address: "weighted_backend.x", kind: "weighted_backend", action: "delete", before: null, after: null };
+    expect(judgeCase(policies, { change: one, env: null }).get("few-deletes")).toEqual({ verdict: "pass" });
+  });
 });
