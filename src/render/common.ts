@@ -3,6 +3,7 @@
  * Plan; they never compute what it contains. Pure.
  */
 import type { Change, Estimate, FieldDiff, JsonValue, Plan, PlanPolicies, PolicyResult, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
+import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { finalShare } from "./mermaid.js";
 
@@ -280,8 +281,7 @@ export function policiesLine(p: PlanPolicies): string {
   const rules = `${p.rules} ${p.rules === 1 ? "rule" : "rules"}`;
   const checks = `${p.evaluated} ${p.evaluated === 1 ? "check" : "checks"}`;
   if (p.results.length === 0) return `Policies: ${rules}, ${checks}: all passed.`;
-  const levels = (["deny", "ack", "warn"] as const)
-    .map((l) => [l, p.results.filter((r) => r.level === l).length] as const)
+  const levels = POLICY_LEVELS.map((l) => [l, p.results.filter((r) => r.level === l).length] as const)
     .filter(([, n]) => n > 0)
     .map(([l, n]) => `${l} ${n}`);
   return `Policies: ${rules}, ${checks}: ${p.passed} passed, ${p.results.length} failed (${levels.join(", ")}).`;

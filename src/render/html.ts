@@ -64,7 +64,7 @@ export function renderHtmlSummary(plan: Plan): string[] {
   ];
 }
 
-/** The policies' line and each failed policy, in a box (a plain one when every policy held); nothing without policies. */
+/** The policies' line and each failed policy, in a box (the risks' colour when a deny or ack failed, else the warnings'); nothing without policies. */
 function renderHtmlPolicies(plan: Plan): string[] {
   if (!plan.policies) return [];
   const { results } = plan.policies;
