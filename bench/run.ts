@@ -12,6 +12,7 @@ import { applyWriteScenario } from "./apply-write.js";
 import { coldStartScenario } from "./cold-start.js";
 import { diffCpuScenario } from "./diff-cpu.js";
 import { planReadScenario } from "./plan-read.js";
+import { policyCpuScenario } from "./policy-cpu.js";
 import { rateLimitedScenario } from "./rate-limited.js";
 import { serverScenario } from "./server-load.js";
 import { serverPgScenario } from "./server-pg.js";
@@ -25,6 +26,7 @@ export const SCENARIOS: Scenario[] = [
   applyWriteScenario,
   rateLimitedScenario,
   diffCpuScenario,
+  policyCpuScenario,
   validateScenario,
   validateLargeScenario,
   coldStartScenario,

@@ -281,6 +281,21 @@ function registerState(program: Command, done: Done): void {
   });
 }
 
+function registerPolicy(program: Command, done: Done): void {
+  const policy = program.command("policy").description("the project's policies: rules in CEL that guard every plan (docs/policies.md)");
+  const test = addOptions(
+    policy
+      .command("test")
+      .description("run the policy test cases of a folder against the project's policies; exit 1 when a case gives what it does not expect")
+      .argument("[dir]", "folder of test cases (default: policies/tests)"),
+    [CONFIG_OPTION],
+  );
+  test.action(async (dir: string | undefined, flags: { config?: string }) => {
+    const [{ runPolicyTest }, { processIO }] = await Promise.all([import("./commands/policy-test.js"), import("./commands/io.js")]);
+    done(await runPolicyTest(dir, flags, processIO()));
+  });
+}
+
 function registerDemo(program: Command, done: Done): void {
   program
     .command("demo")
@@ -383,6 +398,7 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerInit,
   registerFmt,
   registerState,
+  registerPolicy,
   registerUnlock,
   registerDemo,
   registerSchema,

@@ -5,7 +5,6 @@
  */
 import * as core from "@actions/core";
 import type { PlanRecord } from "../core/plan-digest.js";
-import type { RiskRule } from "../model/plan.js";
 import {
   COMMENT_MAX_CHARS,
   commentMarker,
@@ -40,7 +39,7 @@ export interface PostedReport {
   hasChanges: boolean;
   /** What a plan would change, recorded in the comment for the apply on merge; undefined when the plan failed. */
   record?: PlanRecord;
-  risks?: RiskRule[];
+  risks?: string[];
 }
 
 /** A client for the run's token, or undefined (with a notice saying why the post is skipped). */
@@ -80,7 +79,7 @@ export async function postPlanComment(run: ActionRun, report: PostedReport, max:
     let preamble: string | undefined;
     if (report.record) {
       const rules = report.risks ?? [];
-      const commands = rules.length > 0 ? await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor) : undefined;
+      const commands = rules.length > 0 ? await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor, rules) : undefined;
       const acks = commands ? renderAcknowledgements(rules, commands.acks, commands.ignored) : "";
       preamble = [reviewedMarker(report.record, rules), acks].filter(Boolean).join("\n");
     }
@@ -138,7 +137,7 @@ export async function refreshAcknowledgements(run: ActionRun, number: number): P
       core.info(`edgeplan: pull request #${number} has no plan of stack ${run.stack} with risks to acknowledge`);
       return "skipped";
     }
-    const commands = await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor);
+    const commands = await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor, rules);
     const body = replaceAcknowledgements(sticky.body, renderAcknowledgements(rules, commands.acks, commands.ignored));
     if (body === undefined || body === sticky.body) return "skipped";
     return (await writeStickyComment(client.octokit, issue, sticky.id, run.secrets.redact(body))).action;

@@ -55,7 +55,7 @@ export async function loadMergeReview(run: ActionRun): Promise<MergeReview | und
     const comments = await listIssueComments(octokit, issue);
     const sticky = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
     const reviewed = sticky ? parseReviewedMarker(sticky.body) : undefined;
-    const commands = await readCommands(octokit, ctx.repository, comments, run.inputs.commentAuthor);
+    const commands = await readCommands(octokit, ctx.repository, comments, run.inputs.commentAuthor, reviewed?.rules ?? []);
     core.info(`edgeplan: commit ${ctx.sha.slice(0, 7)} merged pull request #${number}; ${reviewed ? "its reviewed plan is the reference" : "it holds no reviewed plan"}`);
     return { octokit, issue, sticky, reviewed, commands };
   } catch (err) {

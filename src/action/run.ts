@@ -14,7 +14,7 @@ import { errorOutcome, EXIT, type Diagnostic } from "../model/errors.js";
 import { actionTitle, boundDiagnostic, defaultSummaryLine, outputBlock, renderFailure, renderJobSummary } from "../render/action.js";
 import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext, type PullRequestContext } from "./context.js";
 import type { PlanRecord } from "../core/plan-digest.js";
-import type { Plan, RiskRule } from "../model/plan.js";
+import type { Plan } from "../model/plan.js";
 import { postApplyComment, postDrift, postPlanComment, refreshAcknowledgements, type CommentResult, type DriftReport } from "./post.js";
 import { loadMergeReview, reviewAcks, reviewCheck, reviewTargets, rolloutsOnlyCheck, UnreviewedPlanError, type MergeReview } from "./review.js";
 import { readActionInputs, readInput, type ActionInputs, type InputDefaults, type OutputName } from "./inputs.js";
@@ -76,7 +76,7 @@ export interface RunResult {
   /** A plan's record (what it would change), kept in the pull request's comment for the apply on merge. */
   record?: PlanRecord;
   /** The plan's risk rules, each listed in the comment with its acknowledgement. */
-  risks?: RiskRule[];
+  risks?: string[];
 }
 
 export type PlanRunner = (options: PlanRunOptions, io: CommandIO) => Promise<RunResult>;

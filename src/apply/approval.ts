@@ -3,43 +3,50 @@
  * `yes` (or `--auto-approve`). On a terminal, a risk no flag covers is asked about instead. The refusals are UnsafePlanError with a sentence that says what to pass. Pure.
  */
 import { EdgeplanError, UnsafePlanError } from "../model/errors.js";
-import type { Plan, Risk, RiskRule } from "../model/plan.js";
+import type { Plan, PolicyResult, Risk } from "../model/plan.js";
 import { RISK_RULES } from "../model/plan.js";
 
 /** The question asked on a terminal; only `yes` goes on. */
 export const APPROVAL_QUESTION = "Do you want to apply these changes? Only 'yes' is accepted: ";
 
 /**
- * The rules of `--ack` values (repeatable; a value may also list rules separated by commas). Throws an EdgeplanError
- * naming every unknown rule and listing the rules.
+ * The rules of `--ack` values (repeatable; a value may also list rules separated by commas): built-in rules, and the
+ * names of the project's policies (`policies`, in the order they are declared). Throws an EdgeplanError naming every
+ * unknown rule and listing the rules.
  */
-export function parseAckRules(values: readonly string[]): RiskRule[] {
-  const rules = new Set<RiskRule>();
+export function parseAckRules(values: readonly string[], policies: readonly string[] = []): string[] {
+  const known: readonly string[] = [...RISK_RULES, ...policies];
+  const rules = new Set<string>();
   const unknown: string[] = [];
   for (const value of values) {
     for (const part of value.split(",")) {
       const rule = part.trim();
       if (rule === "") continue;
-      if ((RISK_RULES as readonly string[]).includes(rule)) rules.add(rule as RiskRule);
+      if (known.includes(rule)) rules.add(rule);
       else unknown.push(rule);
     }
   }
   if (unknown.length > 0) {
     const names = unknown.map((u) => `"${u}"`).join(", ");
-    throw new EdgeplanError(`--ack: unknown ${unknown.length === 1 ? "rule" : "rules"} ${names}; the rules are ${RISK_RULES.join(", ")}`);
+    const policyNote = policies.length > 0 ? `, and the policies ${policies.join(", ")}` : "";
+    throw new EdgeplanError(`--ack: unknown ${unknown.length === 1 ? "rule" : "rules"} ${names}; the rules are ${RISK_RULES.join(", ")}${policyNote}`);
   }
-  return RISK_RULES.filter((r) => rules.has(r));
+  return known.filter((r) => rules.has(r));
 }
 
 /** The risks of the plan that neither `--ack` nor `--force` covers. */
-export function unacknowledgedRisks(plan: Pick<Plan, "risks">, acks: readonly RiskRule[], force: boolean): Risk[] {
+export function unacknowledgedRisks(plan: Pick<Plan, "risks">, acks: readonly string[], force: boolean): Risk[] {
   if (force) return [];
   return plan.risks.filter((r) => !acks.includes(r.rule));
 }
 
 /** The refusal of a plan with unacknowledged risks: each risk with its message, and the flags that let it through. */
 export function buildRiskRefusal(risks: readonly Risk[]): UnsafePlanError {
-  const rules = RISK_RULES.filter((rule) => risks.some((r) => r.rule === rule));
+  // Built-in rules in their order, then policies' names as the risks list them.
+  const rules = [
+    ...RISK_RULES.filter((rule) => risks.some((r) => r.rule === rule)),
+    ...new Set(risks.map((r) => r.rule).filter((r) => !(RISK_RULES as readonly string[]).includes(r))),
+  ];
   const n = risks.length;
   return new UnsafePlanError(
     [
@@ -67,6 +74,25 @@ export async function confirmRisks(risks: readonly Risk[], prompt: (question: st
     const answer = (await prompt(riskQuestion(risk))).trim().toLowerCase();
     if (answer !== "y" && answer !== "yes") throw buildRiskRefusal(risks.slice(i));
   }
+}
+
+/**
+ * The refusal of a plan that a `deny` policy forbids: each violation, and what to do. `--ack` and `--force` do not
+ * lift it. `by` is the command that refuses it.
+ */
+export function buildPolicyDenial(denied: readonly PolicyResult[], by: "plan" | "apply"): UnsafePlanError {
+  const n = denied.length;
+  const what = by === "plan" ? "The plan was not saved" : "No change was sent";
+  const rules = [...new Set(denied.map((r) => r.rule))];
+  // The last line stands alone (the GitHub Action shows it as the failure): it names the policies and what to do.
+  return new UnsafePlanError(
+    [
+      `the plan has ${n} ${n === 1 ? "violation" : "violations"} of policies of level deny:`,
+      ...denied.map((r) => `  ${r.rule}: ${r.address ?? "the plan"}: ${r.message}`),
+      `${what}: the plan is denied by ${rules.join(", ")}. Change the manifests so that ${rules.length === 1 ? "it holds" : "they hold"} (--ack and --force do not lift a deny), then plan again.`,
+    ].join("\n"),
+    "policy",
+  );
 }
 
 /** The refusal when no one can be asked: no terminal and no `--auto-approve`. */

@@ -16,7 +16,16 @@ import { resolve } from "node:path";
 import { fetchTouched } from "../api/fetch-live.js";
 import { liveWeightedBackend } from "../api/live-state.js";
 import type { CommonCliOptions } from "../api/options.js";
-import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, confirmRisks, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
+import {
+  buildDeclinedRefusal,
+  buildNoTerminalRefusal,
+  buildPolicyDenial,
+  buildRiskRefusal,
+  confirmRisks,
+  parseAckRules,
+  unacknowledgedRisks,
+  APPROVAL_QUESTION,
+} from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
 import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } from "../apply/rollout.js";
 import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, waitForRollouts, type Round } from "../apply/wait.js";
@@ -27,6 +36,7 @@ import { checkSavedPlanApi, checkSavedPlanEnvironment, fetchSavedPlanLive, loadS
 import { buildStalePlanError, diffStale } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
+import { deniedResults, withPolicies } from "../core/policies.js";
 import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../apply/verify.js";
 import { buildEstimate } from "../core/estimate.js";
 import { diffOutputs } from "../core/outputs.js";
@@ -189,6 +199,8 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       return result;
     }
     try {
+      const denied = deniedResults(plan);
+      if (denied.length > 0) throw buildPolicyDenial(denied, "apply");
       options.review?.(plan);
       await approve(plan, acks, options, io);
     } catch (err) {
@@ -294,7 +306,10 @@ async function reportRun(
 function checkApplyFlags(options: ApplyCommandOptions, io: CommandIO): { format: PlanFormat; acks: ReturnType<typeof parseAckRules> } {
   const format = options.format ?? "text";
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
-  const acks = parseAckRules(options.ack ?? []);
+  const acks = parseAckRules(
+    options.ack ?? [],
+    (options.policies ?? []).map((p) => p.name),
+  );
   if (options.plan !== undefined && (options.target?.length || options.exclude?.length)) {
     throw new EdgeplanError(
       "--target and --exclude cannot be combined with --plan: a saved plan applies the targets it was made with; make a targeted plan with: edgeplan plan --target ADDRESS --out FILE",
@@ -338,7 +353,7 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
   if (saved.stack !== session.stack) {
     io.stderr(`the saved plan is for stack "${saved.stack}"; it is applied to that stack (not "${session.stack}")\n`);
   }
-  if (!planHasChanges(saved)) return { plan: saved };
+  if (!planHasChanges(saved)) return { plan: withPolicies(saved, options.policies, options.environment ?? null) };
   const file = options.plan as string;
   const { live, stackObjects } = await fetchSavedPlanLive(session.client, saved);
   const stale = diffStale(saved, live);
@@ -352,17 +367,17 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
   const disagreements = checkPlanAgainstLive(saved, live);
   if (disagreements.length > 0) throw buildDisagreementError(file, "the live side", disagreements);
   // The guards are the plan's changes', never the file's: the risks are computed again, with thresholds no looser
-  // than the defaults unless given now.
+  // than the defaults unless given now, and so are the policies' results, by the project's policies as they are now.
   const given = {
     maxShift: options.maxShift === undefined ? undefined : SETTING_PARSERS.maxShift(options.maxShift),
     maxDeletes: options.maxDeletes === undefined ? undefined : SETTING_PARSERS.maxDeletes(options.maxDeletes),
   };
   const limits = buildSavedPlanLimits(saved, given, stackObjects);
-  const plan: Plan = {
-    ...saved,
-    options: { ...saved.options, max_shift: limits.maxShift, max_deletes: limits.maxDeletes },
-    risks: buildRisks(saved.changes, limits),
-  };
+  const plan: Plan = withPolicies(
+    { ...saved, options: { ...saved.options, max_shift: limits.maxShift, max_deletes: limits.maxDeletes }, risks: buildRisks(saved.changes, limits) },
+    options.policies,
+    options.environment ?? null,
+  );
   // The check after a saved plan reads by id, and the outputs' modules too: the estimate follows that.
   return { plan: { ...plan, estimate: buildEstimate(plan, { budget: session.budget, outputRoutes: true }) } };
 }
@@ -392,6 +407,7 @@ function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOp
       maxDeletes: options.maxDeletes ?? saved.options.max_deletes,
       target: saved.options.targets,
       exclude: saved.options.excludes,
+      ...(options.policies ? { policies: options.policies } : {}),
     },
     saved.stack,
   );

@@ -28,6 +28,8 @@ import { declaredModules, recordedReads } from "../core/inventory.js";
 import { isInventoryObject, parseInventory } from "../model/inventory.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { LoadResult } from "../manifest/load.js";
+import { deniedResults, type Policy } from "../core/policies.js";
+import { buildPolicyDenial } from "../apply/approval.js";
 
 export type PlanFormat = "text" | "json" | "markdown" | "html";
 export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown", "html"];
@@ -40,6 +42,8 @@ export interface PlanFlags {
   prune?: boolean;
   maxShift?: string | number;
   maxDeletes?: string | number;
+  /** The project's policies (the project file fills them). */
+  policies?: Policy[];
 }
 
 export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
@@ -67,7 +71,7 @@ export interface PlanCommandResult {
 }
 
 /** Plan options from the flags; throws an EdgeplanError naming the flag for a bad value. */
-export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack: string): PlanOptions {
+export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean; environment?: ChosenEnvironment | null }, stack: string): PlanOptions {
   const options: PlanOptions = {
     stack,
     prune: flags.prune === true,
@@ -75,6 +79,8 @@ export function planOptionsFrom(flags: PlanFlags & { takeover?: boolean }, stack
     maxShift: flags.maxShift === undefined ? DEFAULT_MAX_SHIFT : SETTING_PARSERS.maxShift(flags.maxShift),
   };
   if (flags.maxDeletes !== undefined) options.maxDeletes = SETTING_PARSERS.maxDeletes(flags.maxDeletes);
+  if (flags.policies && flags.policies.length > 0) options.policies = flags.policies;
+  if (flags.environment) options.env = flags.environment;
   const scope = scopeFrom(flags);
   if (scope.targets.length > 0) options.targets = [...scope.targets];
   if (scope.excludes.length > 0) options.excludes = [...scope.excludes];
@@ -172,6 +178,13 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
     const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
+    const denied = deniedResults(plan);
+    if (denied.length > 0) {
+      // A denied plan is shown (with why) but never saved: nothing could apply it.
+      io.stderr(`edgeplan: ${buildPolicyDenial(denied, "plan").message}\n`);
+      if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");
+      return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges: planHasChanges(plan) };
+    }
     if (options.out) {
       // Only the saved plan says where it was made: stdout's JSON stays the same bytes at any API.
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }));

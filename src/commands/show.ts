@@ -2,12 +2,15 @@
  * `edgeplan show PLANFILE [--format text|json|markdown|html]`: renders a saved plan (`plan --out FILE`) without
  * contacting the API. The file is untrusted input, read as `apply --plan` reads it: bounded in size and nesting,
  * checked against the plan schema and against itself; its risks are computed again from its changes, as apply does,
- * so that what is shown is what the changes say. Exit 1 for a file that is not a sound plan.
+ * and so are its policies' results, by the policies of the project file in the working directory (none without
+ * one), so that what is shown is what the changes say. Exit 1 for a file that is not a sound plan.
  */
 import { resolve } from "node:path";
 import { loadSavedPlan } from "../apply/saved-plan.js";
 import { buildDisagreementError, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
+import { withPolicies } from "../core/policies.js";
+import { loadProject } from "./project.js";
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import type { CommandIO } from "./io.js";
@@ -29,8 +32,13 @@ export async function runShow(file: string, options: ShowCommandOptions, io: Com
   const saved = await loadSavedPlan(resolve(io.cwd, file), file, file);
   const disagreements = checkPlan(saved);
   if (disagreements.length > 0) throw buildDisagreementError(file, "itself", disagreements, "shown");
-  // The file's own risks are never trusted: an edited file could hide one.
-  const plan: Plan = { ...saved, risks: buildRisks(saved.changes, { maxShift: saved.options.max_shift, maxDeletes: saved.options.max_deletes }) };
+  // The file's own risks and policy results are never trusted: an edited file could hide one.
+  const project = await loadProject(io, undefined);
+  const risks = buildRisks(saved.changes, { maxShift: saved.options.max_shift, maxDeletes: saved.options.max_deletes });
+  // The plan's environment is the one it was made in, with the vars the project file gives it now.
+  const name = saved.environment?.name;
+  const env = name === undefined ? null : { name, vars: project.environments?.[name]?.vars ?? {} };
+  const plan: Plan = withPolicies({ ...saved, risks }, project.settings.policies, env);
   io.stdout(renderPlan(plan, format, useColor(options, io)));
   return EXIT.ok;
 }

@@ -27,6 +27,7 @@ import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./s
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 import { buildRolloutChange } from "./rollout.js";
 import { buildInventoryChanges, planModuleOwnership, type Ownership } from "./inventory.js";
+import { withPolicies, type Policy, type PolicyEnv } from "./policies.js";
 
 export interface PlanOptions {
   /** The stack whose owner markers this plan manages. */
@@ -51,6 +52,10 @@ export interface PlanOptions {
   retryRollouts?: readonly string[];
   /** The environment the plan is made in, shown in its header (default: null, none). */
   environment?: PlanEnvironment | null;
+  /** The project's policies, judged over the plan's changes (`withPolicies`). */
+  policies?: readonly Policy[];
+  /** The environment the plan is made for, as policies see it. Default null: none. */
+  env?: PolicyEnv;
 }
 
 export const DEFAULT_MAX_SHIFT = 50;
@@ -117,7 +122,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     { changes, outputs },
     { budget: options.budget ?? DEFAULT_BUDGET, accountWeightedBackends: live.weightedBackends.length, outputRoutes: false },
   );
-  return {
+  const plan: Plan = {
     format_version: PLAN_FORMAT_VERSION,
     stack: options.stack,
     environment: options.environment ?? null,
@@ -139,6 +144,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     ignored: ignored.sorted((address) => inScope(scope, address)),
     estimate,
   };
+  return options.policies ? withPolicies(plan, options.policies, options.env ?? null) : plan;
 }
 
 /**

@@ -123,6 +123,6 @@ export function buildRisks(changes: Change[], limits: { maxShift: number; maxDel
   }
   const mass = massDelete(changes, limits.maxDeletes);
   if (mass) risks.push(mass);
-  const order = (r: RiskRule): number => RISK_RULES.indexOf(r);
+  const order = (r: string): number => RISK_RULES.indexOf(r as RiskRule);
   return risks.sort((a, b) => order(a.rule) - order(b.rule) || compareText(a.addresses[0] ?? "", b.addresses[0] ?? ""));
 }

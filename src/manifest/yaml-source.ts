@@ -191,6 +191,19 @@ export class Pinner {
     return this.at(locate(this.d.doc, path).key) ?? this.value(path);
   }
 
+  /**
+   * The place of the character at `offset` in the text value at a path: exact when the scalar is written on one line
+   * as its value reads (plain, or quoted without escapes), else the scalar's start (a block or folded scalar, escapes).
+   */
+  within(path: ReadonlyArray<PropertyKey>, offset: number): SourcePos {
+    const node = locate(this.d.doc, path).value;
+    if (!isScalar(node) || typeof node.value !== "string" || !node.range) return this.value(path);
+    const written = node.range[1] - node.range[0];
+    const quote = node.type === "QUOTE_SINGLE" || node.type === "QUOTE_DOUBLE" ? 1 : 0;
+    const exact = (node.type === "PLAIN" || quote === 1) && !node.value.includes("\n") && written === node.value.length + 2 * quote;
+    return this.d.at(node.range[0] + (exact ? quote + Math.min(offset, node.value.length) : 0));
+  }
+
   /** The mapping a (possibly missing) field belongs to: its key when it has one, else the document. */
   container(path: ReadonlyArray<PropertyKey>): SourcePos {
     if (path.length <= 1) return this.d.pos;

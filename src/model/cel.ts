@@ -5,8 +5,42 @@
  */
 import { Environment } from "@marcbachmann/cel-js";
 
-/** Bounds of one expression: longer or deeper ones are refused when compiled, before they can cost time. */
-export const CEL_LIMITS = { maxChars: 8192, maxAstNodes: 2000, maxDepth: 32, maxListElements: 1000, maxMapEntries: 1000 } as const;
+/**
+ * Bounds of one expression: longer or deeper ones are refused when compiled, before they can cost time.
+ * `maxComprehensionNesting`: comprehensions (`all`, `exists`, `exists_one`, `map`, `filter`) inside one another; a
+ * second level over a plan's changes would cost their square on every evaluation.
+ */
+export const CEL_LIMITS = { maxChars: 8192, maxAstNodes: 2000, maxDepth: 32, maxListElements: 1000, maxMapEntries: 1000, maxComprehensionNesting: 1 } as const;
+
+const COMPREHENSIONS = new Set(["all", "exists", "exists_one", "map", "filter"]);
+
+interface CelNode {
+  op?: unknown;
+  args?: unknown;
+  start?: number;
+  end?: number;
+}
+
+/** The first comprehension nested deeper than `CEL_LIMITS.maxComprehensionNesting`, as a problem; undefined when none is. */
+function nestedComprehension(node: unknown, depth = 0): CelProblem | undefined {
+  if (Array.isArray(node)) {
+    for (const child of node) {
+      const found = nestedComprehension(child, depth);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (node === null || typeof node !== "object") return undefined;
+  const n = node as CelNode;
+  const args = Array.isArray(n.args) ? n.args : [];
+  if (n.op !== "rcall" || !COMPREHENSIONS.has(args[0] as string)) return nestedComprehension(args, depth);
+  if (depth + 1 > CEL_LIMITS.maxComprehensionNesting) {
+    const message = `a ${String(args[0])}() inside another comprehension is not allowed (its cost would grow with the square of the list); write it without nesting`;
+    return { message, start: n.start ?? 0, end: n.end ?? 0 };
+  }
+  // The list it runs over is evaluated once (a chain of comprehensions costs their sum); its body once per element.
+  return nestedComprehension(args[1], depth) ?? nestedComprehension(args.slice(2), depth + 1);
+}
 
 /** The declared type of a variable, in CEL's names (`map`, `dyn`, `double`, `string`, `list`...). */
 export type CelVariables = Readonly<Record<string, string>>;
@@ -45,11 +79,13 @@ export function compileCel(source: string, variables: CelVariables): { program: 
   if (source.length > CEL_LIMITS.maxChars) {
     return { problem: { message: `the expression is ${source.length} characters long; at most ${CEL_LIMITS.maxChars} are allowed`, start: 0, end: 0 } };
   }
-  const { maxChars: _, ...limits } = CEL_LIMITS;
+  const { maxChars: _, maxComprehensionNesting: __, ...limits } = CEL_LIMITS;
   let env = new Environment({ limits, homogeneousAggregateLiterals: false });
   for (const [name, type] of Object.entries(variables)) env = env.registerVariable(name, type);
   try {
     const parsed = env.parse(source);
+    const nested = nestedComprehension((parsed as { ast?: unknown }).ast);
+    if (nested) return { problem: nested };
     const checked = parsed.check();
     if (!checked.valid) return { problem: problemOf(checked.error, source) };
     if (checked.type !== "bool" && checked.type !== "dyn") {

@@ -2,7 +2,6 @@
  * The few error classes edgeplan throws. Each carries the exit code the CLI ends with (docs/cli.md, "Commands") and a
  * message that says where, what, and what to do. One top-level handler in the CLI prints them.
  */
-import type { RiskRule } from "./plan.js";
 import type { SourcePos } from "./state.js";
 
 export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3 } as const;
@@ -79,8 +78,11 @@ export class ApiError extends EdgeplanError {
   }
 }
 
-/** Why a plan may not be applied: risks not acknowledged, no terminal to ask on, an answer other than `yes`. */
-export type RefusalReason = "risk" | "no-terminal" | "declined";
+/**
+ * Why a plan may not be applied: risks not acknowledged, no terminal to ask on, an answer other than `yes`, a
+ * policy of level deny that does not hold.
+ */
+export type RefusalReason = "risk" | "no-terminal" | "declined" | "policy";
 
 /** A plan that may not be applied as it is (a risk not acknowledged, no approval). */
 export class UnsafePlanError extends EdgeplanError {
@@ -89,7 +91,7 @@ export class UnsafePlanError extends EdgeplanError {
     message: string,
     readonly reason: RefusalReason,
     /** With reason `risk`: the rules to acknowledge (`--ack RULE`, or the Action's `ack` input). */
-    readonly rules: readonly RiskRule[] = [],
+    readonly rules: readonly string[] = [],
   ) {
     super(message);
   }
@@ -129,7 +131,7 @@ export interface ErrorOutcome {
   /** Manifest problems, with file, line and column (already printed by the command). */
   diagnostics: Diagnostic[];
   /** Risk rules that an apply would go ahead with once acknowledged. */
-  unacknowledged: readonly RiskRule[];
+  unacknowledged: readonly string[];
   /** Not the user's doing: a bug in edgeplan, or an error that is not ours. */
   internal: boolean;
 }

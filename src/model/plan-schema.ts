@@ -198,11 +198,28 @@ export const PlanSchema = z
     }),
     risks: z.array(
       z.object({
-        rule: z.enum(["auth-removal", "traffic-shift", "no-traffic", "mass-delete"]),
+        rule: z.string().describe("auth-removal, traffic-shift, no-traffic, mass-delete, or the name of a policy of level ack"),
         addresses: z.array(z.string()),
         message: z.string(),
       }),
     ),
+    policies: z
+      .object({
+        rules: count.describe("policies defined"),
+        evaluated: count.describe("evaluations: one per matching change and policy, one per plan-scoped policy"),
+        passed: count.describe("evaluations whose expression was true"),
+        results: z.array(
+          z.object({
+            rule: z.string(),
+            level: z.enum(["warn", "ack", "deny"]),
+            address: z.string().nullable().describe("the change's address; null for a policy over the whole plan"),
+            message: z.string().describe("the policy's description, or why its expression could not be evaluated"),
+            error: z.boolean().describe("true when the expression could not be evaluated"),
+          }),
+        ),
+      })
+      .optional()
+      .describe("only when the project file defines policies: the violations they found (apply computes them again)"),
     changes: z.array(z.union([WeightedBackendChangeSchema, ModuleChangeSchema, InventoryChangeSchema])),
     orphans: z.array(
       z.object({

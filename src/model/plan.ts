@@ -16,6 +16,11 @@ export type ModuleAction = "replace" | "delete";
 export type ModuleKind = "saml" | "circuit_breaker";
 export type RiskRule = "auth-removal" | "traffic-shift" | "no-traffic" | "mass-delete";
 export const RISK_RULES: readonly RiskRule[] = ["auth-removal", "traffic-shift", "no-traffic", "mass-delete"];
+/**
+ * How a policy's name is written, and so every word `--ack` or `/edgeplan ack` may name (the built-in rules are
+ * written so too): lower-case letters, digits and dashes, starting with a letter.
+ */
+export const RULE_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 
 /** One field that differs. `before` is null for an `add`, `after` is null for a `remove`. */
 export interface FieldDiff {
@@ -214,10 +219,39 @@ export interface Orphan {
 }
 
 export interface Risk {
-  rule: RiskRule;
+  /** A built-in rule (RISK_RULES), or the name of a policy of level `ack` whose expression was false. */
+  rule: string;
   addresses: string[];
   /** What the risk is and how to proceed. */
   message: string;
+}
+
+/** How much a policy's violation weighs: `warn` is shown, `ack` is a risk (`--ack NAME`), `deny` refuses the plan. */
+export type PolicyLevel = "warn" | "ack" | "deny";
+export const POLICY_LEVELS: readonly PolicyLevel[] = ["deny", "ack", "warn"];
+
+/** One policy that did not hold for one change (or for the plan): its expression was false, or could not be evaluated. */
+export interface PolicyResult {
+  rule: string;
+  level: PolicyLevel;
+  /** The change's address; null for a rule over the whole plan (`match.scope: plan`). */
+  address: string | null;
+  /** The policy's description, or why its expression could not be evaluated. */
+  message: string;
+  /** True when the expression could not be evaluated (the message says why). */
+  error: boolean;
+}
+
+/** The policies of the project file, judged over a plan: how many were evaluated, how many held, and each violation. */
+export interface PlanPolicies {
+  /** Number of policies defined. */
+  rules: number;
+  /** Evaluations made (one per matching change and policy, one per plan-scoped policy). */
+  evaluated: number;
+  /** Evaluations whose expression was true. */
+  passed: number;
+  /** Sorted by level (deny, ack, warn), then rule, then address. */
+  results: PolicyResult[];
 }
 
 /** The generated SAML fields a person copies into the IdP. Null values are known after apply. */
@@ -311,6 +345,8 @@ export interface Plan {
   };
   summary: PlanSummary;
   risks: Risk[];
+  /** Only when the project file defines policies: what they found. Apply computes it again, never reading the file's. */
+  policies?: PlanPolicies;
   /** Sorted by address. */
   changes: Change[];
   orphans: Orphan[];

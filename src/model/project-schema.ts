@@ -10,6 +10,41 @@ import { z } from "zod";
 export const PROJECT_FILE = "edgeplan.yaml";
 
 const text = (description: string) => z.string().meta({ description });
+
+/** One policy (docs/policies.md): a CEL expression that must hold for each change it matches, or once for the plan. */
+export const PolicySchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,62}$/, "a policy's name is lower-case letters, digits and dashes, starting with a letter (at most 63 characters)")
+      .meta({ description: "The policy's name: what results show and what --ack names for level ack." }),
+    description: z.string().min(1).meta({ description: "What must hold, as a sentence: the message of each violation." }),
+    level: z.enum(["warn", "ack", "deny"]).meta({ description: "warn: shown; ack: a risk that apply needs --ack NAME for; deny: the plan fails and apply refuses." }),
+    match: z
+      .strictObject({
+        kinds: z
+          .array(z.enum(["weighted_backend", "saml", "circuit_breaker"]))
+          .optional()
+          .meta({ description: "Kinds of change judged. Default: every kind." }),
+        actions: z
+          .array(z.enum(["create", "update", "delete", "adopt", "takeover", "rename", "rollout", "replace"]))
+          .optional()
+          .meta({ description: "Actions judged (a module's writes are replace or delete). Default: every action." }),
+        environments: z.array(z.string()).optional().meta({ description: "Environments judged; never matches a plan without an environment. Default: every plan." }),
+        scope: z
+          .enum(["change", "plan"])
+          .optional()
+          .meta({ description: "change (default): evaluated for each matching change, with `change`; plan: evaluated once per plan, without `change`." }),
+      })
+      .optional()
+      .meta({ description: "Which changes the policy judges; each list is optional." }),
+    expression: z.string().min(1).meta({ description: "CEL over `change`, `plan` and `env` that must be true; false is a violation." }),
+  })
+  .meta({ description: "A policy over plans (docs/policies.md)." });
+export type PolicyDeclaration = z.infer<typeof PolicySchema>;
+
+/** A file that `policy_files` names: a mapping with one key, `policies`. */
+export const PolicyFileSchema = z.strictObject({ policies: z.array(PolicySchema) }).meta({ title: "edgeplan policy file" });
 const numberOrText = (description: string) => z.union([z.number(), z.string()]).meta({ description });
 
 /** An environment's name: it goes into plan headers, comment markers and lease records. */
@@ -69,6 +104,14 @@ export const ProjectFileSchema = z
       )
       .optional()
       .meta({ description: "Named environments (staging, production): chosen with --env NAME or EDGEPLAN_ENV; required when more than one is defined." }),
+    policies: z.array(PolicySchema).optional().meta({ description: "Policies in CEL that guard every plan and apply (docs/policies.md)." }),
+    policy_files: z
+      .union([z.string(), z.array(z.string())])
+      .optional()
+      .meta({
+        description:
+          "YAML files of policies (each a mapping with `policies:`), relative to this file and inside its folder; `*` in a file name matches any run of characters (policies/*.yaml).",
+      }),
   })
   .meta({
     title: "edgeplan project file",
@@ -89,3 +132,33 @@ export interface ChosenEnvironment {
   name: string;
   vars: Record<string, string>;
 }
+
+/** One case of `edgeplan policy test`: a change (and optionally its plan and environment), and what each policy should say. */
+export const PolicyCaseSchema = z
+  .strictObject({
+    description: z.string().optional().meta({ description: "What the case shows." }),
+    change: z
+      .strictObject({
+        address: z.string().optional().meta({ description: "The change's address. Default: the case file's name." }),
+        kind: z.enum(["weighted_backend", "saml", "circuit_breaker"]),
+        action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename", "rollout", "replace"]),
+        before: z.unknown().optional().meta({ description: "The object before, as the JSON plan shows it; absent: null." }),
+        after: z.unknown().optional().meta({ description: "The object after, as the JSON plan shows it; absent: null." }),
+      })
+      .optional()
+      .meta({ description: "The change judged, as `change` in an expression. Without it, only the policies over the whole plan are judged." }),
+    plan: z
+      .strictObject({ changes: z.array(z.unknown()), summary: z.record(z.string(), z.number()) })
+      .optional()
+      .meta({ description: "`plan` in an expression. Default: a plan of the one change (of none without a change)." }),
+    env: z
+      .strictObject({ name: z.string(), vars: z.record(z.string(), z.string()).optional() })
+      .nullable()
+      .optional()
+      .meta({ description: "`env` in an expression. Default: null (no environment)." }),
+    expect: z
+      .record(z.string(), z.enum(["pass", "fail", "skip"]))
+      .meta({ description: "Policy name to pass (the expression holds), fail (it does not, or cannot be evaluated) or skip (its match leaves the change out)." }),
+  })
+  .meta({ title: "edgeplan policy test case" });
+export type PolicyCase = z.infer<typeof PolicyCaseSchema>;

@@ -6,7 +6,7 @@ import { z, type ZodType } from "zod";
 import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifestSchema } from "./manifest-schema.js";
 import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
-import { ProjectFileSchema } from "./project-schema.js";
+import { PolicyCaseSchema, PolicyFileSchema, ProjectFileSchema } from "./project-schema.js";
 import { StackStateDocumentSchema } from "./state-schema.js";
 import { ValidateDocumentSchema } from "./validate-schema.js";
 
@@ -23,6 +23,8 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType; manifest?: true }> 
   { file: "validate.schema.json", schema: ValidateDocumentSchema },
   { file: "state.schema.json", schema: StackStateDocumentSchema },
   { file: "project.schema.json", schema: ProjectFileSchema },
+  { file: "policies.schema.json", schema: PolicyFileSchema },
+  { file: "policy-test.schema.json", schema: PolicyCaseSchema },
 ];
 
 /**

@@ -15,6 +15,8 @@ import { checkBaseUrl } from "../api/options.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
 import { sortDiagnostics } from "../manifest/load.js";
 import { decodeManifest, parseManifestText, Pinner, toPlain, type ParsedDocument } from "../manifest/yaml-source.js";
+import type { Policy } from "../core/policies.js";
+import { loadPolicies } from "./policies.js";
 
 /** The settings of a project file, named as the commands' options name them. Paths are relative to the cwd. */
 export interface ProjectSettings {
@@ -30,6 +32,8 @@ export interface ProjectSettings {
   maxShift?: string | number;
   maxDeletes?: string | number;
   prune?: boolean;
+  /** The project's policies, compiled (`policies` and `policy_files`). */
+  policies?: Policy[];
 }
 
 /** One environment of the file: its own settings (the top level's not merged in) and its variables. */
@@ -96,7 +100,11 @@ export async function loadProjectFile(cwd: string, configPath?: string): Promise
   const refused = await confinePaths(doc, checked.file, path.dirname(absolute));
   if (refused.length > 0) return { file: shown, settings: {}, diagnostics: refused, pathsRefused: true };
   const dir = path.dirname(absolute);
-  const result: ProjectFileResult = { file: shown, settings: toSettings(checked.file, dir, cwd), diagnostics: checked.diagnostics };
+  const policies = await loadPolicies(doc, checked.file, dir, (p) => path.relative(cwd, p));
+  if (policies.diagnostics.some((d) => d.severity === "error")) return { file: shown, settings: {}, diagnostics: sortDiagnostics(policies.diagnostics) };
+  const settings = toSettings(checked.file, dir, cwd);
+  if (policies.policies.length > 0) settings.policies = policies.policies;
+  const result: ProjectFileResult = { file: shown, settings, diagnostics: [...checked.diagnostics, ...policies.diagnostics] };
   if (checked.file.environments !== undefined) {
     result.environments = Object.fromEntries(
       Object.entries(checked.file.environments).map(([name, env]) => [name, { settings: toSettings(env, dir, cwd), vars: { ...(env.vars ?? {}) } }]),
@@ -193,7 +201,8 @@ function error(pos: SourcePos, message: string): Diagnostic {
 function toSettings(file: EnvironmentSettings | ProjectFile, dir: string, cwd: string): ProjectSettings {
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(file)) {
-    if (key === "environments" || key === "vars") continue;
+    // Environments are chosen by `chooseEnvironment`, and policies compiled by `loadPolicies`, not carried as written.
+    if (key === "environments" || key === "vars" || key === "policies" || key === "policy_files") continue;
     if (value !== undefined) settings[key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = value;
   }
   // Written relative to the file, so that `--config other/edgeplan.yaml` means the same folders.

@@ -5,7 +5,7 @@
  */
 import type { PlanDifference, PlanRecord } from "../core/plan-digest.js";
 import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
-import { RISK_RULES, type Plan, type RiskRule } from "../model/plan.js";
+import { RULE_NAME, type Plan } from "../model/plan.js";
 import { utf8Bytes } from "../model/wire.js";
 import { noChangesLine, summaryLine } from "./common.js";
 import { code, renderMarkdown } from "./markdown.js";
@@ -143,13 +143,13 @@ export const RECORD_MAX_CHARS = 20_000;
 /** The length of the digest prefix a person types in `/edgeplan accept`. */
 export const ACCEPT_DIGEST_CHARS = 12;
 
-const REVIEWED = /^<!-- edgeplan:reviewed digest=([0-9a-f]{64}) risks=([a-z,-]*)(?: changes=([^\s>]*))? -->$/m;
+const REVIEWED = /^<!-- edgeplan:reviewed digest=([0-9a-f]{64}) risks=([a-z0-9,-]*)(?: changes=([^\s>]*))? -->$/m;
 
 /**
  * The hidden line of the sticky comment that records what was reviewed: the plan's digest, its risk rules, and
  * (when it fits) one short digest per change, for saying what differs at merge.
  */
-export function reviewedMarker(record: PlanRecord, rules: readonly RiskRule[]): string {
+export function reviewedMarker(record: PlanRecord, rules: readonly string[]): string {
   const changes = Object.entries(record.changes)
     .map(([address, digest]) => `${address}=${digest}`)
     .join(",");
@@ -158,10 +158,10 @@ export function reviewedMarker(record: PlanRecord, rules: readonly RiskRule[]): 
 }
 
 /** What a sticky comment's reviewed line records; undefined when it has none. `changes` is undefined when it was left out. */
-export function parseReviewedMarker(body: string): { line: string; digest: string; rules: RiskRule[]; changes: Record<string, string> | undefined } | undefined {
+export function parseReviewedMarker(body: string): { line: string; digest: string; rules: string[]; changes: Record<string, string> | undefined } | undefined {
   const m = REVIEWED.exec(body);
   if (!m) return undefined;
-  const rules = (m[2] ?? "").split(",").filter((r): r is RiskRule => (RISK_RULES as readonly string[]).includes(r));
+  const rules = (m[2] ?? "").split(",").filter((r) => RULE_NAME.test(r));
   if (m[3] === undefined) return { line: m[0], digest: m[1] as string, rules, changes: undefined };
   const changes: Record<string, string> = {};
   for (const item of m[3].split(",").filter(Boolean)) {
@@ -173,7 +173,7 @@ export function parseReviewedMarker(body: string): { line: string; digest: strin
 
 /** An acknowledgement as the comment shows it. */
 export interface ShownAck {
-  rule: RiskRule;
+  rule: string;
   login: string;
   at: string;
   url: string;
@@ -192,7 +192,7 @@ function shownTime(at: string): string {
  * The risks of the reviewed plan, each with who acknowledged it and when, or the comment that acknowledges it;
  * between two hidden lines, so that a later acknowledgement rewrites this part alone. Empty without risks.
  */
-export function renderAcknowledgements(rules: readonly RiskRule[], acks: readonly ShownAck[], ignored: readonly string[]): string {
+export function renderAcknowledgements(rules: readonly string[], acks: readonly ShownAck[], ignored: readonly string[]): string {
   if (rules.length === 0) return "";
   const lines = [
     ACKS_START,

@@ -2,7 +2,8 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, FieldDiff, JsonValue, Plan, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, FieldDiff, JsonValue, Plan, PlanPolicies, PolicyResult, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
+import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { finalShare } from "./mermaid.js";
 
@@ -283,3 +284,26 @@ export function ignoredOfUnchanged(plan: Plan): Plan["ignored"] {
 }
 
 export const IGNORED_HEADING = "Ignored (ignore_changes): these fields differ and are left as they are live";
+
+/** `Policies: 2 rules, 6 checks: 5 passed, 1 failed (deny 1).`: passing checks are counted, never listed. */
+export function policiesLine(p: PlanPolicies): string {
+  const rules = `${p.rules} ${p.rules === 1 ? "rule" : "rules"}`;
+  const checks = `${p.evaluated} ${p.evaluated === 1 ? "check" : "checks"}`;
+  if (p.results.length === 0) return `Policies: ${rules}, ${checks}: all passed.`;
+  const levels = POLICY_LEVELS.map((l) => [l, p.results.filter((r) => r.level === l).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([l, n]) => `${l} ${n}`);
+  return `Policies: ${rules}, ${checks}: ${p.passed} passed, ${p.results.length} failed (${levels.join(", ")}).`;
+}
+
+/** What a level asks of the person applying: shown beside each failed policy. */
+export const POLICY_LEVEL_NOTE: Readonly<Record<PolicyResult["level"], string>> = {
+  deny: "the plan cannot be applied",
+  ack: "apply needs --ack",
+  warn: "a warning",
+};
+
+/** The place a result is about: its change's address, or the plan for a policy over the whole plan. */
+export function policyPlace(r: PolicyResult): string {
+  return r.address ?? "the plan";
+}

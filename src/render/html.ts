@@ -23,6 +23,9 @@ import {
   type ChangeSymbol,
   type ShownOutputs,
   unchangedOutputsLine,
+  policiesLine,
+  policyPlace,
+  POLICY_LEVEL_NOTE,
 } from "./common.js";
 import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
 import { childName, childTag, finalShare, shareMove, trafficChanges } from "./mermaid.js";
@@ -63,7 +66,25 @@ export function renderHtmlSummary(plan: Plan): string[] {
   ];
 }
 
-/** Risks (each with the flag that acknowledges it) and warnings, in boxes at the top. */
+/** The policies' line and each failed policy, in a box (the risks' colour when a deny or ack failed, else the warnings'); nothing without policies. */
+function renderHtmlPolicies(plan: Plan): string[] {
+  if (!plan.policies) return [];
+  const { results } = plan.policies;
+  const box = results.some((r) => r.level !== "warn") ? "box" : "box warn";
+  const out = [`<section class="${box} policies" aria-labelledby="policies">`, '<h2 id="policies">Policies</h2>', `<p>${esc(policiesLine(plan.policies))}</p>`];
+  if (results.length > 0) {
+    out.push("<ul>");
+    for (const r of results) {
+      const note = `${r.level}: ${POLICY_LEVEL_NOTE[r.level]}${r.level === "ack" ? ` ${r.rule}` : ""}`;
+      out.push(`<li><strong>${esc(r.rule)}</strong> (${esc(note)}) on <code>${esc(policyPlace(r))}</code>: ${esc(r.message)}</li>`);
+    }
+    out.push("</ul>");
+  }
+  out.push("</section>");
+  return out;
+}
+
+/** Risks (each with the flag that acknowledges it), the policies, and warnings, in boxes at the top. */
 export function renderHtmlRisks(plan: Plan): string[] {
   const out: string[] = [];
   if (plan.risks.length > 0) {
@@ -72,6 +93,7 @@ export function renderHtmlRisks(plan: Plan): string[] {
     for (const r of plan.risks) out.push(`<li><strong>${esc(r.rule)}</strong>: ${esc(r.message)}</li>`);
     out.push("</ul>", "</section>");
   }
+  out.push(...renderHtmlPolicies(plan));
   if (plan.warnings.length > 0) {
     out.push('<section class="box warn" aria-labelledby="warnings">', '<h2 id="warnings">Warnings</h2>', "<ul>");
     for (const w of plan.warnings) out.push(`<li>${esc(w)}</li>`);

@@ -27,6 +27,9 @@ import {
   visibleWeights,
   weightText,
   unchangedOutputsLine,
+  policiesLine,
+  policyPlace,
+  POLICY_LEVEL_NOTE,
 } from "./common.js";
 
 export interface MarkdownOptions {
@@ -76,6 +79,9 @@ interface Section {
 /** The longest cut note, kept free for each section so that the notes never push the comment over maxChars. */
 const NOTE_ROOM = 240;
 
+/** Policy violations a Markdown plan lists; the rest are counted. */
+const MARKDOWN_POLICY_RESULTS = 50;
+
 /**
  * Renders the plan as Markdown, ending with a newline, at most `maxChars` long. The heading, the summary line, the
  * risks and the warnings are never cut; when the rest does not fit, items are cut from the end of each part in this
@@ -98,6 +104,18 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
     for (const risk of plan.risks) head.push(`- **${code(risk.rule)}**: ${cell(risk.message)}`);
   }
+  if (plan.policies) {
+    head.push("", "#### Policies", "", cell(policiesLine(plan.policies)));
+    if (plan.policies.results.length > 0) head.push("");
+    // The head is never cut: a plan that breaks a policy on every change lists the first ones and counts the rest.
+    for (const r of plan.policies.results.slice(0, MARKDOWN_POLICY_RESULTS)) {
+      head.push(
+        `- **${code(r.rule)}** (${r.level}: ${POLICY_LEVEL_NOTE[r.level]}${r.level === "ack" ? ` ${code(r.rule)}` : ""}) on ${code(policyPlace(r))}: ${cell(r.message)}`,
+      );
+    }
+  }
+  const unlisted = (plan.policies?.results.length ?? 0) - MARKDOWN_POLICY_RESULTS;
+  if (unlisted > 0) head.push(`- and ${unlisted} more (\`edgeplan plan\` lists them all)`);
   if (plan.warnings.length > 0) {
     head.push("", "#### Warnings", "");
     for (const w of plan.warnings) head.push(`- ${cell(w)}`);

@@ -28,6 +28,9 @@ import {
   type ChangeSymbol,
   type ShownOutputs,
   unchangedOutputsLine,
+  policiesLine,
+  policyPlace,
+  POLICY_LEVEL_NOTE,
 } from "./common.js";
 
 export interface TextOptions {
@@ -73,6 +76,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
     for (const risk of plan.risks) out.push(`  ${paint("red", "!")} ${paint("bold", risk.rule)}: ${risk.message}`);
     out.push("");
   }
+  out.push(...renderPoliciesText(plan, paint));
   if (plan.warnings.length > 0) {
     out.push("Warnings:");
     for (const w of plan.warnings) out.push(`  ${paint("yellow", "!")} ${w}`);
@@ -183,4 +187,18 @@ function renderFieldDiff(diff: FieldDiff, paint: Paint): string[] {
 function paintDiffLine(line: string, paint: Paint): string {
   const style = DIFF_STYLE[line.charAt(0)];
   return style ? paint(style, line) : line;
+}
+
+/** The policies' line and each failed policy (deny and ack in red, warn in yellow), then a blank line; nothing without policies. */
+function renderPoliciesText(plan: Plan, paint: Paint): string[] {
+  if (!plan.policies) return [];
+  const out = [plan.policies.results.length > 0 ? paint("bold", policiesLine(plan.policies)) : policiesLine(plan.policies)];
+  for (const r of plan.policies.results) {
+    const style = r.level === "warn" ? "yellow" : "red";
+    out.push(
+      `  ${paint(style, "x")} ${paint("bold", r.rule)} (${r.level}: ${POLICY_LEVEL_NOTE[r.level]}${r.level === "ack" ? ` ${r.rule}` : ""}): ${policyPlace(r)}: ${r.message}`,
+    );
+  }
+  out.push("");
+  return out;
 }

@@ -14,6 +14,12 @@ describe("comment commands", () => {
     });
     expect(parseCommands("> /edgeplan ack traffic-shift\nplease /edgeplan ack no-traffic\n/edgeplan accept xyz\n/edgeplan accept 6e4e")).toEqual({ rules: [], digests: [] });
   });
+
+  it("take the name of a policy of level ack when the reviewed plan has it as a risk", () => {
+    const body = "/edgeplan ack two-live-children destroy-all";
+    expect(parseCommands(body, ["two-live-children"])).toEqual({ rules: ["two-live-children"], digests: [] });
+    expect(parseCommands(body)).toEqual({ rules: [], digests: [] });
+  });
 });
 
 describe("the sticky comment", () => {

@@ -8,6 +8,7 @@ import { measureActionStart } from "../../bench/action-start.js";
 import { measureApplyWrite } from "../../bench/apply-write.js";
 import { measureColdStart } from "../../bench/cold-start.js";
 import { measureDiffCpu } from "../../bench/diff-cpu.js";
+import { measurePolicyCpu } from "../../bench/policy-cpu.js";
 import { SCENARIOS } from "../../bench/run.js";
 import { measurePlanRead } from "../../bench/plan-read.js";
 import { measureRateLimited } from "../../bench/rate-limited.js";
@@ -33,6 +34,7 @@ describe("bench scenarios at a tiny size", () => {
       "apply-write",
       "rate-limited",
       "diff-cpu",
+      "policy-cpu",
       "validate",
       "validate-large",
       "cold-start",
@@ -124,6 +126,18 @@ describe("bench scenarios at a tiny size", () => {
     expect(r.runs).toBe(2);
     expect(r.rss_mb as number).toBeGreaterThan(0);
     expectTimes(r, ["wall_ms", "first_run_ms"]);
+  }, 60_000);
+
+  it("policy-cpu: judges 10 policies over a plan, beside buildPlan of the same inputs", async () => {
+    const r = await measurePolicyCpu({ fleet: { ...none, same: 40, changed: 2, created: 0, orphans: 0, edges: 2, routesPerEdge: 2, changedRoutes: 1 }, runs: 2 });
+    expect(r.rules).toBe(10);
+    expect(r.weighted_backends).toBe(42);
+    // 2 weighted backends updated, the SAML module and the circuit breaker of the changed route written.
+    expect(r.changes).toBe(2 + 2);
+    // 2 updates x 4 weighted-backend rules, 2 module writes x 1 rule of their kind, and the 2 plan-wide rules.
+    expect(r.evaluated).toBe(8 + 2 + 2);
+    expect(r.vs_diff as number).toBeGreaterThan(0);
+    expectTimes(r, ["wall_ms", "diff_ms", "first_run_ms"]);
   }, 60_000);
 
   it("cold-start: --version and validate examples exit 0", async () => {

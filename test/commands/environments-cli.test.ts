@@ -138,6 +138,35 @@ describe("environments: one manifest folder, two APIs", () => {
     expect(html).toContain(`<p class="muted environment">environment <code>staging</code>, API <code>${staging.url}</code>, stack <code>web-staging</code></p>`);
   });
 
+  it("a policy limited to production judges production's plans only, and reads the environment's name and vars", async () => {
+    const project = join(dir.path, "edgeplan.yaml");
+    const original = readFileSync(project, "utf8");
+    writeFileSync(
+      project,
+      original +
+        "policies:\n" +
+        "  - name: two-live-children\n    description: A production split keeps at least two children with traffic.\n    level: deny\n" +
+        "    match: {kinds: [weighted_backend], environments: [production]}\n" +
+        "    expression: 'change.after.backends.filter(k, change.after.backends[k] > 0).size() >= 2'\n" +
+        "  - name: blue-is-live\n    description: The environment's blue child takes the traffic.\n    level: warn\n" +
+        "    match: {kinds: [weighted_backend]}\n" +
+        '    expression: \'env.name in ["staging", "production"] && change.after.backends[env.vars.blue] == 10000\'\n',
+    );
+    try {
+      const staging = await edgeplan(["plan", "--env", "staging", "--format", "json"]);
+      expect(staging.code, staging.stderr).toBe(0);
+      const judged = JSON.parse(staging.stdout) as { policies: unknown };
+      expect(judged.policies).toEqual({ rules: 2, evaluated: 1, passed: 1, results: [] });
+      const production = await edgeplan(["plan", "--env", "production"]);
+      expect(production.code).toBe(1);
+      expect(production.stdout).toContain("two-live-children");
+      expect(production.stdout).toContain("A production split keeps at least two children with traffic.");
+      expect(production.stdout).not.toContain("blue-is-live");
+      expect([...writesOf(servers.staging), ...writesOf(servers.production)]).toEqual([]);
+    } finally {
+      writeFileSync(project, original);
+    }
+  });
   it("applies each environment to its own API; each server holds its environment's objects and nothing of the other's", async () => {
     for (const name of ["staging", "production"] as const) {
       const run = await edgeplan(["apply", "--env", name, "--auto-approve"]);

@@ -39,6 +39,7 @@ const EXPECTED: Record<string, string[]> = {
   init: ["--stack", "--api-url", "--dir", "--yes", "--force"],
   fmt: ["--config", "--check"],
   state: [],
+  policy: [],
   unlock: ["--lease-id", "--force", ...CLIENT, "--local", ...WIRE, "--verbose"],
   demo: [],
   schema: ["--out"],
@@ -75,10 +76,14 @@ const EXPECTED: Record<string, string[]> = {
   completion: [],
 };
 
-/** Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or entry. */
+/**
+ * Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or entry,
+ * `policy test` reads only the project file and its cases.
+ */
 const SUBCOMMANDS: Record<string, string[]> = {
   "state list": ["--format", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "state release": [...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "policy test": ["--config"],
 };
 
 /** The long flags of a help text's Options section, in order, `--help` left out. */

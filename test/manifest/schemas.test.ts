@@ -84,11 +84,15 @@ describe("examples", () => {
       const expected =
         path.basename(file) === "edgeplan.yaml"
           ? "project.schema.json"
-          : kinds.size > 1
-            ? "manifest.schema.json"
-            : kinds.has("WeightedBackend")
-              ? "weighted-backend.schema.json"
-              : "edge-route.schema.json";
+          : /^policies:$/m.test(text)
+            ? "policies.schema.json"
+            : /^expect:/m.test(text)
+              ? "policy-test.schema.json"
+              : kinds.size > 1
+                ? "manifest.schema.json"
+                : kinds.has("WeightedBackend")
+                  ? "weighted-backend.schema.json"
+                  : "edge-route.schema.json";
       expect([expected, "manifest.schema.json"]).toContain(path.basename(target));
     });
   }

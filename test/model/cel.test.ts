@@ -37,6 +37,18 @@ describe("CEL expressions", () => {
     expect(compileCel(`1${"+1".repeat(1500)} > 0`, VARS)).toMatchObject({ problem: { message: "Exceeded maxAstNodes (2000)" } });
   });
 
+  it("refuse a comprehension inside another, whose cost would be the square of the list; a chain is allowed", () => {
+    const nested = compileCel("change.after.backends.all(a, change.after.backends.exists(b, a != b))", VARS);
+    expect(nested).toEqual({
+      problem: {
+        message: "a exists() inside another comprehension is not allowed (its cost would grow with the square of the list); write it without nesting",
+        start: 29,
+        end: 68,
+      },
+    });
+    expect(compileCel("change.after.backends.filter(k, change.after.backends[k] > 0).all(k, k != '')", VARS)).toHaveProperty("program");
+  });
+
   it("give an evaluation error instead of throwing, and reach no prototype", () => {
     expect(run("change.constructor == null", { change: {} })).toEqual({ error: "No such key: constructor" });
     expect(run("change.__proto__ == null", { change: {} })).toEqual({ error: "No such key: __proto__" });
