@@ -7,6 +7,7 @@ import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifes
 import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
 import { ProjectFileSchema } from "./project-schema.js";
+import { RolloutStatusDocumentSchema } from "./rollout-schema.js";
 import { StackStateDocumentSchema } from "./state-schema.js";
 import { ValidateDocumentSchema } from "./validate-schema.js";
 
@@ -19,6 +20,7 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType }> = [
   { file: "apply.schema.json", schema: ApplyDocumentSchema },
   { file: "validate.schema.json", schema: ValidateDocumentSchema },
   { file: "state.schema.json", schema: StackStateDocumentSchema },
+  { file: "rollout-status.schema.json", schema: RolloutStatusDocumentSchema },
   { file: "project.schema.json", schema: ProjectFileSchema },
 ];
 

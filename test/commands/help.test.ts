@@ -39,6 +39,7 @@ const EXPECTED: Record<string, string[]> = {
   init: ["--stack", "--api-url", "--dir", "--yes", "--force"],
   fmt: ["--config", "--check"],
   state: [],
+  rollout: [],
   unlock: ["--lease-id", "--force", ...CLIENT, "--local", ...WIRE, "--verbose"],
   demo: [],
   schema: ["--out"],
@@ -75,10 +76,17 @@ const EXPECTED: Record<string, string[]> = {
   completion: [],
 };
 
-/** Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or entry. */
+/**
+ * Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or
+ * entry; the `rollout` actions take the stack's lease as apply does, `status` and `promote --full` read manifests.
+ */
 const SUBCOMMANDS: Record<string, string[]> = {
   "state list": ["--format", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "state release": [...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout status": ["--format", "--manifests", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout promote": ["--full", "--manifests", "--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout abort": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout retry": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
 };
 
 /** The long flags of a help text's Options section, in order, `--help` left out. */
