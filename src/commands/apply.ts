@@ -8,7 +8,8 @@
  * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan,
  * a saved plan made for another API or account), or the lease was taken away while the changes ran (the run stopped
  * before its next write); 3 some changes failed or were skipped, the live side does not match after the run, or
- * the API stopped answering (no new change started); 130 the run was
+ * the API stopped answering (no new change started); 4 a rollout is paused and waits for a person (`edgeplan
+ * rollout promote NAME`), and nothing else went wrong; 130 the run was
  * interrupted with Ctrl-C (SIGINT; 143 for SIGTERM): the requests in flight finished, nothing new started, and
  * running apply again finishes the job.
  */

@@ -5,7 +5,7 @@
 import type { Change, Estimate, FieldDiff, JsonValue, Plan, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { isPauseStep, promoteCommand } from "../core/rollout.js";
-import { finalShare } from "./mermaid.js";
+import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -129,10 +129,11 @@ export function rolloutLines(change: Change): string[] {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
   }
   const names = new Map(change.weights.map((w) => [w.child, w.name] as const));
-  const finals = Object.keys(r.final).map((child) => ({ child, share: finalShare(change, child) }));
-  if (finals.some((f) => f.share !== null)) {
-    lines.push(`final: ${finals.map((f) => `${names.get(f.child) ?? f.child} ${r.final[f.child]} (${f.share}%)`).join(", ")} (the manifest's weights)`);
-  }
+  // Both ends of the rollout are shown, whichever step this is: the step's weights above, the final ones here.
+  const total = Object.values(r.final).reduce((s, x) => s + x, 0);
+  const finals = Object.entries(r.final).map(([child, weight]) => `${names.get(child) ?? child} ${weight} (${shareOf(weight, total)}%)`);
+  const writesThem = sameWeights(r.final, change.after?.backends ?? {}) && r.status !== "halted" && r.status !== "paused";
+  if (finals.length > 0) lines.push(`final: ${finals.join(", ")} (the manifest's weights${writesThem ? "; this step writes them" : ""})`);
   if (r.next_due_at !== null && r.status !== "halted" && isPauseStep(r, r.step + 1, r.steps)) {
     lines.push(`then pause step ${r.step + 1} of ${r.steps}: no step after it until "${promoteCommand(change.name)}" (once this one is written)`);
   } else if (r.next_due_at !== null && r.status !== "halted") {
