@@ -166,7 +166,14 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   const state = ctx.state?.target === digest ? ctx.state : undefined;
   if (sameWeights(live, target)) {
     // The last step is written; with a check, the rollout ends once the check after it passes.
-    if (state && !state.halted && spec.check) return confirmChange(change, ctx, spec, state);
+    if (state && !state.halted && spec.check) {
+      // The confirmation is a gate too: a pause the marker records holds it, and promote waives its check.
+      if (state.paused !== undefined) {
+        const steps = rolloutSteps(state.from, target, spec);
+        return pausedChange(change, spec, state, { from: state.from, steps, k: steps.length, after: Date.parse(state.at) + spec.interval_ms, reason: state.paused });
+      }
+      return confirmChange(change, ctx, spec, state);
+    }
     return change;
   }
   if (!hasTraffic(live) || !hasTraffic(target)) return change;
@@ -226,7 +233,8 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
 function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const n = rolloutSteps(state.from, change.after?.backends ?? {}, spec).length;
   const due = Date.parse(state.at) + spec.interval_ms;
-  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check: spec.check });
+  const check = state.promoted === state.step ? null : spec.check;
+  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 

@@ -176,6 +176,28 @@ describe("rollout gates against the real server", () => {
       "weighted_backend.web: the rollout is halted (aborted by edgeplan rollout abort); change the manifest, or run apply --retry-rollout web, to start it again\n",
     );
     expect(w.writes(mark).filter((l) => l.method === "PATCH")).toEqual([]);
+    // Status reads the manifests under the working folder by default; a halted rollout says why and how to go on.
+    const state = (await stateOf("abort")) as State & { target: string };
+    const status = await run("abort", ["rollout", "status", "--format", "json"]);
+    expect(JSON.parse(status.stdout).rollouts).toEqual([
+      {
+        address: "weighted_backend.web",
+        name: "web",
+        id: (await object("abort")).id,
+        status: "halted",
+        step: 1,
+        steps: 4,
+        step_at: state.at,
+        next_due_at: null,
+        weights: { [HR1]: 100, [HR2]: 0 },
+        from: { [HR1]: 100, [HR2]: 0 },
+        target: state.target,
+        final: { [HR1]: 0, [HR2]: 100 },
+        paused: null,
+        halted: "aborted by edgeplan rollout abort",
+        promoted: null,
+      },
+    ]);
     const again = await run("abort", ["rollout", "abort", "web"]);
     expect(again.code).toBe(1);
     expect(again.stderr).toBe("edgeplan: weighted_backend.web: the rollout is halted already (aborted by edgeplan rollout abort); nothing to abort\n");
