@@ -186,7 +186,10 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
       const paused = pauseReason(spec, state, next.k, steps.length);
       if (paused !== null) return pausedChange(change, spec, state, { ...next, reason: paused });
       // Promoted: the gate of the next step is waived, and a pause step is passed by without a write of its own.
-      if (state.promoted === state.step) return stepChange(change, ctx, spec, { ...next, k: next.k + (isPauseStep(spec, next.k, steps.length) ? 1 : 0), waived: true });
+      if (state.promoted === state.step) {
+        const promoted = stepChange(change, ctx, spec, { ...next, k: next.k + (isPauseStep(spec, next.k, steps.length) ? 1 : 0), waived: true });
+        return { ...promoted, notes: [...promoted.notes, `promoted past step ${state.step} (edgeplan rollout promote): no pause or check before this step`] };
+      }
       return stepChange(change, ctx, spec, next);
     }
   }
