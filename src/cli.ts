@@ -34,7 +34,7 @@ interface OptionSpec {
 }
 
 /** The commands that share the tables below. */
-type CommandName = "plan" | "apply" | "export" | "unlock" | "state";
+type CommandName = "plan" | "apply" | "export" | "unlock" | "state" | "rollout";
 
 const collect = (value: string, all: string[] | undefined): string[] => [...(all ?? []), value];
 
@@ -82,7 +82,7 @@ const COMMON_OPTIONS: readonly OptionSpec[] = [
       "--api-key: the API key is not given on the command line (shell history and the process list would show it): " +
       "put it in a file and pass --api-key-file FILE, or set EDGEPLAN_API_KEY",
   },
-  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK", only: [...PLANNING, "state"] },
+  { flags: "--stack <name>", description: "stack name kept in owner markers (default: default)", env: "EDGEPLAN_STACK", only: [...PLANNING, "state", "rollout"] },
   { flags: "--takeover", description: "change objects that carry another stack's owner marker", default: false, only: PLANNING },
   { flags: "--local", description: "run against an embedded server with state in .edgeplan/local.db", default: false },
   { flags: "--fixtures <file>", description: "with --local: load edges, routes and backends from this fixtures file", only: PLANNING },
@@ -296,6 +296,61 @@ function registerPolicy(program: Command, done: Done): void {
   });
 }
 
+/** `--manifests`: where `rollout status` and `rollout promote --full` read the manifests. */
+const MANIFESTS_OPTION: OptionSpec = {
+  flags: "--manifests <path>",
+  description: "manifest file or folder (repeatable; default: the project file's paths, else .)",
+  repeat: true,
+};
+
+/** The lease options of the rollout commands: each takes the stack's lease as apply does. */
+const ROLLOUT_LOCK_OPTIONS: readonly OptionSpec[] = APPLY_ONLY_OPTIONS.filter((o) => o.flags.startsWith("--lock-"));
+
+function registerRollout(program: Command, done: Done): void {
+  const rollout = program.command("rollout").description("where progressive rollouts stand, and promote, abort or retry one without editing its manifest");
+  type Flags = import("./commands/rollout.js").RolloutCommandOptions;
+  const status = addOptions(
+    rollout
+      .command("status")
+      .description("every rollout of the stack (or NAME's): step, weights now, final weights, next step due, paused or halted and why")
+      .argument("[name]", "the weighted backend's name"),
+    [{ flags: "--format <format>", description: "output format", choices: ["text", "json"], default: "text" }, MANIFESTS_OPTION, ...COMMON_OPTIONS],
+    "rollout",
+  );
+  status.action(async (name: string | undefined, flags: Flags) => {
+    const [{ runRolloutStatus }, { processIO }] = await Promise.all([import("./commands/rollout.js"), import("./commands/io.js")]);
+    done(await runRolloutStatus(name, flags, processIO()));
+  });
+  const actions = [
+    ["promote", "go on past the rollout's pause (or an inconclusive analysis): the next apply takes the next step with no gate before it"],
+    ["abort", "write back the weights the rollout started from and halt it, until the manifest changes or rollout retry"],
+    ["retry", "start a halted rollout again: the next apply takes its first step from the live weights"],
+  ] as const;
+  for (const [verb, description] of actions) {
+    const own: OptionSpec[] =
+      verb === "promote"
+        ? [
+            {
+              flags: "--full",
+              description: "straight to the manifest's weights in one write, ending the rollout (needs the manifests: they hold the target)",
+              default: false,
+            },
+            MANIFESTS_OPTION,
+          ]
+        : [];
+    const cmd = addOptions(
+      rollout.command(verb).description(description).argument("<name>", "the weighted backend's name"),
+      [...own, ...ROLLOUT_LOCK_OPTIONS, ...COMMON_OPTIONS],
+      "rollout",
+    );
+    cmd.action(async (name: string, flags: Flags) => {
+      const [commands, { processIO }] = await Promise.all([import("./commands/rollout.js"), import("./commands/io.js")]);
+      const run = { promote: commands.runRolloutPromote, abort: commands.runRolloutAbort, retry: commands.runRolloutRetry }[verb];
+      done(await run(name, flags, processIO()));
+    });
+  }
+}
+
 function registerDemo(program: Command, done: Done): void {
   program
     .command("demo")
@@ -399,6 +454,7 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerFmt,
   registerState,
   registerPolicy,
+  registerRollout,
   registerUnlock,
   registerDemo,
   registerSchema,

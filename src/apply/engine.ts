@@ -5,6 +5,7 @@
  * flight finish and starts nothing new. A create whose answer was lost is never sent twice blindly: the engine
  * lists the weighted backends for the owner marker first (./create.ts).
  */
+import { isPauseStep } from "../core/rollout.js";
 import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
 import { NoAnswerError } from "../api/errors.js";
@@ -70,7 +71,7 @@ function rolloutVerb(change: WeightedBackendChange): string {
       .filter((w) => w.after !== null)
       .map((w) => `${w.share_after}%`)
       .join("/");
-    const next = r.next_due_at === null ? "" : `; next step due at ${r.next_due_at}`;
+    const next = r.next_due_at === null ? "" : isPauseStep(r, r.step + 1, r.steps) ? `; then pause step ${r.step + 1} of ${r.steps}` : `; next step due at ${r.next_due_at}`;
     return `rollout step ${r.step} of ${r.steps} written (${shares}${next})`;
   }
   if (r?.phase === "confirm") return "rollout finished: the check passed";

@@ -5,7 +5,7 @@
  * time is too far past (docs/manifests.md, "Rollout timing") are held back with every change that depends on them.
  */
 import { request } from "undici";
-import { buildRolloutHalt } from "../core/rollout.js";
+import { buildRolloutHalt, promoteCommand } from "../core/rollout.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { formatMs } from "./lease.js";
@@ -123,6 +123,7 @@ export async function prepareRolloutRun(changes: readonly Change[], checker: Che
 function holdReason(change: WeightedBackendChange, at: number): Omit<HeldChange, "address"> | null {
   const r = change.rollout as NonNullable<WeightedBackendChange["rollout"]>;
   if (r.status === "halted") return { status: "halted", message: `halted: ${r.halted_reason ?? ""}` };
+  if (r.status === "paused") return { status: "paused", message: `paused: ${r.paused_reason ?? ""}; run "${promoteCommand(change.name)}" to go on` };
   // A saved plan may be applied later than it was made: whether a step is due is decided now.
   if (Date.parse(r.due_at) > at) return { status: "waiting", message: `step ${r.step} of ${r.steps} is due at ${r.due_at}` };
   const recorded = recordedStepTime(change);

@@ -17,6 +17,7 @@ import type { Change, InventoryChange, ModuleChange, Plan, SamlOutput, WeightedB
 import { parseInventory } from "../model/inventory.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import { phraseOf } from "../render/common.js";
+import { promoteCommand } from "../core/rollout.js";
 import type { ApplyOutcome, Convergence, Remaining } from "../model/apply-report.js";
 import { compareText } from "../model/canonical.js";
 
@@ -99,13 +100,43 @@ function mergeRoutes(before: readonly LiveRoute[], touched: TouchedObjects, rere
 
 /**
  * The verdict of a plan made against the merged live state: converged when it has no change but rollout steps
- * that are not due yet (those are listed as in progress). A halted rollout is a difference that remains.
+ * that are not due yet (listed as in progress) or rollouts that wait for a person (listed as paused). A halted
+ * rollout is a difference that remains.
  */
 export function buildConvergenceFromReplan(replan: Pick<Plan, "changes">): Convergence {
-  const waiting = (c: Change): boolean => c.kind === "weighted_backend" && c.rollout !== undefined && c.rollout.status !== "halted";
-  const remaining = replan.changes.filter((c) => !waiting(c)).map((c) => ({ address: c.address, reason: phraseOf(c) }));
+  const statusOf = (c: Change): string | undefined => (c.kind === "weighted_backend" ? c.rollout?.status : undefined);
+  const waiting = (c: Change): boolean => statusOf(c) === "due" || statusOf(c) === "waiting";
+  const remaining = replan.changes.filter((c) => !waiting(c) && statusOf(c) !== "paused").map((c) => ({ address: c.address, reason: phraseOf(c) }));
   const inProgress = replan.changes.filter(waiting).map((c) => ({ address: c.address, reason: phraseOf(c) }));
-  return { checked: true, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
+  const paused = replan.changes.filter((c) => statusOf(c) === "paused").map((c) => ({ address: c.address, reason: pausedPhrase(c) }));
+  return {
+    checked: true,
+    converged: remaining.length === 0,
+    remaining,
+    ...(inProgress.length > 0 ? { inProgress } : {}),
+    ...(paused.length > 0 ? { paused } : {}),
+  };
+}
+
+/**
+ * The verdict once the run halted rollouts: a halted object is never a step still to come (a re-read that raced the
+ * halt's write, or a saved plan's step, could list it so); it remains, with the check's reason.
+ */
+export function settleHalted(c: Convergence, halted: ReadonlyArray<{ address: string; reason: string }>): Convergence {
+  if (!c.checked || halted.length === 0) return c;
+  const reasons = new Map(halted.map((h) => [h.address, h.reason]));
+  const inProgress = (c.inProgress ?? []).filter((r) => !reasons.has(r.address));
+  const named = new Set(c.remaining.map((r) => r.address));
+  const added = [...reasons].filter(([address]) => !named.has(address)).map(([address, reason]) => ({ address, reason: `rollout halted: ${reason}` }));
+  const remaining = [...c.remaining, ...added];
+  const { inProgress: _inProgress, ...rest } = c;
+  return { ...rest, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
+}
+
+/** `rollout paused before step 2 of 4 (pause step 2 of 4); run "edgeplan rollout promote web" to go on` */
+function pausedPhrase(c: Change): string {
+  const r = c.kind === "weighted_backend" ? c.rollout : undefined;
+  return `${phraseOf(c)} (${r?.paused_reason ?? ""}); run "${promoteCommand(c.kind === "weighted_backend" ? c.name : c.address)}" to go on`;
 }
 
 /**
@@ -119,9 +150,14 @@ export function buildConvergenceFromPlan(plan: Pick<Plan, "changes">, outcome: P
   const routes = new Map(reread.routes.map((r) => [routeKey(r), r]));
   const remaining: Remaining[] = [];
   const inProgress: Remaining[] = [];
+  const paused: Remaining[] = [];
   for (const change of plan.changes) {
     const s = status.get(change.address);
-    if (s === undefined && change.kind === "weighted_backend" && change.rollout && change.rollout.status !== "halted") {
+    if (s === undefined && change.kind === "weighted_backend" && change.rollout?.status === "paused") {
+      paused.push({ address: change.address, reason: pausedPhrase(change) });
+      continue;
+    }
+    if (s === undefined && change.kind === "weighted_backend" && change.rollout && change.rollout.status !== "halted" && change.rollout.status !== "paused") {
       inProgress.push({ address: change.address, reason: phraseOf(change) });
       continue;
     }
@@ -137,7 +173,8 @@ export function buildConvergenceFromPlan(plan: Pick<Plan, "changes">, outcome: P
           : moduleGap(change, routes);
     if (reason !== null) remaining.push({ address: change.address, reason });
   }
-  return { checked: true, converged: remaining.length === 0, remaining, ...(inProgress.length > 0 ? { inProgress } : {}) };
+  const also = { ...(inProgress.length > 0 ? { inProgress } : {}), ...(paused.length > 0 ? { paused } : {}) };
+  return { checked: true, converged: remaining.length === 0, remaining, ...also };
 }
 
 function weightedBackendGap(change: WeightedBackendChange, createdIds: Readonly<Record<string, string>>, wbs: ReadonlyMap<string, LiveWeightedBackend>): string | null {

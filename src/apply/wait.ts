@@ -11,6 +11,7 @@ import type { Change, Plan, WeightedBackendChange } from "../model/plan.js";
 import { parseDuration } from "../model/syntax.js";
 import type { ApplyOutcome } from "../model/apply-report.js";
 import { applyPlan, type ApplyOptions } from "./engine.js";
+import { promoteCommand } from "../core/rollout.js";
 import { prepareRolloutRun, type Checker, type HeldChange, type RolloutRun } from "./rollout.js";
 
 /** What one round did: the engine's outcome, the changes held back, the rollouts it halted. */
@@ -49,13 +50,15 @@ export interface WaitResult {
   plan: Plan | null;
   /** Set when the next step would be due after the deadline: which step of which object, and when. */
   timedOut: string | null;
+  /** When the wait was interrupted while it slept: each rollout's next step and when it is due, as held changes. */
+  pending: HeldChange[];
 }
 
 /** Bound of the rounds of one `--wait` (each one writes a step or waits for one). */
 const MAX_ROUNDS = 100_000;
 
 const isOpenRollout = (c: Change): c is WeightedBackendChange =>
-  c.kind === "weighted_backend" && c.action === "rollout" && c.rollout !== undefined && c.rollout.status !== "halted";
+  c.kind === "weighted_backend" && c.action === "rollout" && c.rollout !== undefined && c.rollout.status !== "halted" && c.rollout.status !== "paused";
 
 /**
  * Advances every rollout of the manifests step by step, sleeping until each step is due. Only rollout steps are
@@ -68,19 +71,19 @@ export async function waitForRollouts(options: WaitOptions): Promise<WaitResult>
   for (let i = 0; i < MAX_ROUNDS && !options.signal.aborted; i++) {
     plan = await options.replan();
     const open = plan.changes.filter(isOpenRollout);
-    if (open.length === 0) return { rounds, plan, timedOut: null };
+    if (open.length === 0) return { rounds, plan, timedOut: null, pending: [] };
     const next = open.reduce((a, b) => (Date.parse(a.rollout?.due_at ?? "") <= Date.parse(b.rollout?.due_at ?? "") ? a : b));
     const dueAt = Date.parse(next.rollout?.due_at ?? "");
     if (dueAt > options.deadline) {
       const r = next.rollout;
-      return { rounds, plan, timedOut: `${next.address}: step ${r?.step} of ${r?.steps} is due at ${r?.due_at}, after the --wait-timeout` };
+      return { rounds, plan, timedOut: `${next.address}: step ${r?.step} of ${r?.steps} is due at ${r?.due_at}, after the --wait-timeout`, pending: [] };
     }
     const wait = dueAt - options.now();
     if (wait > 0) {
       try {
         await sleep(wait, undefined, { signal: options.signal });
       } catch {
-        break;
+        return { rounds, plan: null, timedOut: null, pending: open.map(pendingStep) };
       }
       continue;
     }
@@ -91,7 +94,14 @@ export async function waitForRollouts(options: WaitOptions): Promise<WaitResult>
     const { failed, skipped, not_started } = round.outcome.counts;
     if (round.halted.length > 0 || failed + skipped + not_started > 0 || round.outcome.interrupted) break;
   }
-  return { rounds, plan: null, timedOut: null };
+  return { rounds, plan: null, timedOut: null, pending: [] };
+}
+
+/** A rollout's next step, as a wait interrupted before it was due leaves it. */
+function pendingStep(c: WeightedBackendChange): HeldChange {
+  const r = c.rollout;
+  const written = r && r.step > 1 ? `step ${r.step - 1} of ${r.steps} is written; ` : "";
+  return { address: c.address, status: "waiting", message: `${written}step ${r?.step} of ${r?.steps} is due at ${r?.due_at}; run apply --wait again to go on` };
 }
 
 /** The outcomes of several rounds as one: every result in order, counts summed, interrupted if the last one was. */
@@ -107,23 +117,28 @@ export function mergeOutcomes(outcomes: readonly ApplyOutcome[]): ApplyOutcome {
 }
 
 /**
- * When every change of the plan is a rollout step that is not due yet or a halted rollout: a line for each (when
- * the step is due, or why the rollout halted and how to go on) and whether one is halted. Else null.
+ * When every change of the plan is a rollout step that is not due yet, a halted rollout or a paused one: a line for
+ * each (when the step is due, or why the rollout stopped and how to go on), and whether one is halted or paused.
+ * Else null.
  */
-export function idleRollouts(plan: Plan, now: number): { lines: string[]; halted: boolean } | null {
+export function idleRollouts(plan: Plan, now: number): { lines: string[]; halted: boolean; paused: boolean } | null {
   const lines: string[] = [];
   let halted = false;
+  let paused = false;
   for (const c of plan.changes) {
     const r = c.kind === "weighted_backend" ? c.rollout : undefined;
-    if (c.kind !== "weighted_backend" || !r || (r.status !== "halted" && Date.parse(r.due_at) <= now)) return null;
+    if (c.kind !== "weighted_backend" || !r || (r.status !== "halted" && r.status !== "paused" && Date.parse(r.due_at) <= now)) return null;
     if (r.status === "halted") {
       halted = true;
       lines.push(`${c.address}: the rollout is halted (${r.halted_reason ?? ""}); change the manifest, or run apply --retry-rollout ${c.name}, to start it again`);
+    } else if (r.status === "paused") {
+      paused = true;
+      lines.push(`${c.address}: the rollout is paused before step ${r.step} of ${r.steps} (${r.paused_reason ?? ""}); run "${promoteCommand(c.name)}" to go on`);
     } else {
       lines.push(`${c.address}: rollout step ${r.step} of ${r.steps} is due at ${r.due_at}`);
     }
   }
-  return { lines, halted };
+  return { lines, halted, paused };
 }
 
 /** What a halted rollout says on stderr: which check failed, what was done, how to go on. */

@@ -8,7 +8,8 @@
  * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan,
  * a saved plan made for another API or account), or the lease was taken away while the changes ran (the run stopped
  * before its next write); 3 some changes failed or were skipped, the live side does not match after the run, or
- * the API stopped answering (no new change started); 130 the run was
+ * the API stopped answering (no new change started); 4 a rollout is paused and waits for a person (`edgeplan
+ * rollout promote NAME`), and nothing else went wrong; 130 the run was
  * interrupted with Ctrl-C (SIGINT; 143 for SIGTERM): the requests in flight finished, nothing new started, and
  * running apply again finishes the job.
  */
@@ -37,7 +38,7 @@ import { buildStalePlanError, diffStale } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
 import { deniedResults, withPolicies } from "../core/policies.js";
-import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../apply/verify.js";
+import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive, settleHalted } from "../apply/verify.js";
 import { buildEstimate } from "../core/estimate.js";
 import { diffOutputs } from "../core/outputs.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
@@ -195,7 +196,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     if (idle !== null && options.wait !== true) {
       await showPlanOnly(plan, format, options, io);
       io.stderr(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`);
-      result.exitCode = idle.halted ? EXIT.partial : EXIT.ok;
+      result.exitCode = idle.halted ? EXIT.partial : idle.paused ? EXIT.paused : EXIT.ok;
       return result;
     }
     try {
@@ -285,7 +286,7 @@ async function reportRun(
   const report: ApplyReport = {
     stack: plan.stack,
     outcome,
-    convergence,
+    convergence: settleHalted(convergence, run.halted),
     outputs,
     changedOutputs: diffOutputs(plan.outputs, outputs),
     against: ctx.fromManifests ? "manifests" : "plan",
@@ -299,7 +300,8 @@ async function reportRun(
   for (const h of run.halted) io.stderr(`edgeplan: ${haltMessage(h)}\n`);
   result.summaryMarkdown = renderApplyMarkdown(report);
   result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
-  result.exitCode = exitCodeOf(outcome, convergence, interruptedBy, run.halted.length > 0 || run.timedOut !== null);
+  const paused = (report.convergence.paused ?? []).length > 0 || run.held.some((h) => h.status === "paused");
+  result.exitCode = exitCodeOf(outcome, report.convergence, interruptedBy, { stopped: run.halted.length > 0 || run.timedOut !== null, paused });
 }
 
 /** Checks the flags that need nothing read first: the format, the `--ack` rules, `--plan` beside a scope. */
@@ -383,18 +385,19 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
 }
 
 /**
- * The exit code after a run: interrupted 130 (143 for SIGTERM); any change failed, skipped or not started, or a
- * convergence check that found differences, 3; else 0. A check that could not read the objects again does not turn
+ * The exit code after a run: interrupted 130 (143 for SIGTERM); any change failed, skipped or not started, a
+ * rollout halted or timed out, or a convergence check that found differences, 3; a rollout that waits for a person,
+ * 4; else 0. A check that could not read the objects again does not turn
  * a run whose every write the API accepted into a failure (the report says it was not checked).
  */
-function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined, rolloutStopped: boolean): number {
+function exitCodeOf(outcome: ApplyOutcome, convergence: Convergence, interruptedBy: string | undefined, rollouts: { stopped: boolean; paused: boolean }): number {
   if (interruptedBy === LEASE_LOST) return EXIT.error;
   if (interruptedBy === API_GONE) return EXIT.partial;
   if (outcome.interrupted || interruptedBy !== undefined) return EXIT_INTERRUPTED[interruptedBy ?? "SIGINT"] ?? EXIT_INTERRUPTED.SIGINT ?? 130;
   const { failed, skipped, not_started } = outcome.counts;
-  if (failed + skipped + not_started > 0 || rolloutStopped) return EXIT.partial;
+  if (failed + skipped + not_started > 0 || rollouts.stopped) return EXIT.partial;
   if (convergence.checked && !convergence.converged) return EXIT.partial;
-  return EXIT.ok;
+  return rollouts.paused ? EXIT.paused : EXIT.ok;
 }
 
 /** The options of a re-plan of a stale saved plan: the saved plan's, with the flags given now on top. */
@@ -449,8 +452,11 @@ async function runChanges(
   try {
     const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal);
     const n = prepared.changes.length;
-    if (!quiet) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
-    if (!quiet) for (const h of prepared.held) io.stderr(`${h.address}: held back: ${h.message}\n`);
+    // With --wait and nothing due yet, the steps to come are the news, said as they are written.
+    if (!quiet && (n > 0 || options.wait !== true)) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
+    // With --wait, a step not due yet is waited for, not held back: its line comes once it is written.
+    const told = options.wait === true ? prepared.held.filter((h) => h.status !== "waiting") : prepared.held;
+    if (!quiet) for (const h of told) io.stderr(`${h.address}: held back: ${h.message}\n`);
     const progress = quiet ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client });
     let outcome: ApplyOutcome;
     try {
@@ -493,7 +499,7 @@ async function runChanges(
       outcome: mergeOutcomes([outcome, ...waited.rounds.map((r) => r.outcome)]),
       interruptedBy: stop.by(),
       ran: prepared.changes,
-      held: waited.plan ? [] : (last?.held ?? first.held),
+      held: waited.plan ? [] : waited.pending.length > 0 ? waited.pending : (last?.held ?? first.held),
       halted: waited.rounds.flatMap((r) => r.halted),
       timedOut: waited.timedOut,
       finalPlan: waited.plan,

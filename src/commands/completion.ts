@@ -27,7 +27,7 @@ export interface CommandSpec {
   name: string;
   description: string;
   flags: FlagSpec[];
-  /** Choices of the command's first argument, when commander lists them (e.g. the shells of `completion`). */
+  /** Choices of the command's first argument: its subcommands (`rollout status`), or those commander lists (the shells of `completion`). */
   argumentChoices: readonly string[];
 }
 
@@ -48,7 +48,8 @@ export function readCommandSpecs(program: Command): { commands: CommandSpec[]; g
       name: cmd.name(),
       description: cmd.description(),
       flags: flagsOf(cmd),
-      argumentChoices: cmd.registeredArguments[0]?.argChoices ?? [],
+      argumentChoices:
+        cmd.commands.length > 0 ? help.visibleCommands(cmd).flatMap((sub) => (sub.name() === "help" ? [] : [sub.name()])) : (cmd.registeredArguments[0]?.argChoices ?? []),
     }));
   return { commands, global: flagsOf(program) };
 }

@@ -195,7 +195,7 @@ function rolloutProblem(change: WeightedBackendChange): string | null {
   if (state !== undefined && (!sameWeights(state.from, r.from) || state.target !== r.target || state.step !== r.step || state.halted !== undefined)) {
     return "the rollout state written into the owner marker is not this step's";
   }
-  if (r.status === "halted") return null;
+  if (r.status === "halted" || r.status === "paused") return null;
   if (r.phase === "confirm" && !(sameWeights(before, after) && sameWeights(after, r.final))) return "a confirmation writes the weights as they are, the final ones";
   if (r.phase === "return" && !(sameWeights(after, r.from) && sameWeights(r.final, r.from))) return "a return writes the weights the rollout started from";
   if (r.phase === "step" && !withinStep(before, after, r.max_step)) return `the step moves a share of traffic by more than its max_step, ${r.max_step} points`;

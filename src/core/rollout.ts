@@ -4,7 +4,7 @@
  * (`buildRolloutChange`), from the state kept in the owner marker. Pure: the time comes in as `now`.
  */
 import type { FieldDiff, RolloutStep, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
-import type { DesiredWeightedBackend, RolloutSpec, RolloutState } from "../model/state.js";
+import type { DesiredWeightedBackend, RolloutShare, RolloutSpec, RolloutState } from "../model/state.js";
 import { InternalError } from "../model/errors.js";
 import { isJsonObject } from "../model/canonical.js";
 import { MARKER_KEY } from "../model/state.js";
@@ -91,9 +91,10 @@ export function buildRolloutSteps(from: Weights, target: Weights, maxStep: numbe
 /**
  * The weights written by each step of a rollout whose manifest lists its steps: step k moves every child's share
  * `shares[k]` percent of the way from `from` to `target` (integer weights summing to 10000, as above); the last
- * share is 100, which writes `target` exactly. Without traffic on one side: one step.
+ * share is 100, which writes `target` exactly. A pause is a step that keeps the weights of the step before it (a
+ * pause is never first). Without traffic on one side: one step.
  */
-export function buildListSteps(from: Weights, target: Weights, shares: readonly number[]): Array<Record<string, number>> {
+export function buildListSteps(from: Weights, target: Weights, shares: readonly RolloutShare[]): Array<Record<string, number>> {
   const last = sortedBackends(target);
   if (!hasTraffic(from) || !hasTraffic(target)) return [last];
   const keys = [...new Set([...Object.keys(from), ...Object.keys(target)])].sort();
@@ -104,12 +105,37 @@ export function buildListSteps(from: Weights, target: Weights, shares: readonly 
       keys,
       keys.map((_, i) => (s[i] as number) + (((t[i] as number) - (s[i] as number)) * p) / 100),
     );
-  return shares.map((p) => (p >= 100 ? last : along(p)));
+  const steps: Array<Record<string, number>> = [];
+  for (const p of shares) {
+    if (typeof p !== "number") steps.push({ ...(steps.at(-1) ?? sortedBackends(from)) });
+    else steps.push(p >= 100 ? last : along(p));
+  }
+  return steps;
 }
 
 /** The steps of a rollout as its manifest paces it: a `steps:` list, else steps of at most `max_step` points. */
-export function rolloutSteps(from: Weights, target: Weights, pace: { max_step: number; shares: readonly number[] | null }): Array<Record<string, number>> {
+export function rolloutSteps(from: Weights, target: Weights, pace: Pick<RolloutSpec, "max_step" | "shares">): Array<Record<string, number>> {
   return pace.shares === null ? buildRolloutSteps(from, target, pace.max_step) : buildListSteps(from, target, pace.shares);
+}
+
+/** True when step `k` (1-based) of a rollout of `n` steps is a `{pause: true}` item of its `steps:` list. */
+export function isPauseStep(pace: Pick<RolloutSpec, "shares">, k: number, n: number): boolean {
+  return pace.shares !== null && pace.shares.length === n && typeof pace.shares[k - 1] === "object";
+}
+
+/**
+ * Why a rollout at `state` waits for a person before step `k` of `n`: the reason the marker records (an
+ * inconclusive analysis), or a pause step that `edgeplan rollout promote` has not waived; null when it goes on.
+ */
+export function pauseReason(pace: Pick<RolloutSpec, "shares">, state: RolloutState, k: number, n: number): string | null {
+  if (state.paused !== undefined) return state.paused;
+  if (isPauseStep(pace, k, n) && state.promoted !== state.step) return `pause step ${k} of ${n}`;
+  return null;
+}
+
+/** What a person runs to take a paused rollout on past its gate. */
+export function promoteCommand(name: string): string {
+  return `edgeplan rollout promote ${name}`;
 }
 
 /** What a rollout change is built from, beside the update the kind built. */
@@ -140,7 +166,14 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   const state = ctx.state?.target === digest ? ctx.state : undefined;
   if (sameWeights(live, target)) {
     // The last step is written; with a check, the rollout ends once the check after it passes.
-    if (state && !state.halted && spec.check) return confirmChange(change, ctx, spec, state);
+    if (state && !state.halted && spec.check) {
+      // The confirmation is a gate too: a pause the marker records holds it, and promote waives its check.
+      if (state.paused !== undefined) {
+        const steps = rolloutSteps(state.from, target, spec);
+        return pausedChange(change, spec, state, { from: state.from, steps, k: steps.length, after: Date.parse(state.at) + spec.interval_ms, reason: state.paused });
+      }
+      return confirmChange(change, ctx, spec, state);
+    }
     return change;
   }
   if (!hasTraffic(live) || !hasTraffic(target)) return change;
@@ -149,7 +182,15 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   if (state && !state.halted) {
     const steps = rolloutSteps(state.from, target, spec);
     if (state.step < steps.length && sameWeights(steps[state.step - 1] as Weights, live)) {
-      return stepChange(change, ctx, spec, { from: state.from, steps, k: state.step + 1, after: Date.parse(state.at) + spec.interval_ms });
+      const next: StepInput = { from: state.from, steps, k: state.step + 1, after: Date.parse(state.at) + spec.interval_ms };
+      const paused = pauseReason(spec, state, next.k, steps.length);
+      if (paused !== null) return pausedChange(change, spec, state, { ...next, reason: paused });
+      // Promoted: the gate of the next step is waived, and a pause step is passed by without a write of its own.
+      if (state.promoted === state.step) {
+        const promoted = stepChange(change, ctx, spec, { ...next, k: next.k + (isPauseStep(spec, next.k, steps.length) ? 1 : 0), waived: true });
+        return { ...promoted, notes: [...promoted.notes, `promoted past step ${state.step} (edgeplan rollout promote): no pause or check before this step`] };
+      }
+      return stepChange(change, ctx, spec, next);
     }
   }
   const restarted = ctx.state !== undefined && !ctx.retry;
@@ -167,6 +208,8 @@ interface StepInput {
   k: number;
   /** The time the step may be written: the last step's time plus the interval (now for a first step). */
   after: number;
+  /** A person promoted the rollout past its gate: no check before this step. */
+  waived?: boolean;
 }
 
 function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, input: StepInput): WeightedBackendChange {
@@ -185,7 +228,7 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
     final: steps[n - 1] as Weights,
     due: input.after,
     next: keepsState ? writeAt + spec.interval_ms : null,
-    check: k > 1 ? spec.check : null,
+    check: k > 1 && input.waived !== true ? spec.check : null,
   });
   return withWrite(change, steps[k - 1] as Weights, state, rollout);
 }
@@ -193,7 +236,8 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
 function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const n = rolloutSteps(state.from, change.after?.backends ?? {}, spec).length;
   const due = Date.parse(state.at) + spec.interval_ms;
-  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check: spec.check });
+  const check = state.promoted === state.step ? null : spec.check;
+  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
@@ -216,6 +260,24 @@ function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: R
     halted_reason: state.halted ?? null,
   };
   const notes = [...change.notes, `halted: ${state.halted ?? ""}; change the manifest, or apply --retry-rollout ${change.name}, to try again`];
+  return { ...change, action: "rollout", notes, diffs: withoutMarkerState(change.diffs), rollout };
+}
+
+/** A rollout that waits for a person before step `k`: nothing is written until `edgeplan rollout promote NAME`. */
+function pausedChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState, input: StepInput & { reason: string }): WeightedBackendChange {
+  const rollout: RolloutStep = {
+    ...stepBase(spec, state.from, state.target, change.after?.backends ?? {}),
+    phase: "step",
+    step: input.k,
+    steps: input.steps.length,
+    status: "paused",
+    due_at: iso(input.after),
+    next_due_at: null,
+    check: spec.check,
+    halted_reason: null,
+    paused_reason: input.reason,
+  };
+  const notes = [...change.notes, `paused: ${input.reason}; run "${promoteCommand(change.name)}" to go on`];
   return { ...change, action: "rollout", notes, diffs: withoutMarkerState(change.diffs), rollout };
 }
 

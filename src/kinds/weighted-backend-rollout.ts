@@ -25,12 +25,13 @@ const isWeights = (v: unknown): v is Record<string, number> =>
 /** The rollout state of a marker, or undefined when it is absent or not well-formed (then it is ignored). */
 export function parseRolloutState(raw: unknown): RolloutState | undefined {
   if (!isObject(raw)) return undefined;
-  const { from, target, step, at, halted, paused } = raw;
+  const { from, target, step, at, halted, paused, promoted } = raw;
   if (!isWeights(from) || typeof target !== "string" || typeof at !== "string" || Number.isNaN(Date.parse(at))) return undefined;
   if (typeof step !== "number" || !Number.isInteger(step) || step < 1) return undefined;
   const state: RolloutState = { from: { ...from }, target, step, at };
   if (typeof halted === "string") state.halted = halted;
   if (typeof paused === "string") state.paused = paused;
+  if (typeof promoted === "number" && Number.isInteger(promoted) && promoted >= 1) state.promoted = promoted;
   return state;
 }
 

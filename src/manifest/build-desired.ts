@@ -16,6 +16,7 @@ import {
   type ModuleIntent,
   type OwnerMarker,
   type RolloutCheck,
+  type RolloutShare,
   type RolloutSpec,
   type SourcePos,
 } from "../model/state.js";
@@ -149,7 +150,10 @@ function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collecto
   return { ...pace, interval: written.interval.trim(), interval_ms, check };
 }
 
-/** `max_step`, or the `steps:` list (rising, 100 added at its end) with its largest gap as `max_step`; undefined after reporting. */
+/**
+ * `max_step`, or the `steps:` list (shares rising, 100 added at its end, pauses between shares) with its largest
+ * gap as `max_step`; undefined after reporting.
+ */
 function rolloutPace(written: RolloutManifest, pin: Pinner, out: Collector): Pick<RolloutSpec, "max_step" | "shares"> | undefined {
   const { max_step, steps } = written;
   if ((max_step === undefined) === (steps === undefined)) {
@@ -160,16 +164,33 @@ function rolloutPace(written: RolloutManifest, pin: Pinner, out: Collector): Pic
     return undefined;
   }
   if (steps === undefined) return { max_step: max_step as number, shares: null };
-  const bad = steps.findIndex((s, i) => i > 0 && s <= (steps[i - 1] as number));
-  if (bad >= 0) {
-    out.error(
-      pin.value(["rollout", "steps", bad]),
-      `rollout.steps[${bad}]: ${steps[bad]} does not rise above the step before it; list the shares of the move in rising order`,
-    );
+  const wrong = stepsListError(steps);
+  if (wrong !== null) {
+    out.error(pin.value(["rollout", "steps", wrong.index]), `rollout.steps[${wrong.index}]: ${wrong.message}`);
     return undefined;
   }
-  const shares = steps.at(-1) === 100 ? [...steps] : [...steps, 100];
-  return { max_step: Math.max(...shares.map((s, i) => s - (shares[i - 1] ?? 0))), shares };
+  const shares: RolloutShare[] = steps.at(-1) === 100 ? [...steps] : [...steps, 100];
+  const numbers = shares.filter((s): s is number => typeof s === "number");
+  return { max_step: Math.max(...numbers.map((s, i) => s - (numbers[i - 1] ?? 0))), shares };
+}
+
+/** The first item of a `steps:` list that breaks its rules (shares rising; a pause neither first, last, nor after another), or null. */
+function stepsListError(steps: readonly RolloutShare[]): { index: number; message: string } | null {
+  let previous: number | null = null;
+  for (let i = 0; i < steps.length; i++) {
+    const s = steps[i] as RolloutShare;
+    if (typeof s !== "number") {
+      if (i === 0) return { index: i, message: "a pause cannot come first: the first step is taken by apply; put a share before it" };
+      if (i === steps.length - 1) return { index: i, message: "a pause cannot come last: nothing would follow it; put 100 after it" };
+      if (typeof steps[i - 1] !== "number") return { index: i, message: "two pauses in a row wait for the same thing; keep one" };
+      continue;
+    }
+    if (previous !== null && s <= previous) {
+      return { index: i, message: `${s} does not rise above the step before it; list the shares of the move in rising order` };
+    }
+    previous = s;
+  }
+  return null;
 }
 
 function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBackend" }, out: Collector): DesiredWeightedBackend | undefined {

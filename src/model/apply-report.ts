@@ -53,6 +53,8 @@ export interface Convergence {
   remaining: Remaining[];
   /** Rollouts under way whose next step is not due yet: not a difference to fix, a step to wait for. */
   inProgress?: Remaining[];
+  /** Rollouts that wait for a person (`edgeplan rollout promote NAME`): why, and how to go on. Not a difference to fix by applying again. */
+  paused?: Remaining[];
   /** Why the check did not run, or what went wrong while it ran. */
   error?: string;
 }
@@ -84,8 +86,8 @@ export interface ApplyReport {
 /** A change held back from a run, and why (a rollout step not due yet or halted, or a change waiting for one). */
 export interface HeldChange {
   address: string;
-  /** `waiting` (not due yet, or depends on such a step) or `halted`. */
-  status: "waiting" | "halted";
+  /** `waiting` (not due yet, or depends on such a step), `halted`, or `paused` (waits for `edgeplan rollout promote`). */
+  status: "waiting" | "halted" | "paused";
   message: string;
 }
 

@@ -4,7 +4,8 @@
  */
 import type { SourcePos } from "./state.js";
 
-export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3 } as const;
+/** Exit codes: 4 is a rollout that waits for a person (`edgeplan rollout promote`); when 3 applies too, 3 wins. */
+export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3, paused: 4 } as const;
 
 export class EdgeplanError extends Error {
   readonly exitCode: number = EXIT.error;

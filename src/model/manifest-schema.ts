@@ -100,14 +100,19 @@ export const RolloutManifestSchema = z
       description: "Percentage points: no child's share of the traffic moves more than this in one step (1 to 100). Give max_step or steps.",
     }),
     steps: z
-      .array(intField(1, 100))
+      .array(
+        z.union([
+          intField(1, 100),
+          z.strictObject({ pause: z.literal(true) }).meta({ description: "Wait here for a person: no step past it until edgeplan rollout promote NAME." }),
+        ]),
+      )
       .min(1)
       .max(100)
       .optional()
       .meta({
         description:
           "The steps as shares of the move, in percent, rising (for example [10, 50, 100]); 100, the manifest's weights, ends the list " +
-          "and is added when left out. Give max_step or steps.",
+          "and is added when left out. A {pause: true} item between two shares waits there for edgeplan rollout promote NAME. Give max_step or steps.",
       }),
     interval: durationText("a whole number with s, m or h").meta({
       description: "The least time between two steps: a whole number with s, m or h (at least 1s, at most 168h).",

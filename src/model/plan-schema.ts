@@ -58,11 +58,15 @@ const RolloutStepSchema = z
     phase: z.enum(["step", "confirm", "return", "halt"]),
     step: z.number().int().min(1),
     steps: z.number().int().min(1),
-    status: z.enum(["due", "waiting", "halted"]),
+    status: z.enum(["due", "waiting", "halted", "paused"]),
     due_at: timeText,
     next_due_at: timeText.nullable(),
     max_step: z.number().int().min(1).max(100),
-    shares: z.array(z.number().int().min(1).max(100)).min(1).max(101).nullable(),
+    shares: z
+      .array(z.union([z.number().int().min(1).max(100), z.object({ pause: z.literal(true) })]))
+      .min(1)
+      .max(101)
+      .nullable(),
     interval: z.string(),
     interval_ms: z.number().int().min(1),
     check: z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) }).nullable(),
@@ -70,6 +74,7 @@ const RolloutStepSchema = z
     target: z.string(),
     final: weightsMap,
     halted_reason: z.string().nullable(),
+    paused_reason: z.string().optional().describe("Why the rollout waits for a person (status paused): a pause step, an inconclusive analysis"),
   })
   .describe("A step of a progressive rollout: which of how many, whether it is due, and when the next one is");
 

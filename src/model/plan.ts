@@ -4,7 +4,7 @@
  * saved as JSON (`plan --out`, schema in ./plan-schema.ts). Field names are snake_case because the JSON plan is a
  * public format (`format_version: 1`); the TypeScript types and the JSON are the same objects.
  */
-import type { OwnerMarker, RolloutCheck } from "./state.js";
+import type { OwnerMarker, RolloutCheck, RolloutShare } from "./state.js";
 
 /** Any JSON value. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -94,15 +94,18 @@ export interface RolloutStep {
   /** The step this change writes (a `confirm` repeats the last step), and how many steps the rollout has. */
   step: number;
   steps: number;
-  /** `due`: the next apply writes it; `waiting`: not before `due_at`; `halted`: not until the manifest changes or `apply --retry-rollout NAME`. */
-  status: "due" | "waiting" | "halted";
+  /**
+   * `due`: the next apply writes it; `waiting`: not before `due_at`; `halted`: not until the manifest changes or
+   * `rollout retry NAME`; `paused`: not until a person runs `edgeplan rollout promote NAME`.
+   */
+  status: "due" | "waiting" | "halted" | "paused";
   /** When the step may be written (RFC 3339, UTC, milliseconds): the last step's time plus the interval. */
   due_at: string;
   /** When the step after this one is due, if this one is written when it is due; null when none follows. */
   next_due_at: string | null;
   max_step: number;
-  /** The manifest's `steps:` (shares of the move in percent, ending with 100), or null for steps of `max_step` points. */
-  shares: number[] | null;
+  /** The manifest's `steps:` (shares of the move in percent and pauses, ending with 100), or null for steps of `max_step` points. */
+  shares: RolloutShare[] | null;
   interval: string;
   interval_ms: number;
   /** Asked before this step is written (every step after the first, and the confirmation); null: no check. */
@@ -115,6 +118,8 @@ export interface RolloutStep {
   final: Record<string, number>;
   /** Why the rollout halted (`halted`, `halt`); null otherwise. */
   halted_reason: string | null;
+  /** Why the rollout waits for a person (status `paused`): `pause step 2 of 4`, an inconclusive analysis. Absent otherwise. */
+  paused_reason?: string;
 }
 
 export interface WeightedBackendChange {

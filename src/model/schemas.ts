@@ -7,6 +7,7 @@ import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifes
 import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
 import { PolicyCaseSchema, PolicyFileSchema, ProjectFileSchema } from "./project-schema.js";
+import { RolloutStatusDocumentSchema } from "./rollout-schema.js";
 import { StackStateDocumentSchema } from "./state-schema.js";
 import { ValidateDocumentSchema } from "./validate-schema.js";
 
@@ -22,6 +23,7 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType; manifest?: true }> 
   { file: "apply.schema.json", schema: ApplyDocumentSchema },
   { file: "validate.schema.json", schema: ValidateDocumentSchema },
   { file: "state.schema.json", schema: StackStateDocumentSchema },
+  { file: "rollout-status.schema.json", schema: RolloutStatusDocumentSchema },
   { file: "project.schema.json", schema: ProjectFileSchema },
   { file: "policies.schema.json", schema: PolicyFileSchema },
   { file: "policy-test.schema.json", schema: PolicyCaseSchema },

@@ -48,7 +48,17 @@ export interface RolloutState {
   halted?: string;
   /** Set while the rollout waits for a person (`edgeplan rollout promote`): why (a pause step, an inconclusive analysis). */
   paused?: string;
+  /** Set by `edgeplan rollout promote` to the step it was at: the step after it is taken with no gate (pause, check, analysis) before it. */
+  promoted?: number;
 }
+
+/** A `{pause: true}` item of a rollout's `steps:`: the rollout waits there for `edgeplan rollout promote NAME`. */
+export interface RolloutPause {
+  pause: true;
+}
+
+/** An item of a rollout's `steps:`: a share of the move in percent, or a pause. */
+export type RolloutShare = number | RolloutPause;
 
 /** A rollout's check: a GET asked before each step after the first, and after the last. */
 export interface RolloutCheck {
@@ -62,8 +72,11 @@ export interface RolloutCheck {
 export interface RolloutSpec {
   /** Percentage points a child's share of traffic may move in one step (1 to 100); with `shares`, their largest gap. */
   max_step: number;
-  /** The manifest's `steps:`, shares of the move in percent, rising, ending with 100; null: steps of `max_step`. */
-  shares: number[] | null;
+  /**
+   * The manifest's `steps:`, shares of the move in percent, rising, ending with 100, with pauses between them (never
+   * first, last or two in a row); null: steps of `max_step`. A pause counts as a step that writes nothing.
+   */
+  shares: RolloutShare[] | null;
   /** The least time between two steps, as written (`5m`), and in milliseconds. */
   interval: string;
   interval_ms: number;

@@ -17,26 +17,35 @@ import { InternalError } from "../model/errors.js";
 const STATUS_ORDER: ReadonlyArray<ChangeResult["status"]> = ["done", "failed", "skipped", "not_started"];
 const STATUS_LABEL: Record<ChangeResult["status"], string> = { done: "done", failed: "failed", skipped: "skipped", not_started: "not started" };
 
-/** `Apply complete: 3 done.`, `Apply finished with failures: 2 done, 1 failed, 1 skipped.`, `Apply interrupted (SIGINT): ...` */
-export function buildApplyHeadline(report: Pick<ApplyReport, "outcome" | "interruptedBy">): string {
-  const { counts, interrupted } = report.outcome;
+/**
+ * `Apply complete: 3 done.`, `Apply finished with failures: 2 done, 1 failed, 1 skipped.`, `Apply interrupted (SIGINT): ...`,
+ * `Apply halted a rollout: 1 done.` (a check failed: the halt is one of the changes done).
+ */
+export function buildApplyHeadline(report: Pick<ApplyReport, "outcome" | "interruptedBy" | "halted">): string {
+  const { counts } = report.outcome;
+  // A signal while `--wait` sleeps interrupts the run though no change was cut short.
+  const interrupted = report.outcome.interrupted || report.interruptedBy?.startsWith("SIG") === true;
   const parts = [`${counts.done} done`];
   if (counts.failed) parts.push(`${counts.failed} failed`);
   if (counts.skipped) parts.push(`${counts.skipped} skipped`);
   if (counts.not_started) parts.push(`${counts.not_started} not started`);
   if (interrupted) return `Apply interrupted${report.interruptedBy ? ` (${report.interruptedBy})` : ""}: ${parts.join(", ")}.`;
   if (counts.failed || counts.skipped || counts.not_started) return `Apply finished with failures: ${parts.join(", ")}.`;
+  const halted = (report.halted ?? []).length;
+  if (halted > 0) return `Apply halted ${halted === 1 ? "a rollout" : `${halted} rollouts`}: ${parts.join(", ")}.`;
   return `Apply complete: ${parts.join(", ")}.`;
 }
 
 /** The sentence that says whether the live side converged. */
-export function buildConvergenceLine(report: Pick<ApplyReport, "convergence" | "against" | "outcome" | "targeted">): string {
+export function buildConvergenceLine(report: Pick<ApplyReport, "convergence" | "against" | "outcome" | "targeted" | "interruptedBy">): string {
   const c = report.convergence;
   const target = (report.against === "manifests" ? "the manifests" : "the plan") + (report.targeted === true ? " within the targets" : "");
   if (!c.checked) {
-    if (report.outcome.interrupted) return "Not checked for convergence: the run was interrupted. Run apply again to finish it (nothing is created twice).";
+    if (report.outcome.interrupted || report.interruptedBy?.startsWith("SIG"))
+      return "Not checked for convergence: the run was interrupted. Run apply again to finish it (nothing is created twice).";
     return `Not checked for convergence: ${c.error ?? "the objects could not be read again"}.`;
   }
+  if (c.converged && (c.paused ?? []).length > 0) return `Paused: the live state matches ${target} but for the rollouts that wait for a person:`;
   if (c.converged && (c.inProgress ?? []).length > 0) return `Rollout under way: the live state matches ${target} but for the steps still to come:`;
   if (c.converged) return `Converged: the live state matches ${target}.`;
   const n = c.remaining.length;
@@ -60,14 +69,14 @@ export function renderApplyText(report: ApplyReport): string {
   out.push("");
   out.push(buildConvergenceLine(report));
   for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
-  for (const r of report.convergence.inProgress ?? []) out.push(`  ${r.address}: ${r.reason}`);
+  for (const r of [...(report.convergence.paused ?? []), ...(report.convergence.inProgress ?? [])]) out.push(`  ${r.address}: ${r.reason}`);
   out.push(...renderOutputsText(reportOutputs(report)));
   return `${out.join("\n")}\n`;
 }
 
 /** What the report says of rollouts: steps held back, rollouts halted, a --wait that timed out. */
 function rolloutReportLines(report: ApplyReport): string[] {
-  const lines = (report.held ?? []).map((h) => `${h.status === "halted" ? "halted" : "waiting"}  ${h.address}: ${h.message}`);
+  const lines = (report.held ?? []).map((h) => `${h.status}  ${h.address}: ${h.message}`);
   for (const h of report.halted ?? []) lines.push(`halted  ${h.address}: ${h.reason}; the weights it started from were written back`);
   if (report.timedOut) lines.push(`--wait-timeout reached: ${report.timedOut}; run apply again to go on`);
   return lines;
@@ -89,7 +98,7 @@ export function renderApplyMarkdown(report: ApplyReport): string {
   const rollouts = rolloutReportLines(report);
   if (rollouts.length > 0) out.push("", ...rollouts.map((l) => `- ${cell(l)}`));
   out.push("", buildConvergenceLine(report));
-  const pending = [...report.convergence.remaining, ...(report.convergence.inProgress ?? [])];
+  const pending = [...report.convergence.remaining, ...(report.convergence.paused ?? []), ...(report.convergence.inProgress ?? [])];
   if (pending.length > 0) {
     out.push("");
     for (const r of pending) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
@@ -107,7 +116,7 @@ export function renderApplyMarkdown(report: ApplyReport): string {
 /** What a run came to, in one word: the report's `status` in JSON. */
 function reportStatus(report: ApplyReport): ApplyReportJson["status"] {
   const { outcome, convergence } = report;
-  if (outcome.interrupted) return "interrupted";
+  if (outcome.interrupted || report.interruptedBy?.startsWith("SIG")) return "interrupted";
   if ((report.halted ?? []).length > 0) return "halted";
   if (report.timedOut !== undefined) return "timed_out";
   if (outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0) return "failed";
@@ -128,6 +137,7 @@ export function buildApplyReportJson(report: ApplyReport): ApplyReportJson {
       converged: convergence.converged,
       remaining: convergence.remaining,
       in_progress: convergence.inProgress ?? [],
+      ...(convergence.paused !== undefined ? { paused: convergence.paused } : {}),
       ...(convergence.error !== undefined ? { error: convergence.error } : {}),
     },
     held: report.held ?? [],

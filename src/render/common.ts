@@ -5,7 +5,8 @@
 import type { Change, Estimate, FieldDiff, JsonValue, Plan, PlanPolicies, PolicyResult, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
 import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
-import { finalShare } from "./mermaid.js";
+import { isPauseStep, promoteCommand } from "../core/rollout.js";
+import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -93,6 +94,7 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
   if (!r) return "will take a rollout step";
   const of = `${r.step} of ${r.steps}`;
   if (r.status === "halted") return `rollout halted before step ${of}`;
+  if (r.status === "paused") return `rollout paused before step ${of}`;
   const when = r.status === "due" ? "" : `, due at ${r.due_at}`;
   switch (r.phase) {
     case "step":
@@ -109,6 +111,7 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
 /** When a step is written. A due step records the plan's time, so a saved plan applied later than its grace is held. */
 function stepWhen(r: RolloutStep): string {
   if (r.status === "halted") return "halted";
+  if (r.status === "paused") return `paused (${r.paused_reason ?? ""})`;
   if (r.status === "waiting") return `due at ${r.due_at}`;
   return `due now (a saved plan takes it if applied within ${msText(stepGraceMs(r.interval_ms))}; later, plan again)`;
 }
@@ -120,17 +123,23 @@ function stepWhen(r: RolloutStep): string {
 export function rolloutLines(change: Change): string[] {
   if (change.kind !== "weighted_backend" || !change.rollout) return [];
   const r = change.rollout;
-  const pace = r.shares === null ? `at most ${r.max_step} points per step` : `steps at ${r.shares.map((s) => `${s}%`).join(", ")} of the move`;
+  const pace =
+    r.shares === null ? `at most ${r.max_step} points per step` : `steps at ${r.shares.map((s) => (typeof s === "number" ? `${s}%` : "pause")).join(", ")} of the move`;
   const lines = [`rollout: step ${r.step} of ${r.steps}, ${pace}, at least ${r.interval} apart; ${stepWhen(r)}`];
   if (r.check) {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
   }
   const names = new Map(change.weights.map((w) => [w.child, w.name] as const));
-  const finals = Object.keys(r.final).map((child) => ({ child, share: finalShare(change, child) }));
-  if (finals.some((f) => f.share !== null)) {
-    lines.push(`final: ${finals.map((f) => `${names.get(f.child) ?? f.child} ${r.final[f.child]} (${f.share}%)`).join(", ")} (the manifest's weights)`);
+  // Both ends of the rollout are shown, whichever step this is: the step's weights above, the final ones here.
+  const total = Object.values(r.final).reduce((s, x) => s + x, 0);
+  const finals = Object.entries(r.final).map(([child, weight]) => `${names.get(child) ?? child} ${weight} (${shareOf(weight, total)}%)`);
+  const writesThem = sameWeights(r.final, change.after?.backends ?? {}) && r.status !== "halted" && r.status !== "paused";
+  if (finals.length > 0) lines.push(`final: ${finals.join(", ")} (the manifest's weights${writesThem ? "; this step writes them" : ""})`);
+  if (r.next_due_at !== null && r.status !== "halted" && isPauseStep(r, r.step + 1, r.steps)) {
+    lines.push(`then pause step ${r.step + 1} of ${r.steps}: no step after it until "${promoteCommand(change.name)}" (once this one is written)`);
+  } else if (r.next_due_at !== null && r.status !== "halted") {
+    lines.push(`next step due at ${r.next_due_at} (once this one is written)`);
   }
-  if (r.next_due_at !== null && r.status !== "halted") lines.push(`next step due at ${r.next_due_at} (once this one is written)`);
   return lines;
 }
 

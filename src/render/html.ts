@@ -16,6 +16,7 @@ import {
   ownershipText,
   phraseOf,
   planOutputs,
+  rolloutLines,
   summaryLine,
   symbolOf,
   targetedLine,
@@ -118,7 +119,8 @@ function renderCard(change: Change, index: number): string {
     `<p>${esc(phraseOf(change))}${change.kind === "weighted_backend" && change.id ? ` · id <code>${esc(change.id)}</code>` : ""}` +
       `${change.source ? ` · <code>${esc(change.source)}</code>` : ""}</p>`,
   ];
-  const notes = [...change.notes, ...(change.depends_on.length > 0 ? [`after ${change.depends_on.join(", ")}`] : [])];
+  // A rollout says where it stands as the text plan does: its step, its check, its final weights, what comes next.
+  const notes = [...change.notes, ...rolloutLines(change), ...(change.depends_on.length > 0 ? [`after ${change.depends_on.join(", ")}`] : [])];
   if (notes.length > 0) out.push('<ul class="notes muted">', ...notes.map((n) => `<li>${esc(n)}</li>`), "</ul>");
   if (change.kind === "weighted_backend" && change.weights.length > 0) out.push(...renderSplit(change));
   const diffItem = change.kind === "inventory" ? (d: FieldDiff) => `<li><code>${esc(d.path)}</code> ${esc(ownershipText(d))}</li>` : renderDiff;

@@ -7,7 +7,7 @@ import { buildRiskRefusal, parseAckRules, unacknowledgedRisks } from "../../src/
 import type { ApplyOutcome, ApplyReport, ChangeResult } from "../../src/model/apply-report.js";
 import { buildApplyHeadline, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../../src/render/apply-report.js";
 import { buildStalePlanError, buildTouchedByPlan, diffStale } from "../../src/apply/stale.js";
-import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive } from "../../src/apply/verify.js";
+import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromLive, buildTouchedAfterRun, mergeLive, settleHalted } from "../../src/apply/verify.js";
 import { diffOutputs } from "../../src/core/outputs.js";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { EdgeplanError, StalePlanError, UnsafePlanError } from "../../src/model/errors.js";
@@ -356,5 +356,51 @@ describe("the report", () => {
       "Apply interrupted (SIGINT): 2 done, 4 not started.",
     );
     expect(buildApplyHeadline({ outcome: { ...r.outcome, counts: { done: 6, failed: 0, skipped: 0, not_started: 0 } } })).toBe("Apply complete: 6 done.");
+  });
+
+  it("a run that halted a rollout says so, never as a step still to come; a paused one says how to go on", () => {
+    const outcome: ApplyOutcome = { results: [], createdIds: {}, interrupted: false, counts: { done: 1, failed: 0, skipped: 0, not_started: 0 } };
+    const halted = [{ address: "weighted_backend.web", name: "web", reason: "check GET https://status.example.com/ok failed 3 times: HTTP 503" }];
+    const underWay = {
+      checked: true,
+      converged: true,
+      remaining: [],
+      inProgress: [{ address: "weighted_backend.web", reason: "rollout step 2 of 3, due at 2026-01-01T00:05:00.000Z" }],
+    };
+    const settled = settleHalted(underWay, halted);
+    expect(settled).toEqual({
+      checked: true,
+      converged: false,
+      remaining: [{ address: "weighted_backend.web", reason: "rollout halted: check GET https://status.example.com/ok failed 3 times: HTTP 503" }],
+    });
+    const text = renderApplyText({ stack: "default", outcome, convergence: settled, outputs: [], changedOutputs: [], against: "manifests", halted });
+    expect(text).toBe(
+      [
+        "",
+        "Apply halted a rollout: 1 done.",
+        "  halted  weighted_backend.web: check GET https://status.example.com/ok failed 3 times: HTTP 503; the weights it started from were written back",
+        "",
+        "Not converged: 1 object does not match the manifests yet (edgeplan plan shows the details):",
+        "  weighted_backend.web rollout halted: check GET https://status.example.com/ok failed 3 times: HTTP 503",
+        "",
+      ].join("\n"),
+    );
+
+    const paused = {
+      checked: true,
+      converged: true,
+      remaining: [],
+      paused: [{ address: "weighted_backend.web", reason: 'rollout paused before step 2 of 4 (pause step 2 of 4); run "edgeplan rollout promote web" to go on' }],
+    };
+    expect(renderApplyText({ stack: "default", outcome, convergence: paused, outputs: [], changedOutputs: [], against: "manifests" })).toBe(
+      [
+        "",
+        "Apply complete: 1 done.",
+        "",
+        "Paused: the live state matches the manifests but for the rollouts that wait for a person:",
+        '  weighted_backend.web: rollout paused before step 2 of 4 (pause step 2 of 4); run "edgeplan rollout promote web" to go on',
+        "",
+      ].join("\n"),
+    );
   });
 });

@@ -96,6 +96,8 @@ describe("edgeplan completion", () => {
     expect(complete("edgeplan", "fmt", "--ch")).toBe("--check");
     expect(complete("edgeplan", "show", "plan.json", "--format", "")).toBe("text json markdown html");
     expect(complete("edgeplan", "completion", "")).toBe("bash zsh fish");
+    expect(complete("edgeplan", "rollout", "")).toBe("status promote abort retry");
+    expect(complete("edgeplan", "state", "")).toBe("list release");
   });
 
   it("refuses a shell it does not know", () => {

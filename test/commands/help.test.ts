@@ -40,6 +40,7 @@ const EXPECTED: Record<string, string[]> = {
   fmt: ["--config", "--check"],
   state: [],
   policy: [],
+  rollout: [],
   unlock: ["--lease-id", "--force", ...CLIENT, "--local", ...WIRE, "--verbose"],
   demo: [],
   schema: ["--out"],
@@ -77,13 +78,18 @@ const EXPECTED: Record<string, string[]> = {
 };
 
 /**
- * Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or entry,
+ * Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or
+ * entry; the `rollout` actions take the stack's lease as apply does, `status` and `promote --full` read manifests;
  * `policy test` reads only the project file and its cases.
  */
 const SUBCOMMANDS: Record<string, string[]> = {
   "state list": ["--format", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "state release": [...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "policy test": ["--config"],
+  "rollout status": ["--format", "--manifests", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout promote": ["--full", "--manifests", "--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout abort": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "rollout retry": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
 };
 
 /** The long flags of a help text's Options section, in order, `--help` left out. */

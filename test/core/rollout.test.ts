@@ -8,7 +8,7 @@ import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { buildListSteps, buildRolloutHalt, buildRolloutSteps } from "../../src/core/rollout.js";
 import { rolloutTargetDigest } from "../../src/kinds/weighted-backend-rollout.js";
 import type { WeightedBackendChange } from "../../src/model/plan.js";
-import type { DesiredWeightedBackend, RolloutSpec, RolloutState } from "../../src/model/state.js";
+import type { DesiredWeightedBackend, RolloutShare, RolloutSpec, RolloutState } from "../../src/model/state.js";
 import { desiredWb, hrId, liveWb } from "./builders.js";
 
 const KEYS = [hrId(1), hrId(2), hrId(3), hrId(4), hrId(5)];
@@ -92,6 +92,32 @@ describe("buildListSteps", () => {
             const ideal = (s[j] as number) + (((t[j] as number) - (s[j] as number)) * (list[k] as number)) / 100;
             expect(Math.abs((at[j] as number) - ideal)).toBeLessThan(0.02);
           }
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  /** A rising list of shares ending with 100, with pauses between shares (never first, last, or two in a row). */
+  const pausedListArb = fc
+    .tuple(listArb, fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }))
+    .map(([list, pauses]) => list.flatMap((share, i): RolloutShare[] => (i > 0 && pauses[i] === true ? [{ pause: true }, share] : [share])));
+
+  it("with pauses: a step per item, each a pause keeping the step before or a share, whole weights summing as ever, the last the target", () => {
+    fc.assert(
+      fc.property(weightsArb, weightsArb, pausedListArb, (from, target, list) => {
+        const steps = buildListSteps(from, target, list);
+        const traffic = (w: Record<string, number>): boolean => Object.values(w).some((x) => x > 0);
+        expect(steps.at(-1)).toEqual(target);
+        for (const step of steps) for (const w of Object.values(step)) expect(Number.isInteger(w) && w >= 0 && w <= 10_000).toBe(true);
+        if (!traffic(from) || !traffic(target)) return expect(steps).toHaveLength(1);
+        expect(steps).toHaveLength(list.length);
+        const shares = list.filter((s): s is number => typeof s === "number");
+        // Without its pauses, the list writes what the list of its shares writes, and each pause repeats the step before it.
+        expect(steps.filter((_, k) => typeof list[k] === "number")).toEqual(buildListSteps(from, target, shares));
+        steps.forEach((step, k) => {
+          if (typeof list[k] !== "number") expect(step).toEqual(steps[k - 1]);
+          if (k < steps.length - 1) expect(Object.values(step).reduce((a, b) => a + b, 0)).toBe(10_000);
         });
       }),
       { numRuns: 500 },
@@ -219,6 +245,31 @@ describe("the plan of a rollout", () => {
     const halt = buildRolloutHalt(step2, "HTTP 503", NOW);
     expect(halt.request.body?.backends).toEqual({ [A]: 100, [B]: 0 });
     expect(JSON.parse(halt.request.body?.metadata ?? "").edgeplan.rollout).toEqual({ ...state, at: "2026-01-01T00:00:00.000Z", halted: "HTTP 503" });
+  });
+
+  it("waits at a pause step for a person, whatever the time; once promoted, takes the step after the pause with no check", () => {
+    const spec: RolloutSpec = { ...SPEC, max_step: 40, shares: [10, { pause: true }, 50, 100] };
+    const state: RolloutState = { from: { [A]: 100, [B]: 0 }, target: digest, step: 1, at: "2025-12-31T23:00:00.000Z" };
+    const paused = only(plan(desired(target, spec), live({ [A]: 9000, [B]: 1000 }, state)));
+    expect(paused.rollout).toMatchObject({ phase: "step", step: 2, steps: 4, status: "paused", paused_reason: "pause step 2 of 4", next_due_at: null });
+    expect(paused.notes).toEqual(['paused: pause step 2 of 4; run "edgeplan rollout promote web" to go on']);
+
+    const promoted = only(plan(desired(target, spec), live({ [A]: 9000, [B]: 1000 }, { ...state, promoted: 1 })));
+    expect(promoted.rollout).toMatchObject({ phase: "step", step: 3, steps: 4, status: "due", check: null });
+    expect(promoted.request.body?.backends).toEqual({ [A]: 5000, [B]: 5000 });
+    // The step written records where it is, without `promoted`: the next step has its check again.
+    expect(JSON.parse(promoted.request.body?.metadata ?? "").edgeplan.rollout).toEqual({
+      from: { [A]: 100, [B]: 0 },
+      target: digest,
+      step: 3,
+      at: "2026-01-01T00:00:00.000Z",
+    });
+
+    // A pause the marker records (an inconclusive analysis) holds any step, until promote clears it.
+    const held = only(plan(desired(target), live({ [A]: 7500, [B]: 2500 }, { ...state, paused: "inconclusive: error-rate: no data" })));
+    expect(held.rollout).toMatchObject({ step: 2, status: "paused", paused_reason: "inconclusive: error-rate: no data" });
+    const waived = only(plan(desired(target), live({ [A]: 7500, [B]: 2500 }, { ...state, promoted: 1 })));
+    expect(waived.rollout).toMatchObject({ step: 2, status: "due", check: null });
   });
 
   it("is not a rollout for a create, for a change of metadata only, or when a side sends no traffic", () => {

@@ -101,6 +101,39 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(others).toEqual([]);
   });
 
+  it("a rollout at its first, middle and last step: the bars show the weights now, this step's and the final ones", async () => {
+    const bars = async (name: string): Promise<string[]> => {
+      const { page, others } = await open(scenario(name));
+      expect(others).toEqual([]);
+      const rollout = await page.locator("article.card").innerText();
+      expect(rollout).toContain("final: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 0 (0%), bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 10000 (100%)");
+      return page.locator("article.card svg.bar").evaluateAll((svgs) => svgs.map((s) => s.getAttribute("aria-label")));
+    };
+    expect(await bars("039-rollout-first-step")).toEqual([
+      "before: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 90%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 10%",
+      "after: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 60%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 40%",
+      "final: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 0%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 100%",
+    ]);
+    expect(await bars("044-rollout-middle-step")).toEqual([
+      "before: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 60%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 40%",
+      "after: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 30%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 70%",
+      "final: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 0%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 100%",
+    ]);
+    // The last step writes the final weights: its after bar is the final one.
+    expect(await bars("045-rollout-last-step")).toEqual([
+      "before: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 30%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 70%",
+      "after: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 0%, bkdhr_32ELHaQ2DXnHfUHAKb4eO6SeC8T 0%, bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 100%",
+    ]);
+    // A paused rollout says why and what a person runs to go on.
+    const paused = (await open(scenario("046-rollout-paused"))).page;
+    expect(await text(paused, "article.card .notes li")).toEqual([
+      'paused: pause step 2 of 4; run "edgeplan rollout promote checkout" to go on',
+      "rollout: step 2 of 4, steps at 10%, pause, 50%, 100% of the move, at least 5m apart; paused (pause step 2 of 4)",
+      "check before this step: GET https://status.example.com/checkout/healthy (expect 200, timeout 10s)",
+      "final: bkdhr_32ELHVckeVuUNCrvOOKGhxp33Gw 0 (0%), bkdhr_32ELHcuG1nDqyqu0VL0Yp9jBq4Z 10000 (100%) (the manifest's weights)",
+    ]);
+  });
+
   it("a SAML removal: the auth-removal risk first, then the module's card with what is removed", async () => {
     const { page, others } = await open(scenario("021-saml-delete"));
     const risks = page.locator("section.risks");
