@@ -31,6 +31,7 @@ export function parseRolloutState(raw: unknown): RolloutState | undefined {
   const state: RolloutState = { from: { ...from }, target, step, at };
   if (typeof halted === "string") state.halted = halted;
   if (typeof paused === "string") state.paused = paused;
+  if (typeof raw.promoted === "number" && Number.isInteger(raw.promoted) && raw.promoted >= 1) state.promoted = raw.promoted;
   return state;
 }
 

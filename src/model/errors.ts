@@ -5,7 +5,7 @@
 import type { RiskRule } from "./plan.js";
 import type { SourcePos } from "./state.js";
 
-export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3 } as const;
+export const EXIT = { ok: 0, error: 1, changes: 2, partial: 3, paused: 4 } as const;
 
 export class EdgeplanError extends Error {
   readonly exitCode: number = EXIT.error;

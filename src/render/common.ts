@@ -5,6 +5,7 @@
 import type { Change, Estimate, FieldDiff, JsonValue, Plan, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { finalShare } from "./mermaid.js";
+import type { RolloutMetric } from "../model/state.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -102,6 +103,8 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
       return "will go back to the weights the rollout started from, at once";
     case "halt":
       return "rollout halted: the weights it started from are written back";
+    case "pause":
+      return "rollout paused: it waits for edgeplan rollout promote or abort";
   }
 }
 
@@ -110,6 +113,13 @@ function stepWhen(r: RolloutStep): string {
   if (r.status === "halted") return "halted";
   if (r.status === "waiting") return `due at ${r.due_at}`;
   return `due now (a saved plan takes it if applied within ${msText(stepGraceMs(r.interval_ms))}; later, plan again)`;
+}
+
+/** A metric as a plan shows it: `error-rate (prometheus, 3 measurements 30s apart, 1 failure allowed)`. */
+function metricText(m: RolloutMetric): string {
+  const many = m.count === 1 ? "1 measurement" : `${m.count} measurements ${msText(m.interval_ms)} apart`;
+  const delay = m.initial_delay_ms > 0 ? ` after ${msText(m.initial_delay_ms)}` : "";
+  return `${m.name} (${m.provider.kind}, ${many}${delay}, ${m.failure_limit} ${m.failure_limit === 1 ? "failure" : "failures"} allowed)`;
 }
 
 /**
@@ -124,6 +134,7 @@ export function rolloutLines(change: Change): string[] {
   if (r.check) {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
   }
+  if (r.analysis) lines.push(`analysis before this step: ${r.analysis.map(metricText).join("; ")}`);
   const names = new Map(change.weights.map((w) => [w.child, w.name] as const));
   const finals = Object.keys(r.final).map((child) => ({ child, share: finalShare(change, child) }));
   if (finals.some((f) => f.share !== null)) {
