@@ -79,14 +79,19 @@ export interface RolloutRun {
   analysis: AnalysisRecord[];
 }
 
-/** The tools of a run that ask the world about a rollout: its check, and its analysis. */
-export interface RolloutProbes {
-  checker: Checker;
+/** How a run takes the analyses of its steps. */
+export interface AnalysisRun {
   analyzer: Analyzer;
+  /**
+   * When this process wrote each object's last rollout step (`apply --wait`), by address. The marker records the
+   * time the step was planned for, which its write follows by its own check and measurements: `initial_delay`
+   * counts from the later of the two.
+   */
+  writtenAt?: ReadonlyMap<string, number>;
 }
 
 /** The analyzer of a run whose plan holds no analysis (a test's): asked anyway, it is a bug. */
-const NO_ANALYZER: Analyzer = () => Promise.reject(new InternalError("a rollout analysis was due, but this run has no analyzer"));
+const NO_ANALYSIS: AnalysisRun = { analyzer: () => Promise.reject(new InternalError("a rollout analysis was due, but this run has no analyzer")) };
 
 /** The rollout state of the live object's marker, before this change. */
 function liveRolloutState(change: WeightedBackendChange): RolloutState | undefined {
@@ -114,7 +119,13 @@ type Gate = { send: Change; halted?: StoppedRollout; paused?: StoppedRollout } |
  * `promoted` equal to the live `step`). A failed check or analysis makes the halt that rolls back; an inconclusive
  * analysis the pause; an interrupted one holds the step for the next run.
  */
-async function gateStep(change: WeightedBackendChange, probes: RolloutProbes, now: () => number, records: AnalysisRecord[], signal?: AbortSignal): Promise<Gate> {
+async function gateStep(
+  change: WeightedBackendChange,
+  probes: { checker: Checker } & AnalysisRun,
+  now: () => number,
+  records: AnalysisRecord[],
+  signal?: AbortSignal,
+): Promise<Gate> {
   const r = change.rollout as NonNullable<WeightedBackendChange["rollout"]>;
   const live = liveRolloutState(change);
   if (live?.promoted !== undefined && live.promoted === live.step) return { send: change };
@@ -126,7 +137,8 @@ async function gateStep(change: WeightedBackendChange, probes: RolloutProbes, no
   const back = { ...stop, weights: r.from };
   if (!verdict.ok) return { send: buildRolloutHalt(change, verdict.reason, now()), halted: { ...back, reason: verdict.reason } };
   if (!r.analysis) return { send: change };
-  const measured = await probes.analyzer(r.analysis, { since: live ? Date.parse(live.at) : now(), ...(signal ? { signal } : {}) });
+  const since = Math.max(live ? Date.parse(live.at) : now(), probes.writtenAt?.get(change.address) ?? 0);
+  const measured = await probes.analyzer(r.analysis, { since, ...(signal ? { signal } : {}) });
   if (signal?.aborted) return interrupted;
   for (const m of measured.flat()) records.push({ address: change.address, step: r.step, steps: r.steps, ...m });
   const outcome = judgeAnalysis(r.analysis, measured);
@@ -147,7 +159,7 @@ export async function prepareRolloutRun(
   checker: Checker,
   now: () => number,
   signal?: AbortSignal,
-  analyzer: Analyzer = NO_ANALYZER,
+  analysis: AnalysisRun = NO_ANALYSIS,
 ): Promise<RolloutRun> {
   const run: Change[] = [];
   const held = new Map<string, HeldChange>();
@@ -163,7 +175,7 @@ export async function prepareRolloutRun(
       held.set(change.address, { address: change.address, ...hold });
       continue;
     }
-    const gate = await gateStep(change, { checker, analyzer }, now, prepared.analysis, signal);
+    const gate = await gateStep(change, { checker, ...analysis }, now, prepared.analysis, signal);
     if ("hold" in gate) {
       held.set(change.address, { address: change.address, status: "waiting", message: gate.hold });
       continue;

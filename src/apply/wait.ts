@@ -27,16 +27,24 @@ export interface Round {
 export interface RoundOptions extends ApplyOptions {
   checker: Checker;
   analyzer: Analyzer;
+  /** When this process wrote each rollout's last step, by address: a round records its writes here. */
+  writtenAt: Map<string, number>;
   /** The clock (ms since the epoch): when a step is due, and the time written into the marker. */
   now(): number;
 }
 
 /** Asks the checks and takes the analyses of the due rollout steps, then runs the changes that are not held back. */
 export async function applyRound(changes: readonly Change[], client: ApiClient, options: RoundOptions): Promise<Round> {
-  const prepared = await prepareRolloutRun(changes, options.checker, options.now, options.signal, options.analyzer);
+  const prepared = await prepareRolloutRun(changes, options.checker, options.now, options.signal, options);
   const outcome = await applyPlan(prepared.changes, client, options);
+  recordWrites(outcome, options.writtenAt, options.now());
   const { held, halted, paused, analysis } = prepared;
   return { outcome, held, halted, paused, analysis };
+}
+
+/** Records the time of every rollout write a run did (`initial_delay` of the next step's analysis counts from it). */
+export function recordWrites(outcome: ApplyOutcome, writtenAt: Map<string, number>, at: number): void {
+  for (const r of outcome.results) if (r.action === "rollout" && r.status === "done") writtenAt.set(r.address, at);
 }
 
 export interface WaitOptions {
@@ -132,11 +140,12 @@ export function idleRollouts(plan: Plan, now: number): { lines: string[]; halted
   return { lines, halted };
 }
 
-/** What a halted rollout says on stderr: which check failed, what was done, how to go on. */
+/** What a halted rollout says on stderr: which check or analysis failed, what was done, how to go on. */
 export function haltMessage(h: Round["halted"][number]): string {
+  const what = h.reason.startsWith("analysis ") ? "the analysis" : "the check";
   return (
     `${h.address}: the rollout is halted: ${h.reason}. The weights it started from were written back. ` +
-    `Fix what the check reports, then change the manifest or run apply --retry-rollout ${h.name} to start it again.`
+    `Fix what ${what} reports, then change the manifest or run apply --retry-rollout ${h.name} to start it again.`
   );
 }
 

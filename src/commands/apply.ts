@@ -20,7 +20,7 @@ import type { CommonCliOptions } from "../api/options.js";
 import { buildDeclinedRefusal, buildNoTerminalRefusal, buildRiskRefusal, confirmRisks, parseAckRules, unacknowledgedRisks, APPROVAL_QUESTION } from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
 import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } from "../apply/rollout.js";
-import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, pauseMessage, waitForRollouts, type Round } from "../apply/wait.js";
+import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, pauseMessage, recordWrites, waitForRollouts, type Round } from "../apply/wait.js";
 import { runRolloutAnalysis, type Analyzer } from "../apply/analysis.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, pauseLine, renderApplyMarkdown } from "../render/apply-report.js";
@@ -435,9 +435,14 @@ async function runChanges(
   ]);
   const beforeStart = ctx.lease.confirm;
   const quiet = options.quiet === true;
-  const rollouts = { checker: options.checker ?? runRolloutCheck, analyzer: options.analyzer ?? runRolloutAnalysis, now: () => Date.now() };
+  const rollouts = {
+    checker: options.checker ?? runRolloutCheck,
+    analyzer: options.analyzer ?? runRolloutAnalysis,
+    writtenAt: new Map<string, number>(),
+    now: () => Date.now(),
+  };
   try {
-    const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal, rollouts.analyzer);
+    const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal, rollouts);
     const n = prepared.changes.length;
     if (!quiet) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
     if (!quiet) for (const h of prepared.held) io.stderr(`${h.address}: held back: ${h.message}\n`);
@@ -454,6 +459,7 @@ async function runChanges(
     } finally {
       progress?.stop();
     }
+    recordWrites(outcome, rollouts.writtenAt, rollouts.now());
     const first: Round = { outcome, held: prepared.held, halted: prepared.halted, paused: prepared.paused, analysis: prepared.analysis };
     const result: RunResult = { ...first, interruptedBy: stop.by(), ran: prepared.changes, timedOut: null, finalPlan: null };
     const { fromManifests } = ctx;

@@ -15,10 +15,10 @@ let prometheus: Prometheus | undefined;
 let missing = "";
 
 beforeAll(async () => {
-  const started = await startPrometheus();
+  const [started, world] = await Promise.all([startPrometheus(), startWorld()]);
   if ("missing" in started) missing = started.missing;
   else prometheus = started;
-  w = await startWorld();
+  w = world;
 }, 40_000);
 
 afterAll(async () => {
@@ -114,22 +114,19 @@ describe("rollout analysis against a real Prometheus", () => {
     p.set(RATIO, 0.07);
     await p.until(RATIO, "0.07");
     await untilDue("rollback", "web");
-    const r = await w.cli(["apply", "m", "--auto-approve", "--format", "json"], env);
+    const r = await w.cli(["apply", "m", "--auto-approve"], env);
     expect(r.code, r.stderr).toBe(3);
     const reason = "analysis error-rate failed (0.07, result >= 0.05)";
-    const report = JSON.parse(r.stdout).report;
-    expect(report.status).toBe("halted");
-    expect(report.halted).toEqual([{ address: "weighted_backend.web", name: "web", reason, weights: { [HR1]: 100, [HR2]: 0 } }]);
     // Two failures are more than the one allowed: the third measurement is not taken.
-    expect(report.analysis.map((m: { value: string; verdict: string }) => `${m.value} ${m.verdict}`)).toEqual(["0.07 failure", "0.07 failure"]);
+    const measured = "  measured  weighted_backend.web: error-rate before step 2 of 2: 0.07, failure (result >= 0.05)";
+    expect(r.stdout).toContain(`${measured}\n${measured}\n  halted  weighted_backend.web: rolled back to 100/0: ${reason}\n`);
+    expect(r.stderr).toContain(
+      `edgeplan: weighted_backend.web: the rollout is halted: ${reason}. The weights it started from were written back. ` +
+        "Fix what the analysis reports, then change the manifest or run apply --retry-rollout web to start it again.\n",
+    );
     const back = await object("rollback", "web");
     expect(back.backends).toEqual({ [HR1]: 100, [HR2]: 0 });
     expect(rolloutOf(back)?.halted).toBe(reason);
-
-    // The text report says it in one line.
-    const text = await w.cli(["apply", "m", "--auto-approve"], env);
-    expect(text.code).toBe(3);
-    expect(text.stderr).toContain(`the rollout is halted (${reason})`);
   });
 
   it("pauses when the query has no data: exit 4, the marker paused, nothing rolled back", async (ctx) => {
@@ -185,9 +182,15 @@ describe("a web metric", () => {
       // After the last step, the analysis runs once more before the rollout ends: false rolls back.
       status.healthy.value = false;
       await untilDue("web", "web");
-      const failed = await w.cli(["apply", "m", "--auto-approve"], env);
+      const failed = await w.cli(["apply", "m", "--auto-approve", "--format", "json"], env);
       expect(failed.code, failed.stderr).toBe(3);
-      expect(failed.stdout).toContain("  halted  weighted_backend.web: rolled back to 100/0: analysis health failed (false, not result == true)\n");
+      const report = JSON.parse(failed.stdout).report;
+      expect(report.status).toBe("halted");
+      const reason = "analysis health failed (false, not result == true)";
+      expect(report.halted).toEqual([{ address: "weighted_backend.web", name: "web", reason, weights: { [HR1]: 100, [HR2]: 0 } }]);
+      expect(report.analysis).toEqual([
+        { address: "weighted_backend.web", step: 2, steps: 2, metric: "health", value: "false", verdict: "failure", why: "not result == true" },
+      ]);
       expect((await object("web", "web")).backends).toEqual({ [HR1]: 100, [HR2]: 0 });
     } finally {
       await status.close();

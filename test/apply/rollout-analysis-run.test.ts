@@ -58,7 +58,7 @@ describe("prepareRolloutRun with an analysis", () => {
   it("measures before the step, from the previous step's time, and sends it as planned when every measurement succeeds", async () => {
     expect(step3().rollout?.analysis).toEqual([METRIC]);
     const a = analyzer([reading("0.001", "success", "result < 0.01"), reading("0.002", "success", "result < 0.01")]);
-    const run = await prepareRolloutRun([step3()], ok, () => NOW, undefined, a.analyze);
+    const run = await prepareRolloutRun([step3()], ok, () => NOW, undefined, { analyzer: a.analyze });
     expect(a.asked).toEqual([{ names: ["error-rate"], since: Date.parse(AT) }]);
     expect(run.changes).toEqual([step3()]);
     expect(run.halted).toEqual([]);
@@ -69,9 +69,17 @@ describe("prepareRolloutRun with an analysis", () => {
     ]);
   });
 
+  it("counts initial_delay from this process's write of the previous step when it was later than the time recorded", async () => {
+    const a = analyzer([reading("0.001", "success", "result < 0.01"), reading("0.002", "success", "result < 0.01")]);
+    const wrote = Date.parse(AT) + 20_000;
+    await prepareRolloutRun([step3()], ok, () => NOW, undefined, { analyzer: a.analyze, writtenAt: new Map([["weighted_backend.web", wrote]]) });
+    await prepareRolloutRun([step3()], ok, () => NOW, undefined, { analyzer: a.analyze, writtenAt: new Map([["weighted_backend.web", Date.parse(AT) - 1]]) });
+    expect(a.asked.map((x) => x.since)).toEqual([wrote, Date.parse(AT)]);
+  });
+
   it("rolls back past failure_limit: the starting weights in one write, the marker halted with the reason", async () => {
     const a = analyzer([reading("0.07", "failure", "result >= 0.05")]);
-    const run = await prepareRolloutRun([step3()], ok, () => NOW + 1000, undefined, a.analyze);
+    const run = await prepareRolloutRun([step3()], ok, () => NOW + 1000, undefined, { analyzer: a.analyze });
     const reason = "analysis error-rate failed (0.07, result >= 0.05)";
     expect(run.halted).toEqual([{ address: "weighted_backend.web", name: "web", reason, weights: { [A]: 100, [B]: 0 } }]);
     const halt = run.changes[0] as WeightedBackendChange;
@@ -82,7 +90,7 @@ describe("prepareRolloutRun with an analysis", () => {
 
   it("pauses on no data: the live weights stay, the live state gets paused with the reason, nothing rolls back", async () => {
     const a = analyzer([reading(null, "inconclusive", "no data"), reading("0.001", "success", "result < 0.01")]);
-    const run = await prepareRolloutRun([step3()], ok, () => NOW, undefined, a.analyze);
+    const run = await prepareRolloutRun([step3()], ok, () => NOW, undefined, { analyzer: a.analyze });
     expect(run.halted).toEqual([]);
     expect(run.paused).toEqual([{ address: "weighted_backend.web", name: "web", reason: "inconclusive: error-rate: no data" }]);
     const pause = run.changes[0] as WeightedBackendChange;
@@ -103,12 +111,12 @@ describe("prepareRolloutRun with an analysis", () => {
       ...promoted,
       rollout: { ...(promoted.rollout as NonNullable<WeightedBackendChange["rollout"]>), check: { url: "https://s.example.com/", expect_status: null, timeout_ms: 1000 } },
     };
-    const run = await prepareRolloutRun([withCheck], checker, () => NOW, undefined, a.analyze);
+    const run = await prepareRolloutRun([withCheck], checker, () => NOW, undefined, { analyzer: a.analyze });
     expect(run.changes).toEqual([withCheck]);
     expect(a.asked).toEqual([]);
     expect(checks).toEqual([]);
     // A promote of an earlier step waives nothing now.
-    const stale = await prepareRolloutRun([step3({ promoted: 1 })], ok, () => NOW, undefined, a.analyze);
+    const stale = await prepareRolloutRun([step3({ promoted: 1 })], ok, () => NOW, undefined, { analyzer: a.analyze });
     expect(stale.paused).toHaveLength(1);
   });
 });
