@@ -42,8 +42,9 @@ export function readPrometheusAnswer(answer: unknown): Reading {
 }
 
 /**
- * The value in an HTTP answer's body: at `json_path` in JSON (the whole JSON without one); a body that is not JSON
- * reads as a number when it is one, else as its text (which no path can read into).
+ * The value in an HTTP answer's body: at `json_path` in JSON (the whole JSON without one; a path that is missing or
+ * null is no data); a body that is not JSON reads as a number when it is one, else as its text (which no path can
+ * read into).
  */
 export function readWebAnswer(body: string, jsonPath: string | null): Reading {
   let parsed: unknown;
@@ -58,7 +59,8 @@ export function readWebAnswer(body: string, jsonPath: string | null): Reading {
   const path = parseJsonPath(jsonPath);
   if ("error" in path) return { none: `json_path: ${path.error}` };
   const found = readJsonPath(parsed, path.steps);
-  return found.found ? { value: found.value } : { none: `no data (${found.missing} is not in the answer)` };
+  if (!found.found) return { none: `no data (${found.missing} is not in the answer)` };
+  return found.value === null ? { none: `no data (${jsonPath} is null)` } : { value: found.value };
 }
 
 /** The request a provider sends. */

@@ -35,6 +35,7 @@ describe("an HTTP answer", () => {
     expect(readWebAnswer('{"checks":[{"healthy":true}]}', "$.checks[0].healthy")).toEqual({ value: true });
     expect(readWebAnswer('{"ratio":0.5}', null)).toEqual({ value: { ratio: 0.5 } });
     expect(readWebAnswer('{"checks":[]}', "$.checks[0].healthy")).toEqual({ none: "no data ($.checks[0] is not in the answer)" });
+    expect(readWebAnswer('{"ratio":null}', "$.ratio")).toEqual({ none: "no data ($.ratio is null)" });
   });
 
   it("reads plain text as a number when it is one, else as text", () => {
