@@ -131,7 +131,7 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
 
 /**
  * Runs `apply`. Errors before any write (manifests, reads, refusals) are thrown as EdgeplanError subclasses (the
- * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, or 130/143).
+ * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, 4, or 130/143).
  */
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
   const options = await withProjectFile(given, io);
