@@ -21,9 +21,10 @@ interface Reporter {
   error(pos: SourcePos, message: string): false;
 }
 
-/** Positions of the fields of a manifest (`Pinner.value`). */
+/** Positions of the fields of a manifest (`Pinner.value`), and of a character within a text value (`Pinner.within`). */
 interface Positions {
   value(path: ReadonlyArray<PropertyKey>): SourcePos;
+  within(path: ReadonlyArray<PropertyKey>, offset: number): SourcePos;
 }
 
 /** A wait of a metric: 0 or a duration up to an hour (`0s`, `30s`, `1m`); the milliseconds or a message. */
@@ -82,8 +83,11 @@ function checkExpressions(m: RolloutMetricManifest, c: Ctx): boolean {
     if (source === undefined) continue;
     const compiled = compileCel(source, METRIC_CEL_VARIABLES);
     if ("problem" in compiled) {
-      const where = compiled.problem.start > 0 ? ` (at character ${compiled.problem.start + 1})` : "";
-      ok = c.out.error(c.pin.value(c.at(field)), `${c.label(field)}: ${compiled.problem.message}${where}; the expression is CEL over result, e.g. result < 0.01`);
+      // The error's own place in the expression, when the YAML writes it as it reads.
+      ok = c.out.error(
+        c.pin.within(c.at(field), compiled.problem.start),
+        `${c.label(field)}: ${compiled.problem.message}; the expression is CEL over result, e.g. result < 0.01`,
+      );
     }
   }
   return ok;

@@ -197,6 +197,18 @@ export class Pinner {
     return this.at(l.value) ?? this.at(l.key) ?? this.container(path);
   }
 
+  /**
+   * The place of character `offset` of the text value at a path (a CEL expression's error), when the value is
+   * written as it reads: plain, or quoted without escapes, on one line. Else the value's place.
+   */
+  within(path: ReadonlyArray<PropertyKey>, offset: number): SourcePos {
+    const node = locate(this.d.doc, path).value;
+    if (!isScalar(node) || typeof node.value !== "string" || !node.range || node.value.includes("\n")) return this.value(path);
+    const quote = node.type === "QUOTE_SINGLE" || node.type === "QUOTE_DOUBLE" ? 1 : 0;
+    const exact = node.range[1] - node.range[0] === node.value.length + 2 * quote && (quote === 1 || node.type === "PLAIN");
+    return exact && offset <= node.value.length ? this.d.at(node.range[0] + quote + offset) : this.value(path);
+  }
+
   /** The key at a path, else the value. */
   key(path: ReadonlyArray<PropertyKey>): SourcePos {
     return this.at(locate(this.d.doc, path).key) ?? this.value(path);
