@@ -98,7 +98,7 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
     case "step":
       return r.status === "due" ? `will take rollout step ${of}` : `rollout step ${of}${when}`;
     case "confirm":
-      return `rollout step ${of} written: the last check, then the rollout ends${when}`;
+      return `rollout step ${of} written: the last ${lastGate(r)}, then the rollout ends${when}`;
     case "return":
       return "will go back to the weights the rollout started from, at once";
     case "halt":
@@ -106,6 +106,12 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
     case "pause":
       return "rollout paused: it waits for edgeplan rollout promote or abort";
   }
+}
+
+/** What is asked once more after the last step: the check, the analysis, or both. */
+function lastGate(r: RolloutStep): string {
+  if (!r.analysis) return "check";
+  return r.check ? "check and analysis" : "analysis";
 }
 
 /** When a step is written. A due step records the plan's time, so a saved plan applied later than its grace is held. */
