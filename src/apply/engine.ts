@@ -74,8 +74,9 @@ function rolloutVerb(change: WeightedBackendChange): string {
     const next = r.next_due_at === null ? "" : isPauseStep(r, r.step + 1, r.steps) ? `; then pause step ${r.step + 1} of ${r.steps}` : `; next step due at ${r.next_due_at}`;
     return `rollout step ${r.step} of ${r.steps} written (${shares}${next})`;
   }
-  if (r?.phase === "confirm") return "rollout finished: the check passed";
+  if (r?.phase === "confirm") return `rollout finished: ${r.analysis ? (r.check ? "the check and the analysis passed" : "the analysis passed") : "the check passed"}`;
   if (r?.phase === "halt") return "rollout halted: the weights it started from are written back";
+  if (r?.phase === "pause") return "rollout paused: no step taken, nothing rolled back";
   return "returned to the weights the rollout started from";
 }
 

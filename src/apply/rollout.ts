@@ -5,14 +5,18 @@
  * time is too far past (docs/manifests.md, "Rollout timing") are held back with every change that depends on them.
  */
 import { request } from "undici";
-import { buildRolloutHalt, promoteCommand } from "../core/rollout.js";
+import { judgeAnalysis } from "../core/analysis.js";
+import { buildRolloutHalt, buildRolloutPause, promoteCommand } from "../core/rollout.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
-import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
+import { parseRolloutState, stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { formatMs } from "./lease.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
 export type { HeldChange };
-import type { RolloutCheck } from "../model/state.js";
-import type { HeldChange } from "../model/apply-report.js";
+import { isJsonObject } from "../model/canonical.js";
+import { InternalError } from "../model/errors.js";
+import { MARKER_KEY, type RolloutCheck, type RolloutState } from "../model/state.js";
+import type { AnalysisRecord, HeldChange, StoppedRollout } from "../model/apply-report.js";
+import type { Analyzer } from "./analysis.js";
 import { parseCheckUrl } from "../model/syntax.js";
 
 /** A check's verdict: healthy, or why not (`HTTP 503 from https://...`). */
@@ -67,8 +71,33 @@ export interface RolloutRun {
   /** The changes to run: every change that is not held, as planned; failed checks turned into halts. */
   changes: Change[];
   held: HeldChange[];
-  /** Rollouts halted by this run: address and the check's reason. */
-  halted: Array<{ address: string; name: string; reason: string }>;
+  /** Rollouts halted by this run: address and the reason (the check's, or the analysis'). */
+  halted: StoppedRollout[];
+  /** Rollouts paused by this run (an inconclusive analysis): address and the reason kept in the marker. */
+  paused: StoppedRollout[];
+  /** Every measurement taken, in the order of the changes and of the metrics. */
+  analysis: AnalysisRecord[];
+}
+
+/** How a run takes the analyses of its steps. */
+export interface AnalysisRun {
+  analyzer: Analyzer;
+  /**
+   * When this process wrote each object's last rollout step (`apply --wait`), by address. The marker records the
+   * time the step was planned for, which its write follows by its own check and measurements: `initial_delay`
+   * counts from the later of the two.
+   */
+  writtenAt?: ReadonlyMap<string, number>;
+}
+
+/** The analyzer of a run whose plan holds no analysis (a test's): asked anyway, it is a bug. */
+const NO_ANALYSIS: AnalysisRun = { analyzer: () => Promise.reject(new InternalError("a rollout analysis was due, but this run has no analyzer")) };
+
+/** The rollout state of the live object's marker, before this change. */
+function liveRolloutState(change: WeightedBackendChange): RolloutState | undefined {
+  const metadata = change.before?.metadata;
+  const marker = isJsonObject(metadata) ? metadata[MARKER_KEY] : undefined;
+  return isJsonObject(marker) ? parseRolloutState(marker.rollout) : undefined;
 }
 
 /**
@@ -82,16 +111,59 @@ export function recordedStepTime(change: WeightedBackendChange): number | null {
   return state === undefined || state.halted !== undefined ? null : Date.parse(state.at);
 }
 
+/** What the gate of a due step came to: the change to send (as planned, a halt or a pause), or hold it back. */
+type Gate = { send: Change; halted?: StoppedRollout; paused?: StoppedRollout } | { hold: string };
+
+/**
+ * The gate of one due step: its check, then its analysis (skipped both when a person promoted the step before it,
+ * `promoted` equal to the live `step`). A failed check or analysis makes the halt that rolls back; an inconclusive
+ * analysis the pause; an interrupted one holds the step for the next run.
+ */
+async function gateStep(
+  change: WeightedBackendChange,
+  probes: { checker: Checker } & AnalysisRun,
+  now: () => number,
+  records: AnalysisRecord[],
+  signal?: AbortSignal,
+): Promise<Gate> {
+  const r = change.rollout as NonNullable<WeightedBackendChange["rollout"]>;
+  const live = liveRolloutState(change);
+  if (live?.promoted !== undefined && live.promoted === live.step) return { send: change };
+  const interrupted = { hold: `step ${r.step} of ${r.steps}: the run was interrupted` };
+  const verdict = r.check && !signal?.aborted ? await probes.checker(r.check, signal) : ({ ok: true } as const);
+  // Ctrl-C while a check runs is no verdict on the rollout: the step is left for the next run, nothing halts.
+  if (signal?.aborted) return interrupted;
+  const stop = { address: change.address, name: change.name };
+  const back = { ...stop, weights: r.from };
+  if (!verdict.ok) return { send: buildRolloutHalt(change, verdict.reason, now()), halted: { ...back, reason: verdict.reason } };
+  if (!r.analysis) return { send: change };
+  const since = Math.max(live ? Date.parse(live.at) : now(), probes.writtenAt?.get(change.address) ?? 0);
+  const measured = await probes.analyzer(r.analysis, { since, ...(signal ? { signal } : {}) });
+  if (signal?.aborted) return interrupted;
+  for (const m of measured.flat()) records.push({ address: change.address, step: r.step, steps: r.steps, ...m });
+  const outcome = judgeAnalysis(r.analysis, measured);
+  if (outcome.kind === "rollback") return { send: buildRolloutHalt(change, outcome.reason, now()), halted: { ...back, reason: outcome.reason } };
+  if (outcome.kind === "pause") return { send: buildRolloutPause(change, outcome.reason), paused: { ...stop, reason: outcome.reason } };
+  return { send: change };
+}
+
 /**
  * Prepares one run: holds back the steps that are waiting or halted, and those whose recorded time is more than
  * their grace past (a saved plan applied late: written now, the next step would come early), with the changes that
- * depend on them; asks the check of every other due step that has one (in the plan's order) and turns a failed one
- * into the halt of its rollout. Every step that goes is sent exactly as planned.
+ * depend on them; asks the check and takes the analysis of every other due step that has them (in the plan's
+ * order), turning a failed one into the halt of its rollout and an inconclusive analysis into its pause. Every step
+ * that goes is sent exactly as planned.
  */
-export async function prepareRolloutRun(changes: readonly Change[], checker: Checker, now: () => number, signal?: AbortSignal): Promise<RolloutRun> {
+export async function prepareRolloutRun(
+  changes: readonly Change[],
+  checker: Checker,
+  now: () => number,
+  signal?: AbortSignal,
+  analysis: AnalysisRun = NO_ANALYSIS,
+): Promise<RolloutRun> {
   const run: Change[] = [];
   const held = new Map<string, HeldChange>();
-  const halted: RolloutRun["halted"] = [];
+  const prepared: Omit<RolloutRun, "changes" | "held"> = { halted: [], paused: [], analysis: [] };
   for (const change of changes) {
     const r = change.kind === "weighted_backend" ? change.rollout : undefined;
     if (change.kind !== "weighted_backend" || change.action !== "rollout" || !r) {
@@ -103,20 +175,16 @@ export async function prepareRolloutRun(changes: readonly Change[], checker: Che
       held.set(change.address, { address: change.address, ...hold });
       continue;
     }
-    const verdict = r.check && !signal?.aborted ? await checker(r.check, signal) : ({ ok: true } as const);
-    // Ctrl-C while a check runs is no verdict on the rollout: the step is left for the next run, nothing halts.
-    if (signal?.aborted) {
-      held.set(change.address, { address: change.address, status: "waiting", message: `step ${r.step} of ${r.steps}: the run was interrupted` });
+    const gate = await gateStep(change, { checker, ...analysis }, now, prepared.analysis, signal);
+    if ("hold" in gate) {
+      held.set(change.address, { address: change.address, status: "waiting", message: gate.hold });
       continue;
     }
-    if (!verdict.ok) {
-      halted.push({ address: change.address, name: change.name, reason: verdict.reason });
-      run.push(buildRolloutHalt(change, verdict.reason, now()));
-      continue;
-    }
-    run.push(change);
+    if (gate.halted) prepared.halted.push(gate.halted);
+    if (gate.paused) prepared.paused.push(gate.paused);
+    run.push(gate.send);
   }
-  return { changes: holdDependents(run, held), held: [...held.values()], halted };
+  return { changes: holdDependents(run, held), held: [...held.values()], ...prepared };
 }
 
 /** Why a rollout change is held back at `at`, or null when it goes. */

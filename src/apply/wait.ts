@@ -12,26 +12,40 @@ import { parseDuration } from "../model/syntax.js";
 import type { ApplyOutcome } from "../model/apply-report.js";
 import { applyPlan, type ApplyOptions } from "./engine.js";
 import { promoteCommand } from "../core/rollout.js";
+import type { Analyzer } from "./analysis.js";
+import { pauseLine } from "../render/apply-report.js";
 import { prepareRolloutRun, type Checker, type HeldChange, type RolloutRun } from "./rollout.js";
 
-/** What one round did: the engine's outcome, the changes held back, the rollouts it halted. */
+/** What one round did: the engine's outcome, the changes held back, the rollouts it halted or paused, the measurements. */
 export interface Round {
   outcome: ApplyOutcome;
   held: HeldChange[];
   halted: RolloutRun["halted"];
+  paused: RolloutRun["paused"];
+  analysis: RolloutRun["analysis"];
 }
 
 export interface RoundOptions extends ApplyOptions {
   checker: Checker;
+  analyzer: Analyzer;
+  /** When this process wrote each rollout's last step, by address: a round records its writes here. */
+  writtenAt: Map<string, number>;
   /** The clock (ms since the epoch): when a step is due, and the time written into the marker. */
   now(): number;
 }
 
-/** Asks the checks of the due rollout steps, then runs the changes that are not held back. */
+/** Asks the checks and takes the analyses of the due rollout steps, then runs the changes that are not held back. */
 export async function applyRound(changes: readonly Change[], client: ApiClient, options: RoundOptions): Promise<Round> {
-  const prepared = await prepareRolloutRun(changes, options.checker, options.now, options.signal);
+  const prepared = await prepareRolloutRun(changes, options.checker, options.now, options.signal, options);
   const outcome = await applyPlan(prepared.changes, client, options);
-  return { outcome, held: prepared.held, halted: prepared.halted };
+  recordWrites(outcome, options.writtenAt, options.now());
+  const { held, halted, paused, analysis } = prepared;
+  return { outcome, held, halted, paused, analysis };
+}
+
+/** Records the time of every rollout write a run did (`initial_delay` of the next step's analysis counts from it). */
+export function recordWrites(outcome: ApplyOutcome, writtenAt: Map<string, number>, at: number): void {
+  for (const r of outcome.results) if (r.action === "rollout" && r.status === "done") writtenAt.set(r.address, at);
 }
 
 export interface WaitOptions {
@@ -62,8 +76,8 @@ const isOpenRollout = (c: Change): c is WeightedBackendChange =>
 
 /**
  * Advances every rollout of the manifests step by step, sleeping until each step is due. Only rollout steps are
- * written here (the first round applied everything else). Ends after a round that halted a rollout, failed or was
- * interrupted, or when the signal aborts while it sleeps.
+ * written here (the first round applied everything else). Ends after a round that halted or paused a rollout,
+ * failed or was interrupted, or when the signal aborts while it sleeps.
  */
 export async function waitForRollouts(options: WaitOptions): Promise<WaitResult> {
   const rounds: Round[] = [];
@@ -92,7 +106,7 @@ export async function waitForRollouts(options: WaitOptions): Promise<WaitResult>
     const round = await options.round(due);
     rounds.push(round);
     const { failed, skipped, not_started } = round.outcome.counts;
-    if (round.halted.length > 0 || failed + skipped + not_started > 0 || round.outcome.interrupted) break;
+    if (round.halted.length > 0 || round.paused.length > 0 || failed + skipped + not_started > 0 || round.outcome.interrupted) break;
   }
   return { rounds, plan: null, timedOut: null, pending: [] };
 }
@@ -141,12 +155,21 @@ export function idleRollouts(plan: Plan, now: number): { lines: string[]; halted
   return { lines, halted, paused };
 }
 
-/** What a halted rollout says on stderr: which check failed, what was done, how to go on. */
+/** What a halted rollout says on stderr: which check or analysis failed, what was done, how to go on. */
 export function haltMessage(h: Round["halted"][number]): string {
+  const what = h.reason.startsWith("analysis ") ? "the analysis" : "the check";
   return (
     `${h.address}: the rollout is halted: ${h.reason}. The weights it started from were written back. ` +
-    `Fix what the check reports, then change the manifest or run apply --retry-rollout ${h.name} to start it again.`
+    `Fix what ${what} reports, then change the manifest or run apply --retry-rollout ${h.name} to start it again.`
   );
+}
+
+/**
+ * What a paused rollout says on stderr: why, and the two ways on
+ * (`paused: inconclusive (error-rate: no data); run "edgeplan rollout promote web" to go on or ...`).
+ */
+export function pauseMessage(p: Round["paused"][number]): string {
+  return `${p.address}: paused: ${pauseLine(p.reason, p.name)}`;
 }
 
 /** Checks --wait, --wait-timeout and --retry-rollout; returns the wait timeout in milliseconds. */

@@ -8,8 +8,8 @@
  * manifests, API error while reading, unknown --ack rule, a risk not acknowledged, no approval, a stale saved plan,
  * a saved plan made for another API or account), or the lease was taken away while the changes ran (the run stopped
  * before its next write); 3 some changes failed or were skipped, the live side does not match after the run, or
- * the API stopped answering (no new change started); 4 a rollout is paused and waits for a person (`edgeplan
- * rollout promote NAME`), and nothing else went wrong; 130 the run was
+ * the API stopped answering (no new change started); 4 a rollout is paused and waits for a person (a pause step or
+ * an inconclusive analysis: `edgeplan rollout promote NAME`; 3 wins when both apply); 130 the run was
  * interrupted with Ctrl-C (SIGINT; 143 for SIGTERM): the requests in flight finished, nothing new started, and
  * running apply again finishes the job.
  */
@@ -29,9 +29,10 @@ import {
 } from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
 import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } from "../apply/rollout.js";
-import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, waitForRollouts, type Round } from "../apply/wait.js";
+import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, pauseMessage, recordWrites, waitForRollouts, type Round } from "../apply/wait.js";
+import { runRolloutAnalysis, type Analyzer } from "../apply/analysis.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
-import { buildApplyHeadline, buildConvergenceLine, renderApplyMarkdown } from "../render/apply-report.js";
+import { buildApplyHeadline, buildConvergenceLine, pauseLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { checkPlanAgainstLive } from "../apply/live-check.js";
 import { checkSavedPlanApi, checkSavedPlanEnvironment, fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
 import { buildStalePlanError, diffStale } from "../apply/stale.js";
@@ -87,6 +88,8 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   retryRollout?: string[];
   /** Asks a rollout check (default: a GET, `runRolloutCheck`). */
   checker?: Checker;
+  /** Takes the measurements of a rollout analysis (default: the providers' requests, `runRolloutAnalysis`). */
+  analyzer?: Analyzer;
   /**
    * Called with the plan once it is made, under the lease and before anything is written; it throws to refuse the
    * plan (the GitHub Action refuses a plan that is not the one reviewed in the merged pull request).
@@ -138,7 +141,7 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
 
 /**
  * Runs `apply`. Errors before any write (manifests, reads, refusals) are thrown as EdgeplanError subclasses (the
- * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, or 130/143).
+ * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, 4, or 130/143).
  */
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
   const options = await withProjectFile(given, io);
@@ -295,12 +298,18 @@ async function reportRun(
   if (interruptedBy?.startsWith("SIG")) report.interruptedBy = interruptedBy;
   if (plan.targeted) report.targeted = true;
   if (run.halted.length > 0) report.halted = run.halted;
+  if (run.paused.length > 0) report.paused = run.paused;
+  if (run.analysis.length > 0) report.analysis = run.analysis;
   if (run.timedOut) report.timedOut = run.timedOut;
   await showReport(report, plan, ctx.format, ctx.options, io);
   for (const h of run.halted) io.stderr(`edgeplan: ${haltMessage(h)}\n`);
+  for (const p of run.paused) io.stderr(`edgeplan: ${pauseMessage(p)}\n`);
   result.summaryMarkdown = renderApplyMarkdown(report);
-  result.summary = `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
-  const paused = (report.convergence.paused ?? []).length > 0 || run.held.some((h) => h.status === "paused");
+  const firstPause = run.paused[0];
+  result.summary = firstPause
+    ? `${buildApplyHeadline(report)} ${firstPause.address} is paused: ${pauseLine(firstPause.reason, firstPause.name)}.`
+    : `${buildApplyHeadline(report)} ${buildConvergenceLine(report).replace(/:$/, ".")}`;
+  const paused = run.paused.length > 0 || (report.convergence.paused ?? []).length > 0 || run.held.some((h) => h.status === "paused");
   result.exitCode = exitCodeOf(outcome, report.convergence, interruptedBy, { stopped: run.halted.length > 0 || run.timedOut !== null, paused });
 }
 
@@ -420,10 +429,12 @@ function refreshedPlanOptions(saved: Plan, options: ApplyCommandOptions): PlanOp
 interface RunResult {
   outcome: ApplyOutcome;
   interruptedBy: string | undefined;
-  /** The changes sent (as planned; failed checks as halts), and those held back. */
+  /** The changes sent (as planned; failed checks as halts, inconclusive analyses as pauses), and those held back. */
   ran: Change[];
   held: HeldChange[];
   halted: Round["halted"];
+  paused: Round["paused"];
+  analysis: Round["analysis"];
   timedOut: string | null;
   /** With `--wait`: the plan made after the last step, which tells convergence. */
   finalPlan: Plan | null;
@@ -448,9 +459,14 @@ async function runChanges(
   ]);
   const beforeStart = ctx.lease.confirm;
   const quiet = options.quiet === true;
-  const rollouts = { checker: options.checker ?? runRolloutCheck, now: () => Date.now() };
+  const rollouts = {
+    checker: options.checker ?? runRolloutCheck,
+    analyzer: options.analyzer ?? runRolloutAnalysis,
+    writtenAt: new Map<string, number>(),
+    now: () => Date.now(),
+  };
   try {
-    const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal);
+    const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal, rollouts);
     const n = prepared.changes.length;
     // With --wait and nothing due yet, the steps to come are the news, said as they are written.
     if (!quiet && (n > 0 || options.wait !== true)) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
@@ -470,11 +486,13 @@ async function runChanges(
     } finally {
       progress?.stop();
     }
-    const first: Round = { outcome, held: prepared.held, halted: prepared.halted };
+    recordWrites(outcome, rollouts.writtenAt, rollouts.now());
+    const first: Round = { outcome, held: prepared.held, halted: prepared.halted, paused: prepared.paused, analysis: prepared.analysis };
     const result: RunResult = { ...first, interruptedBy: stop.by(), ran: prepared.changes, timedOut: null, finalPlan: null };
     const { fromManifests } = ctx;
     const { failed, skipped, not_started } = outcome.counts;
-    if (!options.wait || !fromManifests || first.halted.length > 0 || stop.signal.aborted || failed + skipped + not_started > 0) return result;
+    const stopped = first.halted.length > 0 || first.paused.length > 0;
+    if (!options.wait || !fromManifests || stopped || stop.signal.aborted || failed + skipped + not_started > 0) return result;
     const roundOptions = {
       stack: plan.stack,
       concurrency,
@@ -501,6 +519,8 @@ async function runChanges(
       ran: prepared.changes,
       held: waited.plan ? [] : waited.pending.length > 0 ? waited.pending : (last?.held ?? first.held),
       halted: waited.rounds.flatMap((r) => r.halted),
+      paused: waited.rounds.flatMap((r) => r.paused),
+      analysis: [...first.analysis, ...waited.rounds.flatMap((r) => r.analysis)],
       timedOut: waited.timedOut,
       finalPlan: waited.plan,
     };

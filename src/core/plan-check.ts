@@ -185,6 +185,7 @@ function rolloutProblem(change: WeightedBackendChange): string | null {
   const after = change.after?.backends ?? {};
   if (r === undefined) return null;
   if (r.phase === "halt") return "a halt is written by apply when a check fails; a plan never holds one";
+  if (r.phase === "pause") return "a pause is written by apply when an analysis is inconclusive; a plan never holds one";
   const liveMarker = isJsonObject(change.before?.metadata) ? change.before.metadata[MARKER_KEY] : undefined;
   const liveFrom = isJsonObject(liveMarker) ? parseRolloutState(liveMarker.rollout)?.from : undefined;
   if (!sameWeights(r.from, before) && !(liveFrom !== undefined && sameWeights(r.from, liveFrom))) {

@@ -9,7 +9,7 @@ import { InternalError } from "../model/errors.js";
 import { isJsonObject } from "../model/canonical.js";
 import { MARKER_KEY } from "../model/state.js";
 import { buildRolloutWrite, buildWeights, diffWeightedBackend, exactShareOf, hasTraffic, sameWeights, sortedBackends } from "../kinds/weighted-backend.js";
-import { rolloutTargetDigest } from "../kinds/weighted-backend-rollout.js";
+import { parseRolloutState, rolloutTargetDigest } from "../kinds/weighted-backend-rollout.js";
 import { LIMITS } from "../model/wire.js";
 
 type Weights = Readonly<Record<string, number>>;
@@ -166,7 +166,7 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   const state = ctx.state?.target === digest ? ctx.state : undefined;
   if (sameWeights(live, target)) {
     // The last step is written; with a check, the rollout ends once the check after it passes.
-    if (state && !state.halted && spec.check) {
+    if (state && !state.halted && isGated(spec)) {
       // The confirmation is a gate too: a pause the marker records holds it, and promote waives its check.
       if (state.paused !== undefined) {
         const steps = rolloutSteps(state.from, target, spec);
@@ -201,6 +201,11 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   return built;
 }
 
+/** A rollout whose steps after the first wait for a verdict: a check, or an analysis. */
+function isGated(spec: RolloutSpec): boolean {
+  return spec.check !== null || spec.analysis.length > 0;
+}
+
 interface StepInput {
   from: Weights;
   steps: ReadonlyArray<Record<string, number>>;
@@ -216,7 +221,7 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
   const { steps, k } = input;
   const n = steps.length;
   const writeAt = Math.max(ctx.now, input.after);
-  const keepsState = k < n || spec.check !== null;
+  const keepsState = k < n || isGated(spec);
   const state: RolloutState | undefined = keepsState
     ? { from: sortedBackends(input.from), target: rolloutTargetDigest(ctx.desired.backends), step: k, at: iso(writeAt) }
     : undefined;
@@ -229,6 +234,7 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
     due: input.after,
     next: keepsState ? writeAt + spec.interval_ms : null,
     check: k > 1 && input.waived !== true ? spec.check : null,
+    analysis: k > 1 && input.waived !== true ? spec.analysis : [],
   });
   return withWrite(change, steps[k - 1] as Weights, state, rollout);
 }
@@ -236,13 +242,23 @@ function stepChange(change: WeightedBackendChange, ctx: RolloutContext, spec: Ro
 function confirmChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
   const n = rolloutSteps(state.from, change.after?.backends ?? {}, spec).length;
   const due = Date.parse(state.at) + spec.interval_ms;
-  const check = state.promoted === state.step ? null : spec.check;
-  const rollout = buildStep(ctx, spec, { phase: "confirm", step: n, steps: n, from: state.from, final: change.after?.backends ?? {}, due, next: null, check });
+  const waived = state.promoted === state.step;
+  const rollout = buildStep(ctx, spec, {
+    phase: "confirm",
+    step: n,
+    steps: n,
+    from: state.from,
+    final: change.after?.backends ?? {},
+    due,
+    next: null,
+    check: waived ? null : spec.check,
+    analysis: waived ? [] : spec.analysis,
+  });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
 function returnChange(change: WeightedBackendChange, ctx: RolloutContext, spec: RolloutSpec, state: RolloutState): WeightedBackendChange {
-  const rollout = buildStep(ctx, spec, { phase: "return", step: 1, steps: 1, from: state.from, final: state.from, due: ctx.now, next: null, check: null });
+  const rollout = buildStep(ctx, spec, { phase: "return", step: 1, steps: 1, from: state.from, final: state.from, due: ctx.now, next: null, check: null, analysis: [] });
   return withWrite(change, change.after?.backends ?? {}, undefined, rollout);
 }
 
@@ -257,6 +273,7 @@ function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: R
     due_at: state.at,
     next_due_at: null,
     check: spec.check,
+    ...(spec.analysis.length > 0 ? { analysis: spec.analysis } : {}),
     halted_reason: state.halted ?? null,
   };
   const notes = [...change.notes, `halted: ${state.halted ?? ""}; change the manifest, or apply --retry-rollout ${change.name}, to try again`];
@@ -295,7 +312,17 @@ function stepBase(
 function buildStep(
   ctx: RolloutContext,
   spec: RolloutSpec,
-  s: { phase: RolloutStep["phase"]; step: number; steps: number; from: Weights; final: Weights; due: number; next: number | null; check: RolloutSpec["check"] },
+  s: {
+    phase: RolloutStep["phase"];
+    step: number;
+    steps: number;
+    from: Weights;
+    final: Weights;
+    due: number;
+    next: number | null;
+    check: RolloutSpec["check"];
+    analysis: RolloutSpec["analysis"];
+  },
 ): RolloutStep {
   return {
     ...stepBase(spec, s.from, rolloutTargetDigest(ctx.desired.backends), s.final),
@@ -306,6 +333,7 @@ function buildStep(
     due_at: iso(s.due),
     next_due_at: s.next === null ? null : iso(s.next),
     check: s.check,
+    ...(s.analysis.length > 0 ? { analysis: s.analysis } : {}),
     halted_reason: null,
   };
 }
@@ -353,4 +381,31 @@ export function buildRolloutHalt(change: WeightedBackendChange, reason: string, 
   const weights = buildWeights(change.before.backends, after.backends, { get: (id) => names.get(id) }, new Set());
   const rollout: RolloutStep = { ...r, phase: "halt", status: "due", next_due_at: null, halted_reason: reason };
   return { ...change, after, weights, request, refs: {}, rollout };
+}
+
+/**
+ * The write that pauses a rollout whose analysis was inconclusive: the live weights stay as they are (the body
+ * repeats them, so the write is the marker's only) and the marker's rollout state, as it is live, gets `paused` with
+ * the reason. Made by apply from a due rollout change; no step of the rollout is taken until a person promotes or
+ * aborts it (`edgeplan rollout promote NAME`, `edgeplan rollout abort NAME`).
+ */
+export function buildRolloutPause(change: WeightedBackendChange, reason: string): WeightedBackendChange {
+  const r = change.rollout;
+  const live = change.before ? parseRolloutState(parseMarkerRollout(change.before.metadata)) : undefined;
+  if (!r || !change.before || !change.after || live === undefined) {
+    throw new InternalError(`${change.address}: only a rollout step under way can be paused`);
+  }
+  const { promoted: _promoted, ...rest } = live;
+  const state: RolloutState = { ...rest, paused: reason };
+  const { after, request } = buildRolloutWrite(change, change.before.backends, state);
+  const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
+  const weights = buildWeights(change.before.backends, after.backends, { get: (id) => names.get(id) }, new Set());
+  const rollout: RolloutStep = { ...r, phase: "pause", status: "due", next_due_at: null, halted_reason: null };
+  return { ...change, after, weights, request, refs: {}, rollout };
+}
+
+/** The `rollout` of an owner marker inside live metadata, or undefined. */
+function parseMarkerRollout(metadata: unknown): unknown {
+  const marker = isJsonObject(metadata) ? metadata[MARKER_KEY] : undefined;
+  return isJsonObject(marker) ? marker.rollout : undefined;
 }

@@ -29,6 +29,7 @@ import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-c
 import { findCycles } from "../core/graph.js";
 import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
 import { Pinner } from "./yaml-source.js";
+import { normaliseAnalysis } from "./analysis.js";
 import { didYouMean } from "../model/suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
@@ -146,8 +147,9 @@ function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collecto
     }
   }
   const pace = rolloutPace(written, pin, out);
-  if (!ok || typeof interval_ms === "string" || pace === undefined) return undefined;
-  return { ...pace, interval: written.interval.trim(), interval_ms, check };
+  const analysis = normaliseAnalysis(written.analysis, pin, out);
+  if (!ok || typeof interval_ms === "string" || pace === undefined || analysis === undefined) return undefined;
+  return { ...pace, interval: written.interval.trim(), interval_ms, check, analysis };
 }
 
 /**

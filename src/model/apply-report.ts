@@ -77,10 +77,35 @@ export interface ApplyReport {
   targeted?: boolean;
   /** Rollout steps not due yet or halted, and the changes that wait for them: nothing was sent for them. */
   held?: HeldChange[];
-  /** Rollouts this run halted because their check failed. */
-  halted?: Array<{ address: string; name: string; reason: string }>;
+  /** Rollouts this run halted because their check or analysis failed. */
+  halted?: StoppedRollout[];
+  /** Rollouts this run paused because their analysis was inconclusive: they wait for a person. */
+  paused?: StoppedRollout[];
+  /** Every measurement of a rollout analysis this run took. */
+  analysis?: AnalysisRecord[];
   /** `apply --wait` stopped at its timeout: which step was due when. */
   timedOut?: string;
+}
+
+/** A rollout a run halted or paused, and why (the reason kept in its marker). */
+export interface StoppedRollout {
+  address: string;
+  name: string;
+  reason: string;
+  /** A halt: the weights written back (those the rollout started from), children by id. */
+  weights?: Record<string, number>;
+}
+
+/** One measurement of a rollout's analysis: before which step of which object, the metric, the value, the verdict and why. */
+export interface AnalysisRecord {
+  address: string;
+  step: number;
+  steps: number;
+  metric: string;
+  /** The value read, as text; null when none was (no data, unreachable). */
+  value: string | null;
+  verdict: "success" | "failure" | "inconclusive";
+  why: string;
 }
 
 /** A change held back from a run, and why (a rollout step not due yet or halted, or a change waiting for one). */

@@ -23,8 +23,8 @@ const ChangeResultSchema = z.object({
 export const ApplyReportJsonSchema = z.object({
   stack: z.string(),
   status: z
-    .enum(["converged", "not_converged", "failed", "interrupted", "halted", "timed_out"])
-    .describe("converged is the only status of a run that left nothing to do (exit 0)"),
+    .enum(["converged", "not_converged", "failed", "interrupted", "halted", "paused", "timed_out"])
+    .describe("converged is the only status of a run that left nothing to do (exit 0); paused: a rollout waits for a person (exit 4)"),
   counts: z.object({ done: count, failed: count, skipped: count, not_started: count }),
   changes: z.array(ChangeResultSchema),
   convergence: z.object({
@@ -37,7 +37,30 @@ export const ApplyReportJsonSchema = z.object({
     error: z.string().optional().describe("why the check did not run, or what went wrong while it ran"),
   }),
   held: z.array(z.object({ address: z.string(), status: z.enum(["waiting", "halted", "paused"]), message: z.string() })),
-  halted: z.array(z.object({ address: z.string(), name: z.string(), reason: z.string() })),
+  halted: z.array(
+    z.object({
+      address: z.string(),
+      name: z.string(),
+      reason: z.string(),
+      weights: z.record(z.string(), z.number().int()).optional().describe("the weights written back: those the rollout started from"),
+    }),
+  ),
+  paused: z
+    .array(z.object({ address: z.string(), name: z.string(), reason: z.string() }))
+    .describe("rollouts paused by an inconclusive analysis: edgeplan rollout promote NAME goes on, edgeplan rollout abort NAME rolls back"),
+  analysis: z
+    .array(
+      z.object({
+        address: z.string(),
+        step: z.number().int().min(1),
+        steps: z.number().int().min(1),
+        metric: z.string(),
+        value: z.string().nullable().describe("the value read, as text; null when none was (no data, unreachable)"),
+        verdict: z.enum(["success", "failure", "inconclusive"]),
+        why: z.string().describe("the expression that decided, or why there is no verdict"),
+      }),
+    )
+    .describe("every measurement of a rollout analysis this run took, before which step"),
   timed_out: z.string().optional().describe("with --wait: the step that was due when --wait-timeout was reached"),
   outputs: z.array(SamlOutputSchema).describe("the SAML values to copy into the IdP, as read after the run"),
 });

@@ -94,6 +94,51 @@ export const RolloutCheckManifestSchema = z
   })
   .meta({ description: "A health check; a failure (after 2 retries) halts the rollout and writes back the starting weights." });
 
+const PrometheusMetricSchema = z
+  .strictObject({
+    address: z.string().meta({ description: "The Prometheus server, e.g. https://prometheus.internal:9090: https, or http to a loopback host." }),
+    query: z.string().min(1).meta({ description: "An instant query (GET /api/v1/query); it must give one series or a scalar." }),
+    timeout: durationText("a duration").optional().meta({ description: "Time allowed for an answer, e.g. 5s (at most 60s). Default: 10s." }),
+  })
+  .meta({ description: "Reads the value of a Prometheus instant query. No series is no data; more than one series is inconclusive." });
+
+const WebMetricSchema = z
+  .strictObject({
+    url: z.string().meta({ description: "https, or http to a loopback host; ${EDGEPLAN_VAR_*} allowed." }),
+    method: z.enum(["GET", "POST"]).optional().meta({ description: "GET (default) or POST." }),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta({ description: "Request headers; a value may take ${EDGEPLAN_VAR_*} variables (only those: never the API key)." }),
+    body: z.string().optional().meta({ description: "The body of a POST." }),
+    json_path: z.string().optional().meta({
+      description:
+        "Where the value is in a JSON answer: $ then .name, ['name'] or [index] steps (e.g. $.checks[0].ok). Default: the whole body; a plain-text body that is a number reads as one.",
+    }),
+    timeout: durationText("a duration").optional().meta({ description: "Time allowed for an answer, e.g. 5s (at most 60s). Default: 10s." }),
+  })
+  .meta({ description: "Reads a value from the answer of an HTTP request." });
+
+export const RolloutMetricManifestSchema = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, {
+      error: (iss) => `metric name ${describeValue(iss.input)} is not valid; use lower-case letters, digits and '-', at most 63 characters`,
+    }),
+    prometheus: PrometheusMetricSchema.optional(),
+    web: WebMetricSchema.optional(),
+    success: z.string().optional().meta({ description: "CEL over `result`: true when the measurement is good. Give success, failure or both." }),
+    failure: z.string().optional().meta({ description: "CEL over `result`: true when the measurement is bad." }),
+    initial_delay: durationText("a duration").optional().meta({ description: "Wait after the previous step's write before the first measurement. Default: 0s." }),
+    interval: durationText("a duration").optional().meta({ description: "Time between two measurements (1s to 1h). Default: 10s." }),
+    count: intField(1, 100).optional().meta({ description: "Measurements before each step (1 to 100). Default: 1." }),
+    failure_limit: intField(0, 99).optional().meta({ description: "Failed measurements allowed; one more rolls back. Default: 0." }),
+  })
+  .meta({
+    description:
+      "A metric measured before each step after the first, and after the last: too many failures roll back; no data or a result neither good nor bad pauses the rollout for a person.",
+  });
+export type RolloutMetricManifest = z.infer<typeof RolloutMetricManifestSchema>;
+
 export const RolloutManifestSchema = z
   .strictObject({
     max_step: intField(1, 100).optional().meta({
@@ -118,6 +163,9 @@ export const RolloutManifestSchema = z
       description: "The least time between two steps: a whole number with s, m or h (at least 1s, at most 168h).",
     }),
     check: RolloutCheckManifestSchema.optional(),
+    analysis: z.array(RolloutMetricManifestSchema).min(1).max(10).optional().meta({
+      description: "Metrics judged before each step after the first, and after the last (beside check, if given). At most 10.",
+    }),
   })
   .meta({
     description:

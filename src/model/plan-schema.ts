@@ -53,9 +53,35 @@ const ModuleSettingsSchema = z.record(z.string(), json);
 const weightsMap = z.record(z.string(), z.number().int());
 const timeText = z.string().describe("RFC 3339 time in UTC with milliseconds");
 
+const MetricProviderSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("prometheus"), address: z.string(), query: z.string(), timeout_ms: z.number().int().min(1) }),
+  z.object({
+    kind: z.literal("web"),
+    url: z.string(),
+    method: z.enum(["GET", "POST"]),
+    headers: z.record(z.string(), z.string()),
+    body: z.string().nullable(),
+    json_path: z.string().nullable(),
+    timeout_ms: z.number().int().min(1),
+  }),
+]);
+
+const RolloutMetricSchema = z
+  .object({
+    name: z.string(),
+    provider: MetricProviderSchema,
+    success: z.string().nullable(),
+    failure: z.string().nullable(),
+    initial_delay_ms: z.number().int().min(0),
+    interval_ms: z.number().int().min(1),
+    count: z.number().int().min(1),
+    failure_limit: z.number().int().min(0),
+  })
+  .describe("A metric of a rollout's analysis, defaults filled: success and failure are CEL over result");
+
 const RolloutStepSchema = z
   .object({
-    phase: z.enum(["step", "confirm", "return", "halt"]),
+    phase: z.enum(["step", "confirm", "return", "halt", "pause"]),
     step: z.number().int().min(1),
     steps: z.number().int().min(1),
     status: z.enum(["due", "waiting", "halted", "paused"]),
@@ -70,6 +96,7 @@ const RolloutStepSchema = z
     interval: z.string(),
     interval_ms: z.number().int().min(1),
     check: z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) }).nullable(),
+    analysis: z.array(RolloutMetricSchema).min(1).optional().describe("metrics measured before this step is written; absent when the rollout has none"),
     from: weightsMap,
     target: z.string(),
     final: weightsMap,

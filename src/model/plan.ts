@@ -4,7 +4,7 @@
  * saved as JSON (`plan --out`, schema in ./plan-schema.ts). Field names are snake_case because the JSON plan is a
  * public format (`format_version: 1`); the TypeScript types and the JSON are the same objects.
  */
-import type { OwnerMarker, RolloutCheck, RolloutShare } from "./state.js";
+import type { OwnerMarker, RolloutCheck, RolloutMetric, RolloutShare } from "./state.js";
 
 /** Any JSON value. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -84,9 +84,11 @@ export interface PlannedRequest<M extends string, B> {
  * - `confirm`: the manifest's weights are written; the last check runs, then the rollout state is cleared;
  * - `return`: the manifest went back to the weights the rollout started from: one write, at once;
  * - `halt`: a check failed; the weights the rollout started from are written back and the rollout marked halted
- *   (made by apply, never by plan).
+ *   (made by apply, never by plan);
+ * - `pause`: an analysis was inconclusive; the weights stay, the marker's rollout state says why it waits for a
+ *   person (made by apply, never by plan).
  */
-export type RolloutPhase = "step" | "confirm" | "return" | "halt";
+export type RolloutPhase = "step" | "confirm" | "return" | "halt" | "pause";
 
 /** One step of a progressive rollout: which of how many, when it is due, and what guards it. */
 export interface RolloutStep {
@@ -110,6 +112,8 @@ export interface RolloutStep {
   interval_ms: number;
   /** Asked before this step is written (every step after the first, and the confirmation); null: no check. */
   check: RolloutCheck | null;
+  /** Metrics measured before this step is written (as `check`); absent when the rollout has none. */
+  analysis?: RolloutMetric[];
   /** The weights the rollout started from (written back in one request when a check fails). */
   from: Record<string, number>;
   /** Digest of the manifest's weights the rollout moves toward (kept in the owner marker). */

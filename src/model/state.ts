@@ -81,6 +81,41 @@ export interface RolloutSpec {
   interval: string;
   interval_ms: number;
   check: RolloutCheck | null;
+  /** Metrics measured before each step after the first, and after the last; empty: none. */
+  analysis: RolloutMetric[];
+}
+
+/** Where a metric's value is read: a Prometheus instant query, or a value in the answer of an HTTP request. */
+export type MetricProvider =
+  | { kind: "prometheus"; address: string; query: string; timeout_ms: number }
+  | {
+      kind: "web";
+      url: string;
+      method: "GET" | "POST";
+      /** Header values as interpolated from the manifest (only `${EDGEPLAN_VAR_*}` variables can be read). */
+      headers: Record<string, string>;
+      /** Sent with a POST; null for a GET. */
+      body: string | null;
+      /** A simple JSONPath (`$.a.b[0]`), or null for the whole body. */
+      json_path: string | null;
+      timeout_ms: number;
+    };
+
+/** One metric of a rollout's analysis, defaults filled; `success` and `failure` are CEL over `result`. */
+export interface RolloutMetric {
+  name: string;
+  provider: MetricProvider;
+  /** At least one of the two is given. */
+  success: string | null;
+  failure: string | null;
+  /** After the previous step's write, before the first measurement. */
+  initial_delay_ms: number;
+  /** Between two measurements. */
+  interval_ms: number;
+  /** Measurements per step. */
+  count: number;
+  /** Failed measurements allowed; one more rolls the rollout back. */
+  failure_limit: number;
 }
 
 export interface DesiredWeightedBackend {

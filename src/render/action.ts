@@ -117,6 +117,7 @@ export function defaultSummaryLine(
     return hasChanges ? `The plan of stack ${stack} has changes.` : `No changes in stack ${stack}: live state matches the manifests.`;
   }
   if (run.exitCode === 3) return `The apply of stack ${stack} finished with some changes failed.`;
+  if (run.exitCode === 4) return `The apply of stack ${stack} paused a rollout: it waits for edgeplan rollout promote or abort.`;
   return hasChanges ? `The apply of stack ${stack} converged.` : `No changes in stack ${stack}: nothing to apply.`;
 }
 

@@ -74,12 +74,28 @@ export function renderApplyText(report: ApplyReport): string {
   return `${out.join("\n")}\n`;
 }
 
-/** What the report says of rollouts: steps held back, rollouts halted, a --wait that timed out. */
+/**
+ * What the report says of rollouts: the measurements of their analyses, steps held back, rollouts rolled back
+ * (`rolled back to 7000/3000: analysis error-rate failed (0.07, result >= 0.05)`) or paused, a --wait that timed out.
+ */
 function rolloutReportLines(report: ApplyReport): string[] {
-  const lines = (report.held ?? []).map((h) => `${h.status}  ${h.address}: ${h.message}`);
-  for (const h of report.halted ?? []) lines.push(`halted  ${h.address}: ${h.reason}; the weights it started from were written back`);
+  const lines = (report.analysis ?? []).map(
+    (m) => `measured  ${m.address}: ${m.metric} before step ${m.step} of ${m.steps}: ${m.value ?? "no value"}, ${m.verdict} (${m.why})`,
+  );
+  lines.push(...(report.held ?? []).map((h) => `${h.status}  ${h.address}: ${h.message}`));
+  for (const h of report.halted ?? []) {
+    const back = h.weights ? `rolled back to ${Object.values(h.weights).join("/")}: ` : "";
+    lines.push(`halted  ${h.address}: ${back}${h.reason}${h.weights ? "" : "; the weights it started from were written back"}`);
+  }
+  for (const p of report.paused ?? []) lines.push(`paused  ${p.address}: ${pauseLine(p.reason, p.name)}`);
   if (report.timedOut) lines.push(`--wait-timeout reached: ${report.timedOut}; run apply again to go on`);
   return lines;
+}
+
+/** Why a rollout paused and the two ways on: `inconclusive (error-rate: no data); run "edgeplan rollout promote web" ...`. */
+export function pauseLine(reason: string, name: string): string {
+  const why = reason.startsWith("inconclusive: ") ? `inconclusive (${reason.slice("inconclusive: ".length)})` : reason;
+  return `${why}; run "edgeplan rollout promote ${name}" to go on or "edgeplan rollout abort ${name}" to roll back`;
 }
 
 /** Lines after the first of a multi-line message, indented under it. */
@@ -118,6 +134,7 @@ function reportStatus(report: ApplyReport): ApplyReportJson["status"] {
   const { outcome, convergence } = report;
   if (outcome.interrupted || report.interruptedBy?.startsWith("SIG")) return "interrupted";
   if ((report.halted ?? []).length > 0) return "halted";
+  if ((report.paused ?? []).length > 0) return "paused";
   if (report.timedOut !== undefined) return "timed_out";
   if (outcome.counts.failed + outcome.counts.skipped + outcome.counts.not_started > 0) return "failed";
   return convergence.checked && convergence.converged ? "converged" : "not_converged";
@@ -142,6 +159,8 @@ export function buildApplyReportJson(report: ApplyReport): ApplyReportJson {
     },
     held: report.held ?? [],
     halted: report.halted ?? [],
+    paused: report.paused ?? [],
+    analysis: report.analysis ?? [],
     ...(report.timedOut !== undefined ? { timed_out: report.timedOut } : {}),
     outputs: report.outputs,
   };

@@ -7,6 +7,7 @@ import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { isPauseStep, promoteCommand } from "../core/rollout.js";
 import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
+import type { RolloutMetric } from "../model/state.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -100,12 +101,20 @@ function rolloutPhrase(r: RolloutStep | undefined): string {
     case "step":
       return r.status === "due" ? `will take rollout step ${of}` : `rollout step ${of}${when}`;
     case "confirm":
-      return `rollout step ${of} written: the last check, then the rollout ends${when}`;
+      return `rollout step ${of} written: the last ${lastGate(r)}, then the rollout ends${when}`;
     case "return":
       return "will go back to the weights the rollout started from, at once";
     case "halt":
       return "rollout halted: the weights it started from are written back";
+    case "pause":
+      return "rollout paused: it waits for edgeplan rollout promote or abort";
   }
+}
+
+/** What is asked once more after the last step: the check, the analysis, or both. */
+function lastGate(r: RolloutStep): string {
+  if (!r.analysis) return "check";
+  return r.check ? "check and analysis" : "analysis";
 }
 
 /** When a step is written. A due step records the plan's time, so a saved plan applied later than its grace is held. */
@@ -114,6 +123,13 @@ function stepWhen(r: RolloutStep): string {
   if (r.status === "paused") return `paused (${r.paused_reason ?? ""})`;
   if (r.status === "waiting") return `due at ${r.due_at}`;
   return `due now (a saved plan takes it if applied within ${msText(stepGraceMs(r.interval_ms))}; later, plan again)`;
+}
+
+/** A metric as a plan shows it: `error-rate (prometheus, 3 measurements 30s apart, 1 failure allowed)`. */
+function metricText(m: RolloutMetric): string {
+  const many = m.count === 1 ? "1 measurement" : `${m.count} measurements ${msText(m.interval_ms)} apart`;
+  const delay = m.initial_delay_ms > 0 ? ` after ${msText(m.initial_delay_ms)}` : "";
+  return `${m.name} (${m.provider.kind}, ${many}${delay}, ${m.failure_limit} ${m.failure_limit === 1 ? "failure" : "failures"} allowed)`;
 }
 
 /**
@@ -129,6 +145,7 @@ export function rolloutLines(change: Change): string[] {
   if (r.check) {
     lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
   }
+  if (r.analysis) lines.push(`analysis before this step: ${r.analysis.map(metricText).join("; ")}`);
   const names = new Map(change.weights.map((w) => [w.child, w.name] as const));
   // Both ends of the rollout are shown, whichever step this is: the step's weights above, the final ones here.
   const total = Object.values(r.final).reduce((s, x) => s + x, 0);

@@ -84,6 +84,8 @@ describe("runApply", () => {
       convergence: { against: "manifests", checked: true, converged: true, remaining: [], in_progress: [] },
       held: [],
       halted: [],
+      paused: [],
+      analysis: [],
       outputs: [],
     });
   });

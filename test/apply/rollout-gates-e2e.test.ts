@@ -237,7 +237,7 @@ describe("rollout gates against the real server", () => {
       [
         "Apply halted a rollout: 1 done.",
         `  done  weighted_backend.web: rollout halted: the weights it started from are written back ${id} (MS)`,
-        `  halted  weighted_backend.web: check GET ${check.url} failed 3 times: HTTP 503, expected a 2xx status; the weights it started from were written back`,
+        `  halted  weighted_backend.web: rolled back to 100/0: check GET ${check.url} failed 3 times: HTTP 503, expected a 2xx status`,
         "",
         "Not converged: 1 object does not match the manifests yet (edgeplan plan shows the details):",
         "  weighted_backend.web rollout halted before step 2 of 2",

@@ -15,6 +15,7 @@ const SPEC: RolloutSpec = {
   interval: "1m",
   interval_ms: 60_000,
   check: { url: "https://status.example.com/ok", expect_status: null, timeout_ms: 1000 },
+  analysis: [],
 };
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 const target = { [A]: 0, [B]: 100 };
@@ -78,7 +79,7 @@ describe("prepareRolloutRun", () => {
 
   it("turns a failed check into the halt: the starting weights, the reason in the marker", async () => {
     const run = await prepareRolloutRun([step2()], down, () => NOW);
-    expect(run.halted).toEqual([{ address: "weighted_backend.web", name: "web", reason: "HTTP 503" }]);
+    expect(run.halted).toEqual([{ address: "weighted_backend.web", name: "web", reason: "HTTP 503", weights: { [A]: 100, [B]: 0 } }]);
     const halt = run.changes[0] as WeightedBackendChange;
     expect(halt.rollout?.phase).toBe("halt");
     expect(halt.request.body?.backends).toEqual({ [A]: 100, [B]: 0 });

@@ -123,7 +123,7 @@ describe("edgeplan fmt (built CLI)", () => {
 
   it("--check passes on the examples", async () => {
     const r = await edgeplan(REPO_ROOT, ["fmt", "--check", "examples"]);
-    expect(r).toEqual({ code: 0, stdout: "", stderr: "0 files of 5 not formatted\n" });
+    expect(r).toEqual({ code: 0, stdout: "", stderr: "0 files of 6 not formatted\n" });
   });
 
   it("leaves a file with YAML errors as it is, reports it and exits 1, and formats the others", async () => {

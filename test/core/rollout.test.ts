@@ -139,6 +139,7 @@ const SPEC: RolloutSpec = {
   interval: "5m",
   interval_ms: 300_000,
   check: { url: "https://status.example.com/ok", expect_status: null, timeout_ms: 10_000 },
+  analysis: [],
 };
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 const [A, B] = [hrId(1), hrId(2)];

@@ -28,7 +28,7 @@ describe("edgeplan validate", () => {
   it("accepts the examples: exit 0, nothing on stderr", async () => {
     const { code, stdout, stderr } = await run(["validate", "examples"], repo);
     expect(stderr).toBe("");
-    expect(stdout).toMatch(/^5 files, 10 objects: 0 errors, 0 warnings( \(\d+ YAML files? without a kind skipped: not (a manifest|manifests)\))?\n$/);
+    expect(stdout).toMatch(/^6 files, 11 objects: 0 errors, 0 warnings( \(\d+ YAML files? without a kind skipped: not (a manifest|manifests)\))?\n$/);
     expect(code).toBe(0);
   });
 
