@@ -3,24 +3,14 @@
  * `file:line:col` of the problem (syntax and type errors inside the expression, hostile expressions, names used
  * twice, policy files outside the project's folder).
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadProjectFile } from "../../src/project/project-file.js";
 import { formatDiagnostic } from "../../src/model/errors.js";
+import { projectFolders } from "./folder.js";
 
-const tmp = mkdtempSync(join(tmpdir(), "edgeplan-policies-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-function folder(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmp, "p-"));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(join(dir, name, ".."), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
+const folder = projectFolders("edgeplan-policies-");
 
 /** A project file of one policy with this expression line (written as given, after `expression: `). */
 function oneRule(expression: string, extra = ""): string {

@@ -2,26 +2,16 @@
  * The project file loader (`edgeplan.yaml`, `--config FILE`) and the precedence of its values, on real files in a
  * temporary folder; and `ignore_changes` entries checked at their lines in a manifest.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { chooseEnvironment, fillFromProject } from "../../src/commands/project.js";
 import { loadDesired } from "../../src/manifest/load.js";
 import { loadProjectFile } from "../../src/project/project-file.js";
 import { formatDiagnostic } from "../../src/model/errors.js";
+import { projectFolders } from "./folder.js";
 
-const tmp = mkdtempSync(join(tmpdir(), "edgeplan-project-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-function folder(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmp, "p-"));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(join(dir, name, ".."), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
+const folder = projectFolders("edgeplan-project-");
 
 describe("the project file", () => {
   it("is optional in the working directory, and required when --config names it", async () => {
