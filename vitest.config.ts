@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 import { POSTGRES_SKIPPED, postgresTestsRun } from "./bench/postgres-cluster.js";
 
@@ -22,6 +23,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // One test file per core, and two on a machine of two: Vitest's default leaves a core free, which on two cores
+    // runs the files one at a time (520 s against 310 s for the whole suite, measured side by side).
+    maxWorkers: Math.max(2, availableParallelism()),
     globalSetup: ["test/helpers/global-setup.ts"],
     setupFiles: ["test/helpers/property-seed.ts"],
     projects: [

@@ -16,7 +16,7 @@ describe("edgeplan demo", () => {
         "cp -r examples edgeplan-examples && edgeplan plan --local edgeplan-examples",
     );
     // The first plan creates everything the examples declare; the last one has nothing to do.
-    expect(res.stdout).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
+    expect(res.stdout).toContain("Plan: 6 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
     expect(res.stdout).toContain("Converged: the live state matches the manifests.");
     expect(
       res.stdout

@@ -90,7 +90,7 @@ function followDemo(shell: Shell, demoOutput: string): void {
   expect(next, last).not.toBeNull();
   const { code, out } = bash(shell, next![1]!);
   expect(code, `${next![1]}\n${out}`).toBe(0);
-  expect(out).toContain("Plan: 5 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
+  expect(out).toContain("Plan: 6 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
 }
 
 describe("the README's commands, on the installed package", () => {
