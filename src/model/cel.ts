@@ -89,7 +89,13 @@ export function compileCel(source: string, variables: CelVariables): { program: 
     const checked = parsed.check();
     if (!checked.valid) return { problem: problemOf(checked.error, source) };
     if (checked.type !== "bool" && checked.type !== "dyn") {
-      return { problem: { message: `the expression gives a ${checked.type}; it must give a bool (true or false)`, start: 0, end: source.length } };
+      return {
+        problem: {
+          message: `the expression gives ${/^[aeiou]/.test(checked.type) ? "an" : "a"} ${checked.type}; it must give a bool (true or false)`,
+          start: 0,
+          end: source.length,
+        },
+      };
     }
     return { program: { source, run: (vars) => runParsed(parsed, vars) } };
   } catch (err) {

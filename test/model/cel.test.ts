@@ -26,7 +26,7 @@ describe("CEL expressions", () => {
     expect(compileCel("change.after.", VARS)).toEqual({ problem: { message: "Expected IDENTIFIER, got EOF", start: 13, end: 13 } });
     const typed = compileCel('1 + "a" == 2', VARS);
     expect("problem" in typed && typed.problem).toEqual({ message: "no such overload: int + string", start: 0, end: 7 });
-    expect(compileCel("1 + 2", VARS)).toEqual({ problem: { message: "the expression gives a int; it must give a bool (true or false)", start: 0, end: 5 } });
+    expect(compileCel("1 + 2", VARS)).toEqual({ problem: { message: "the expression gives an int; it must give a bool (true or false)", start: 0, end: 5 } });
     expect(compileCel("other > 1", VARS)).toMatchObject({ problem: { message: expect.stringContaining("other") } });
   });
 

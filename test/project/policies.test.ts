@@ -54,7 +54,7 @@ describe("policies in the project file", () => {
       "edgeplan.yaml:5:17: policy rule: Expected IDENTIFIER, got EOF; fix the expression (docs/policies.md lists what it may use)",
     ]);
     expect(await errorsOf({ "edgeplan.yaml": oneRule("'size(plan.changes)'") })).toEqual([
-      "edgeplan.yaml:5:18: policy rule: the expression gives a int; it must give a bool (true or false); fix the expression (docs/policies.md lists what it may use)",
+      "edgeplan.yaml:5:18: policy rule: the expression gives an int; it must give a bool (true or false); fix the expression (docs/policies.md lists what it may use)",
     ]);
   });
 
