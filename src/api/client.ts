@@ -29,6 +29,7 @@ import {
   type SamlSettings,
   type WeightedBackend,
 } from "../model/wire.js";
+import { ANSWER_TOO_LARGE, MAX_API_ANSWER_BYTES, readBodyText } from "./body.js";
 import { NoAnswerError, OutcomeUnknownError, RouteNotFoundError, redact } from "./errors.js";
 import { checkBaseUrl, type ClientOptions } from "./options.js";
 import { Semaphore, SlidingWindowLimiter, systemClock, type LimiterSlot } from "./rate-limit.js";
@@ -432,7 +433,7 @@ class HttpApiClient implements ApiClient {
           body: payload ?? null,
           signal: AbortSignal.timeout(this.options.timeoutMs),
         });
-        const result = { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+        const result = { status: res.statusCode, headers: res.headers, text: await readBodyText(res.body, MAX_API_ANSWER_BYTES) };
         return { result, ms: this.clock.now() - started };
       } catch (err) {
         return { failure: err, ms: this.clock.now() - started };
@@ -475,13 +476,16 @@ class HttpApiClient implements ApiClient {
     const cause = sanitizedCause(failure, net.code, this.options.apiKey);
     // A POST that may have been carried out is not retried, so it does not count as a request that got no answer:
     // the listing that looks for its object does, after its own retries.
-    if (net.kind === "unknown" && method === "POST") throw new OutcomeUnknownError(method, path, 0, undefined, what, undefined, { cause });
+    // A POST answered at length was carried out, whatever the answer says: its outcome is unknown too.
+    if ((net.kind === "unknown" || net.code === ANSWER_TOO_LARGE) && method === "POST") throw new OutcomeUnknownError(method, path, 0, undefined, what, undefined, { cause });
     if (net.kind !== "fatal" && attempt <= this.options.retries) return net.kind === "unknown";
     if (CONNECTION_CODES.has(net.code)) this.options.reachability?.noAnswer(this.origin, what, attempt);
     if (net.kind === "fatal") {
       const msg = PLAIN_HTTP_CODES.has(net.code)
         ? `the server at ${this.origin} does not speak TLS (${net.code}); use http:// (loopback) or check the port`
-        : `no answer from ${this.origin}: ${what}; check --api-url`;
+        : net.code === ANSWER_TOO_LARGE
+          ? `the answer from ${this.origin} is larger than any answer of the API (${MAX_API_ANSWER_BYTES} bytes); check --api-url`
+          : `no answer from ${this.origin}: ${what}; check --api-url`;
       if (!CONNECTION_CODES.has(net.code)) throw new ApiError(method, path, 0, undefined, msg, undefined, { cause });
       throw new NoAnswerError(method, path, what, msg, false, { cause });
     }

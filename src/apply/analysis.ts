@@ -9,6 +9,7 @@ import { judgeMeasurement, judgeMetric, type Measurement, type Reading } from ".
 import { parseJsonPath, readJsonPath } from "../model/json-path.js";
 import type { MetricProvider, RolloutMetric } from "../model/state.js";
 import { parseCheckUrl } from "../model/syntax.js";
+import { ANSWER_TOO_LARGE, readBodyText } from "../api/body.js";
 import { CHECK_ATTEMPTS } from "./rollout.js";
 
 /** Takes the measurements of a step's metrics; the command passes `runRolloutAnalysis`, tests may pass their own. */
@@ -21,6 +22,9 @@ export interface AnalysisOptions {
 }
 
 const RETRY_PAUSE_MS = 500;
+
+/** The bound of a metric's answer: one value, in JSON or text, is far below it. */
+const MAX_METRIC_ANSWER_BYTES = 1024 * 1024;
 
 /** One attempt's answer: a reading, or a failure worth another attempt (no answer, an error status). */
 type Attempt = Reading | { retry: string };
@@ -91,7 +95,7 @@ async function attempt(p: MetricProvider, signal?: AbortSignal): Promise<Attempt
       bodyTimeout: p.timeout_ms,
       signal: AbortSignal.any([AbortSignal.timeout(p.timeout_ms), ...(signal ? [signal] : [])]),
     });
-    const text = await res.body.text();
+    const text = await readBodyText(res.body, MAX_METRIC_ANSWER_BYTES);
     if (p.kind === "prometheus") {
       // Prometheus answers a bad query with 400 and its reason in JSON: an answer, not worth another attempt.
       if (res.statusCode !== 200 && res.statusCode !== 400 && res.statusCode !== 422) return { retry: `HTTP ${res.statusCode} from ${p.address}` };
@@ -100,6 +104,8 @@ async function attempt(p: MetricProvider, signal?: AbortSignal): Promise<Attempt
     if (res.statusCode < 200 || res.statusCode >= 300) return { retry: `HTTP ${res.statusCode} from ${p.url}` };
     return readWebAnswer(text, p.json_path);
   } catch (err) {
+    if ((err as { code?: unknown }).code === ANSWER_TOO_LARGE)
+      return { none: `the answer of ${p.kind === "prometheus" ? p.address : p.url} is larger than ${MAX_METRIC_ANSWER_BYTES} bytes` };
     return { retry: `${r.method} ${p.kind === "prometheus" ? p.address : p.url}: ${failureText(err, p.timeout_ms)}` };
   }
 }

@@ -91,7 +91,7 @@ export function compileCel(source: string, variables: CelVariables): { program: 
     if (checked.type !== "bool" && checked.type !== "dyn") {
       return {
         problem: {
-          message: `the expression gives ${/^[aeiou]/.test(checked.type) ? "an" : "a"} ${checked.type}; it must give a bool (true or false)`,
+          message: `the expression gives ${/^[aeiou]/.test(checked.type ?? "") ? "an" : "a"} ${checked.type}; it must give a bool (true or false)`,
           start: 0,
           end: source.length,
         },

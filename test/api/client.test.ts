@@ -408,6 +408,32 @@ describe("answers", () => {
     expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual(Array(3).fill(`GET /backends/static/${SC}`));
   });
 
+  it("stops reading an answer that never ends: a GET fails at once, a POST's outcome is unknown; neither is resent", async () => {
+    // Bounded: 1 MiB chunks until the client hangs up, at most 100 of them.
+    const endless: Handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(1024 * 1024, " ");
+      let sent = 0;
+      const more = (): void => {
+        while (sent < 100 && !res.destroyed && res.write(chunk)) sent++;
+        if (sent >= 100 || res.destroyed) res.end();
+      };
+      res.on("drain", () => {
+        sent++;
+        more();
+      });
+      more();
+    };
+    const { stub, client } = await setup(endless);
+    const err = await errorOf(client.getWeightedBackend(WB));
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.message).toBe(`GET /backends/weighted/${WB}: 0: the answer from ${stub.url} is larger than any answer of the API (67108864 bytes); check --api-url`);
+    expect(stub.requests).toHaveLength(1);
+    const post = await errorOf(sendWb(client, postWb({ description: "", metadata: "", backends: {} })));
+    expect(post).toBeInstanceOf(OutcomeUnknownError);
+    expect(stub.requests).toHaveLength(2);
+  });
+
   it("refuses an answer that is not JSON", async () => {
     const { client } = await setup((_req, res) => {
       res.writeHead(200, { "content-type": "text/html" });

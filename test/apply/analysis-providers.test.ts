@@ -55,6 +55,9 @@ describe("asking a provider", () => {
       if (req.url?.startsWith("/down")) {
         res.statusCode = 503;
         res.end("down");
+      } else if (req.url?.startsWith("/huge")) {
+        // 2 MiB of a JSON string: past the bound of a metric's answer.
+        res.end(JSON.stringify({ value: "x".repeat(2 * 1024 * 1024) }));
       } else if (req.url?.startsWith("/api/v1/query")) {
         res.statusCode = 400;
         res.end(JSON.stringify({ status: "error", error: "parse error" }));
@@ -99,6 +102,12 @@ describe("asking a provider", () => {
     seen.length = 0;
     expect(await readProvider(web("/echo", { method: "POST", body: "q=1", json_path: "$.echo" }))).toEqual({ value: "q=1" });
     expect(seen).toEqual(["POST /echo t1"]);
+  });
+
+  it("stops reading an answer past 1 MiB: no value, asked once", async () => {
+    seen.length = 0;
+    expect(await readProvider(web("/huge", { json_path: "$.value" }))).toEqual({ none: `the answer of ${base}/huge is larger than 1048576 bytes` });
+    expect(seen).toEqual(["GET /huge t1"]);
   });
 
   it("refuses plain http to another host, as a check does", async () => {
