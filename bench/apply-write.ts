@@ -122,6 +122,7 @@ export async function measureApplyWrite(size: ApplyWriteSize, log: (line: string
       ...figures,
       ...requestTargets(figures),
       wall_ms_runs: JSON.stringify(spans),
+      lease_checks_runs: JSON.stringify(runs.map((r) => r.traffic.leaseChecks)),
       request_ms: round1(objectMs),
       page_request_ms: round1(pageMs),
       latency_bound_ms: latencyBound,

@@ -3,6 +3,7 @@
  * server's rate limit). Only the server's latency counts: transport, JSON, schema checks and the plan itself are
  * what a run may spend on top (the targets allow 1.2 times the bound). Pure.
  */
+import { CONFIRM_MS } from "../src/apply/lease.js";
 
 /**
  * A chain of `chain` requests that must run one after the other (list pages: each names the next) beside
@@ -43,4 +44,14 @@ export function listPages(items: number, pageSize = 100): number {
  */
 export function leaseRequests(accountObjects: number): { writes: number; pages: number } {
   return { writes: 2, pages: listPages(accountObjects + 1) };
+}
+
+/**
+ * The requests of a run that its plan decides: all of them but the checks of the stack lease, which an apply makes
+ * once before its first change and then at most once every `CONFIRM_MS` (src/apply/lease.ts), so their number
+ * follows the run's time. Checks beyond that bound are counted, so that a run that checks too often misses its target.
+ */
+export function planRequests(traffic: { requests: number; spanMs: number; leaseChecks: number }): number {
+  const allowed = 1 + Math.floor(traffic.spanMs / CONFIRM_MS);
+  return traffic.requests - (traffic.leaseChecks <= allowed ? traffic.leaseChecks : 0);
 }

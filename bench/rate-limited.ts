@@ -9,7 +9,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseRateLimit } from "../src/model/syntax.js";
-import { leaseRequests, listPages, rateBoundMs } from "./bounds.js";
+import { leaseRequests, listPages, planRequests, rateBoundMs } from "./bounds.js";
 import { introducedChildren, makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
 import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, runEdgeplanApply, runEdgeplanPlan } from "./runs.js";
@@ -72,7 +72,7 @@ export async function measureRateLimited(size: RateLimitedSize, log: (line: stri
 
     const minimal = fleetRequests(spec);
     const figures = {
-      requests: plan.traffic.requests + apply.traffic.requests,
+      requests: plan.traffic.requests + planRequests(apply.traffic),
       minimal_requests: minimal.plan + minimal.apply,
       wall_ms: round1(plan.traffic.spanMs + apply.traffic.spanMs),
       bound_ms: rateBoundMs(plan.traffic.requests, limit.count, limit.windowMs) + rateBoundMs(apply.traffic.requests, limit.count, limit.windowMs),
@@ -84,6 +84,7 @@ export async function measureRateLimited(size: RateLimitedSize, log: (line: stri
       rate_limit: size.rateLimit,
       plan_requests: plan.traffic.requests,
       apply_requests: apply.traffic.requests,
+      lease_checks: apply.traffic.leaseChecks,
       plan_wall_ms: round1(plan.traffic.spanMs),
       apply_wall_ms: round1(apply.traffic.spanMs),
       requests_per_s: round1((figures.requests / figures.wall_ms) * 1000),

@@ -9,6 +9,7 @@ import { CLIENT_DEFAULTS } from "../src/api/options.js";
 import { buildPlan } from "../src/core/plan.js";
 import type { Plan, PlanSummary } from "../src/model/plan.js";
 import type { DesiredState } from "../src/model/state.js";
+import { planRequests } from "./bounds.js";
 import { BENCH_STACK, type Fleet } from "./fleet.js";
 import { referenceApply, referenceFetchLive, ReferenceClient } from "./reference.js";
 import { BENCH_KEY, type BenchServer, type Traffic } from "./traffic.js";
@@ -161,6 +162,6 @@ export function medianRun(runs: readonly RunFigures[]): { run: RunFigures; spans
   return {
     run: sorted[Math.floor((sorted.length - 1) / 2)] as RunFigures,
     spans: runs.map((r) => Math.round(r.traffic.spanMs * 10) / 10),
-    requests: runs.map((r) => r.traffic.requests),
+    requests: runs.map((r) => planRequests(r.traffic)),
   };
 }

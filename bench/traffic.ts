@@ -21,6 +21,11 @@ export interface Traffic {
   status429: number;
   /** From the first request's arrival to the last answer, in ms; 0 when there was no request. */
   spanMs: number;
+  /**
+   * GETs of the object the run deleted last: an apply's lease, whose checks (one before the first change, then at
+   * most one every 5 s) depend on how long the run takes, not on the plan (bench/bounds.ts, `planRequests`).
+   */
+  leaseChecks: number;
 }
 
 /** Counts request log lines between `reset()` and `read()`. */
@@ -30,6 +35,8 @@ export class TrafficCounter {
   private byKind: Record<string, number> = {};
   private first = Number.POSITIVE_INFINITY;
   private last = Number.NEGATIVE_INFINITY;
+  private getsByPath = new Map<string, number>();
+  private lastDelete = "";
   /** Lines seen since the process started (to tell when the log has caught up). */
   seen = 0;
 
@@ -48,6 +55,8 @@ export class TrafficCounter {
     const status = String(entry.status);
     this.byStatus[status] = (this.byStatus[status] ?? 0) + 1;
     const kind = `${entry.method} ${pathShape(entry.path ?? "")}`;
+    if (entry.method === "GET") this.getsByPath.set(entry.path ?? "", (this.getsByPath.get(entry.path ?? "") ?? 0) + 1);
+    if (entry.method === "DELETE") this.lastDelete = entry.path ?? "";
     this.byKind[kind] = (this.byKind[kind] ?? 0) + 1;
     const end = Date.parse(entry.time);
     this.first = Math.min(this.first, end - (entry.ms ?? 0));
@@ -60,6 +69,8 @@ export class TrafficCounter {
     this.byKind = {};
     this.first = Number.POSITIVE_INFINITY;
     this.last = Number.NEGATIVE_INFINITY;
+    this.getsByPath = new Map();
+    this.lastDelete = "";
   }
 
   read(): Traffic {
@@ -69,6 +80,7 @@ export class TrafficCounter {
       byKind: { ...this.byKind },
       status429: this.byStatus["429"] ?? 0,
       spanMs: this.requests === 0 ? 0 : this.last - this.first,
+      leaseChecks: this.getsByPath.get(this.lastDelete) ?? 0,
     };
   }
 }

@@ -1,6 +1,6 @@
 /** The arithmetic of the benchmarks: bounds, minimal request counts, the server log counter, JSON splitting. */
 import { describe, expect, it } from "vitest";
-import { levelsBoundMs, listPages, overlappedBoundMs, rateBoundMs } from "../../bench/bounds.js";
+import { levelsBoundMs, listPages, overlappedBoundMs, planRequests, rateBoundMs } from "../../bench/bounds.js";
 import { expectedSummary } from "../../bench/fleet.js";
 import { requestTargets } from "../../bench/measure.js";
 import { fleetRequests } from "../../bench/rate-limited.js";
@@ -94,9 +94,25 @@ describe("TrafficCounter", () => {
       byKind: { "GET /backends/weighted": 1, "GET /edges/https/:id": 1, "PATCH /backends/weighted/:id": 1 },
       status429: 1,
       spanMs: 220,
+      leaseChecks: 0,
     });
     t.reset();
-    expect(t.read()).toEqual({ requests: 0, byStatus: {}, byKind: {}, status429: 0, spanMs: 0 });
+    expect(t.read()).toEqual({ requests: 0, byStatus: {}, byKind: {}, status429: 0, spanMs: 0, leaseChecks: 0 });
+  });
+
+  it("counts the GETs of the object deleted last (an apply's lease), and leaves the checks of a long run out of the plan's requests", () => {
+    const lease = "/backends/weighted/bkdwd_32ELHcDT2RYt50eSIeXINRyuhnf";
+    const t = new TrafficCounter();
+    t.line(line("POST", "/backends/weighted", 201, "2026-01-01T00:00:00.000Z", 1));
+    for (const at of ["00.100", "05.200", "10.300"]) t.line(line("GET", lease, 200, `2026-01-01T00:00:${at}Z`, 1));
+    t.line(line("GET", "/backends/weighted/bkdwd_32ELHVckeVuUNCrvOOKGhxp33Gw", 200, "2026-01-01T00:00:11.000Z", 1));
+    t.line(line("DELETE", lease, 204, "2026-01-01T00:00:12.001Z", 1));
+    const traffic = t.read();
+    expect(traffic).toMatchObject({ requests: 6, leaseChecks: 3, spanMs: 12_002 });
+    // 12 s allow 1 + 2 checks: all three are the run's time, not its plan's.
+    expect(planRequests(traffic)).toBe(3);
+    // The same three checks in 9 s are one too many: every one of them counts.
+    expect(planRequests({ ...traffic, spanMs: 9_000 })).toBe(6);
   });
 
   it("groups paths by shape", () => {
@@ -106,7 +122,7 @@ describe("TrafficCounter", () => {
 
 describe("medianRun", () => {
   const run = (spanMs: number): RunFigures => ({
-    traffic: { requests: 10, byStatus: {}, byKind: {}, status429: 0, spanMs },
+    traffic: { requests: 10, byStatus: {}, byKind: {}, status429: 0, spanMs, leaseChecks: 0 },
     commandMs: 0,
     plan: {} as RunFigures["plan"],
     summary: {} as RunFigures["summary"],
