@@ -91,6 +91,27 @@ const MARKDOWN_POLICY_RESULTS = 50;
  */
 export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
   const maxChars = options.maxChars ?? DEFAULT_MARKDOWN_MAX_CHARS;
+  const fixed = `${markdownHead(plan).join("\n")}\n`;
+  const s = markdownSections(plan);
+  // Shown in reading order, filled in order of importance (diagrams last, so they are dropped first).
+  const display = [s.changes, s.traffic, s.orphans, s.ignored, s.outputs, s.details].filter((sec) => sec.items.length > 0);
+  const priority = [s.changes, s.outputs, s.orphans, s.ignored, s.details, s.traffic].filter((sec) => sec.items.length > 0);
+  const kept = fitSections(priority, maxChars - fixed.length - NOTE_ROOM * display.length);
+  let body = fixed;
+  for (const sec of display) {
+    const n = kept.get(sec) ?? 0;
+    if (n > 0) body += sec.head + sec.items.slice(0, n).join("");
+    if (n < sec.items.length) {
+      body +=
+        `\n_${n === 0 ? "All" : "The last"} ${sec.items.length - n} of ${sec.items.length} ${sec.noun} were cut to keep this comment under ` +
+        `${maxChars} characters; ${sec.elsewhere ?? "the JSON plan (`edgeplan plan --format json`) has all of them"}._\n`;
+    }
+  }
+  return body;
+}
+
+/** The part of the comment that is never cut: heading, environment, summary, estimate, risks, policies, warnings. */
+function markdownHead(plan: Plan): string[] {
   const head: string[] = [];
   const env = plan.environment;
   head.push(env ? `### edgeplan plan: environment ${code(env.name)}, stack ${code(plan.stack)}` : `### edgeplan plan: stack ${code(plan.stack)}`);
@@ -120,52 +141,58 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     head.push("", "#### Warnings", "");
     for (const w of plan.warnings) head.push(`- ${cell(w)}`);
   }
-  const fixed = `${head.join("\n")}\n`;
+  return head;
+}
 
-  const changes: Section = {
-    head: "\n#### Changes\n\n| | address | change | manifest |\n|:-:|---|---|---|\n",
-    items: plan.changes.map((c) => `| ${code(symbolOf(c))} | ${code(titleOf(c))} | ${cell(phraseOf(c))} | ${c.source ? code(c.source) : ""} |\n`),
-    noun: "changes",
-  };
-  const orphans: Section = {
-    head: `\n#### Orphans of stack ${code(plan.stack)}\n\n| address | id | plan | why |\n|---|---|---|---|\n`,
-    items: plan.orphans.map((o) => `| ${code(o.address)} | ${code(o.id)} | ${o.action} | ${cell(o.reason)} |\n`),
-    noun: "orphans",
-  };
+/** The parts of the comment that may be cut, each a heading and its items. */
+function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" | "ignored" | "details" | "traffic", Section> {
   const { shown, unchanged } = planOutputs(plan);
-  const outputs: Section = {
-    head: "\n#### Outputs: copy these into the IdP\n",
-    items: [
-      ...shown.map((o) => {
-        const rows = OUTPUT_FIELDS.map(([field, label]) => {
-          const value = o[field];
-          return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
-        });
-        return `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${rows.join("")}`;
-      }),
-      ...(unchanged > 0 ? [`\n${unchangedOutputsLine(unchanged)}\n`] : []),
-    ],
-    noun: "outputs",
+  const outputRows = (o: (typeof shown)[number]): string =>
+    OUTPUT_FIELDS.map(([field, label]) => {
+      const value = o[field];
+      return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
+    }).join("");
+  return {
+    changes: {
+      head: "\n#### Changes\n\n| | address | change | manifest |\n|:-:|---|---|---|\n",
+      items: plan.changes.map((c) => `| ${code(symbolOf(c))} | ${code(titleOf(c))} | ${cell(phraseOf(c))} | ${c.source ? code(c.source) : ""} |\n`),
+      noun: "changes",
+    },
+    orphans: {
+      head: `\n#### Orphans of stack ${code(plan.stack)}\n\n| address | id | plan | why |\n|---|---|---|---|\n`,
+      items: plan.orphans.map((o) => `| ${code(o.address)} | ${code(o.id)} | ${o.action} | ${cell(o.reason)} |\n`),
+      noun: "orphans",
+    },
+    outputs: {
+      head: "\n#### Outputs: copy these into the IdP\n",
+      items: [
+        ...shown.map((o) => `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${outputRows(o)}`),
+        ...(unchanged > 0 ? [`\n${unchangedOutputsLine(unchanged)}\n`] : []),
+      ],
+      noun: "outputs",
+    },
+    ignored: {
+      head: `\n#### ${IGNORED_HEADING}\n\n`,
+      items: ignoredOfUnchanged(plan).map((i) => `- ${code(i.address)}: ignored: ${code(i.path)} differs\n`),
+      noun: "ignored differences",
+    },
+    details: { head: "\n#### Details\n", items: plan.changes.map(renderDetails), noun: "change details" },
+    traffic: {
+      head: "\n#### Traffic\n",
+      // A line never starts with a code span: one of a name holding ``` would open a fence.
+      items: trafficChanges(plan.changes).map((c) => `\nSplit of ${code(c.address)}:\n\n${fenced("mermaid", renderMermaid(c))}\n`),
+      noun: "traffic diagrams",
+      elsewhere: "`edgeplan plan --format html` draws every split",
+      dropFirst: true,
+    },
   };
-  const ignored: Section = {
-    head: `\n#### ${IGNORED_HEADING}\n\n`,
-    items: ignoredOfUnchanged(plan).map((i) => `- ${code(i.address)}: ignored: ${code(i.path)} differs\n`),
-    noun: "ignored differences",
-  };
-  const details: Section = { head: "\n#### Details\n", items: plan.changes.map(renderDetails), noun: "change details" };
-  const traffic: Section = {
-    head: "\n#### Traffic\n",
-    // A line never starts with a code span: one of a name holding ``` would open a fence.
-    items: trafficChanges(plan.changes).map((c) => `\nSplit of ${code(c.address)}:\n\n${fenced("mermaid", renderMermaid(c))}\n`),
-    noun: "traffic diagrams",
-    elsewhere: "`edgeplan plan --format html` draws every split",
-    dropFirst: true,
-  };
+}
 
-  // Fill the room left in order of importance (diagrams last, so they are dropped first); notes have room kept.
-  const display = [changes, traffic, orphans, ignored, outputs, details].filter((sec) => sec.items.length > 0);
-  const priority = [changes, outputs, orphans, ignored, details, traffic].filter((sec) => sec.items.length > 0);
-  let room = maxChars - fixed.length - NOTE_ROOM * display.length;
+/**
+ * How many items of each section fit in `room` characters, the sections taken in order of importance: each keeps
+ * its first items while they fit; a section marked `dropFirst` is left out once any before it was cut.
+ */
+function fitSections(priority: readonly Section[], room: number): Map<Section, number> {
   const kept = new Map<Section, number>();
   let allWhole = true;
   for (const sec of priority) {
@@ -182,17 +209,7 @@ export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): strin
     if (n > 0) room -= used;
     if (n < sec.items.length) allWhole = false;
   }
-  let body = fixed;
-  for (const sec of display) {
-    const n = kept.get(sec) ?? 0;
-    if (n > 0) body += sec.head + sec.items.slice(0, n).join("");
-    if (n < sec.items.length) {
-      body +=
-        `\n_${n === 0 ? "All" : "The last"} ${sec.items.length - n} of ${sec.items.length} ${sec.noun} were cut to keep this comment under ` +
-        `${maxChars} characters; ${sec.elsewhere ?? "the JSON plan (`edgeplan plan --format json`) has all of them"}._\n`;
-    }
-  }
-  return body;
+  return kept;
 }
 
 function renderDetails(change: Change): string {
