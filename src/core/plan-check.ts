@@ -19,7 +19,8 @@ import type { InventoryChange, JsonValue, ModuleChange, Plan, PlannedRequest, We
 import { moduleAddress, weightedBackendAddress } from "../model/plan.js";
 import { MARKER_KEY } from "../model/state.js";
 import { findCycles } from "./graph.js";
-import { buildSummary, DEFAULT_MAX_SHIFT } from "./plan.js";
+import { DEFAULT_MAX_SHIFT } from "./plan.js";
+import { buildSummary } from "./summary.js";
 import { defaultMaxDeletes } from "./risks.js";
 import { rolloutSteps, withoutMarkerState } from "./rollout.js";
 

@@ -9,7 +9,7 @@
 import { isLeaseObject } from "../model/lease.js";
 import { parseInventory, type Inventory } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
-import type { Change, Orphan, Plan, PlanEnvironment, PlanSummary } from "../model/plan.js";
+import type { Change, Orphan, Plan, PlanEnvironment } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
@@ -27,6 +27,7 @@ import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./s
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 import { buildRolloutChange } from "./rollout.js";
 import { buildInventoryChanges, planModuleOwnership, type Ownership } from "./inventory.js";
+import { buildSummary } from "./summary.js";
 import { withPolicies, type Policy, type PolicyEnv } from "./policies.js";
 
 export interface PlanOptions {
@@ -207,25 +208,6 @@ function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: rea
     for (const kind of ["saml", "circuit_breaker"] as const) if (r[kind].state !== "unmanaged") addresses.push(moduleAddress(r.edge, r.route, kind));
   }
   return addresses;
-}
-
-/** The summary of a plan: its changes counted by kind and action, and the orphans it keeps. */
-export function buildSummary(changes: readonly Change[], orphans: readonly Orphan[]): PlanSummary {
-  const kindOf = (c: Change): "wb" | "module" | "inventory" => (c.kind === "weighted_backend" ? "wb" : c.kind === "inventory" ? "inventory" : "module");
-  const count = (kind: "wb" | "module", action: string): number => changes.filter((c) => kindOf(c) === kind && c.action === action).length;
-  return {
-    create: count("wb", "create"),
-    update: count("wb", "update"),
-    delete: count("wb", "delete"),
-    adopt: count("wb", "adopt"),
-    takeover: count("wb", "takeover"),
-    rename: count("wb", "rename"),
-    rollout: count("wb", "rollout"),
-    module_replace: count("module", "replace"),
-    module_delete: count("module", "delete"),
-    orphans_kept: orphans.filter((o) => o.action === "keep").length,
-    total: changes.length,
-  };
 }
 
 /** True when the plan has at least one change. */

@@ -8,6 +8,7 @@ import { celValue, compileCel, type CelProblem, type CelProgram, type CelVariabl
 import { compareText } from "../model/canonical.js";
 import type { Change, Plan, PlanPolicies, PlanSummary, PolicyLevel, PolicyResult, Risk } from "../model/plan.js";
 import { POLICY_LEVELS, RISK_RULES } from "../model/plan.js";
+import { buildSummary } from "./summary.js";
 
 /** Which changes a policy judges; an absent list matches everything. `scope: plan` judges the plan once instead. */
 export interface PolicyMatch {
@@ -159,14 +160,6 @@ export interface PolicyCaseInput {
   env: PolicyEnv;
 }
 
-/** The summary of a plan of one change, as `buildSummary` counts it. */
-function summaryOfOne(kind: string, action: string): Record<string, number> {
-  const summary: Record<string, number> = { create: 0, update: 0, delete: 0, adopt: 0, takeover: 0, rename: 0, rollout: 0, module_replace: 0, module_delete: 0 };
-  const key = kind === "weighted_backend" ? action : `module_${action}`;
-  if (key in summary) summary[key] = 1;
-  return { ...summary, orphans_kept: 0, total: kind === "" ? 0 : 1 };
-}
-
 /**
  * Judges every policy over one case, as plan would over its change: a policy whose `match` leaves the change (or,
  * over the whole plan, the environment) out is `skip`. A failure carries its message (the description, or the
@@ -177,7 +170,7 @@ export function judgeCase(policies: readonly Policy[], input: PolicyCaseInput): 
   const change = celValue(given) as Record<string, unknown>;
   const plan = input.plan
     ? { changes: celValue(input.plan.changes), summary: celValue(input.plan.summary) }
-    : policyPlanOf(given ? [change] : [], summaryOfOne(given?.kind ?? "", given?.action ?? "") as unknown as PlanSummary);
+    : policyPlanOf(given ? [change] : [], buildSummary(given ? [given as Pick<Change, "kind" | "action">] : [], []));
   const env = input.env === null ? null : celValue(input.env);
   const verdicts = new Map<string, { verdict: PolicyVerdict; message?: string }>();
   for (const policy of policies) {
