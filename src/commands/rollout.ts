@@ -127,14 +127,14 @@ function buildFullPromote(owned: OwnedRollout, plan: Plan): RolloutWrite {
 
 /** Takes the stack's lease, builds the one write from the listing it read, sends it and says what it did. */
 async function underLease(
-  options: RolloutCommandOptions & { paths: string[] },
+  options: RolloutCommandOptions & { paths: string[]; environment?: ChosenEnvironment | null },
   io: CommandIO,
   build: (listing: readonly WeightedBackend[], stack: string) => RolloutWrite,
 ): Promise<number> {
   const lock = lockOptionsFrom(options);
   const session = await openSession(options, io);
   try {
-    const lease = await acquireLease(session.client, { ...lock, stack: session.stack, holder: currentHolder(io.env), onWait: (line) => io.stderr(`${line}\n`) });
+    const lease = await acquireLease(session.client, { ...lock, stack: session.stack, holder: currentHolder(io.env, options.environment?.name), onWait: (line) => io.stderr(`${line}\n`) });
     try {
       const write = build(lease.listing, session.stack);
       await session.client.send(write.request);
