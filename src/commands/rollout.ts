@@ -134,7 +134,12 @@ async function underLease(
   const lock = lockOptionsFrom(options);
   const session = await openSession(options, io);
   try {
-    const lease = await acquireLease(session.client, { ...lock, stack: session.stack, holder: currentHolder(io.env, options.environment?.name), onWait: (line) => io.stderr(`${line}\n`) });
+    const lease = await acquireLease(session.client, {
+      ...lock,
+      stack: session.stack,
+      holder: currentHolder(io.env, options.environment?.name),
+      onWait: (line) => io.stderr(`${line}\n`),
+    });
     try {
       const write = build(lease.listing, session.stack);
       await session.client.send(write.request);

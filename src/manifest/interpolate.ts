@@ -22,6 +22,12 @@ export type Env = Record<string, string | undefined>;
  */
 export type VarSource = ChosenEnvironment | null | "unknown";
 
+/**
+ * The most text variables may add to one document: as much as a manifest file may hold. Without it, a value of a
+ * megabyte named a hundred thousand times in a file of a megabyte would take a hundred gigabytes.
+ */
+export const MAX_ADDED_CHARS = 1024 * 1024;
+
 /** `$${` (a literal `${`), `${NAME}`, or a `${` that no `}` closes. */
 const REFERENCE = /\$\$\{|\$\{([^}]*)\}|\$\{[^}]*$/g;
 
@@ -60,11 +66,13 @@ function resolve(name: string, env: Env, vars: VarSource): { value: string } | {
 
 /**
  * The text with every `${var.NAME}` and `${EDGEPLAN_VAR_*}` replaced, or the problems found (each a complete
- * message); `unresolved` is true when a reference could not be replaced (with a problem, or unjudged).
+ * message); `unresolved` is true when a reference could not be replaced (with a problem, or unjudged). The values
+ * put in may add at most `budget` characters; `added` says how many they did.
  */
-export function substitute(text: string, env: Env, vars: VarSource = null): { text: string; problems: string[]; unresolved?: true } {
+export function substitute(text: string, env: Env, vars: VarSource = null, budget = MAX_ADDED_CHARS): { text: string; problems: string[]; unresolved?: true; added: number } {
   const problems: string[] = [];
   let unresolved = false;
+  let added = 0;
   const out = text.replace(REFERENCE, (match, name: string | undefined) => {
     if (match === "$${") return "${";
     if (name === undefined) {
@@ -72,12 +80,20 @@ export function substitute(text: string, env: Env, vars: VarSource = null): { te
       return match;
     }
     const found = resolve(name, env, vars);
-    if ("value" in found) return found.value;
-    if (found.problem !== undefined) problems.push(found.problem);
+    if ("value" in found && added + found.value.length <= budget) {
+      added += found.value.length;
+      return found.value;
+    }
+    if ("value" in found && added <= budget) {
+      added = budget + 1;
+      problems.push(
+        `variables would add more than ${MAX_ADDED_CHARS} characters to this document, more than a manifest file may hold; check the values of the variables it names`,
+      );
+    } else if ("problem" in found && found.problem !== undefined) problems.push(found.problem);
     unresolved = true;
     return "";
   });
-  return unresolved || problems.length > 0 ? { text: out, problems, unresolved: true } : { text: out, problems };
+  return unresolved || problems.length > 0 ? { text: out, problems, unresolved: true, added } : { text: out, problems, added };
 }
 
 /** The data path (keys and indexes) of a node, from the ancestors `visit` passes. */
@@ -124,10 +140,12 @@ export function interpolateDocument(d: ParsedDocument, env: Env, vars: VarSource
   const unresolved: PropertyKey[][] = [];
   if (!d.mayInterpolate) return { diagnostics, unresolved };
   let keyReplaced = false;
+  let budget = MAX_ADDED_CHARS;
   visit(d.doc, {
     Scalar(key, node, ancestors) {
       if (typeof node.value !== "string" || !node.value.includes("$")) return;
-      const result = substitute(node.value, env, vars);
+      const result = substitute(node.value, env, vars, budget);
+      budget = Math.max(-1, budget - result.added);
       const pos = d.at(startOf(node) ?? 0);
       for (const message of result.problems) diagnostics.push({ severity: "error", pos, message });
       if (result.unresolved) unresolved.push(dataPath(ancestors, node));

@@ -132,6 +132,17 @@ const CASES: HostileCase[] = [
     ],
   },
   {
+    name: "a variable of 500 KB named 80,000 times (a substitution bomb)",
+    setup(dir) {
+      writeFileSync(join(dir, "edgeplan.yaml"), `environments:\n  staging:\n    vars:\n      big: "${"x".repeat(500_000)}"\n`);
+      writeFileSync(join(dir, "bomb.yaml"), wb("bomb", `description: "${"${var.big}".repeat(80_000)}"\n`));
+      return ["bomb.yaml"];
+    },
+    errors: [
+      /^bomb\.yaml:3:14: variables would add more than 1048576 characters to this document, more than a manifest file may hold; check the values of the variables it names$/m,
+    ],
+  },
+  {
     name: "a YAML alias bomb (billion laughs)",
     setup(dir) {
       const lines = ["kind: WeightedBackend", "name: bomb", 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
