@@ -64,12 +64,24 @@ function resolve(name: string, env: Env, vars: VarSource): { value: string } | {
   return value === undefined ? { problem: `\${${name}}: ${name} is not set; set it in edgeplan's environment, or write $\${${name}} for the literal text` } : { value };
 }
 
+/** What replacing the variables of one text gave. */
+interface Substituted {
+  text: string;
+  problems: string[];
+  unresolved?: true;
+}
+
 /**
  * The text with every `${var.NAME}` and `${EDGEPLAN_VAR_*}` replaced, or the problems found (each a complete
- * message); `unresolved` is true when a reference could not be replaced (with a problem, or unjudged). The values
- * put in may add at most `budget` characters; `added` says how many they did.
+ * message); `unresolved` is true when a reference could not be replaced (with a problem, or unjudged).
  */
-export function substitute(text: string, env: Env, vars: VarSource = null, budget = MAX_ADDED_CHARS): { text: string; problems: string[]; unresolved?: true; added: number } {
+export function substitute(text: string, env: Env, vars: VarSource = null): Substituted {
+  const { added: _, ...result } = substituteWithin(text, env, vars, MAX_ADDED_CHARS);
+  return result;
+}
+
+/** `substitute`, the values put in adding at most `budget` characters; `added` says how many they did. */
+function substituteWithin(text: string, env: Env, vars: VarSource, budget: number): Substituted & { added: number } {
   const problems: string[] = [];
   let unresolved = false;
   let added = 0;
@@ -144,7 +156,7 @@ export function interpolateDocument(d: ParsedDocument, env: Env, vars: VarSource
   visit(d.doc, {
     Scalar(key, node, ancestors) {
       if (typeof node.value !== "string" || !node.value.includes("$")) return;
-      const result = substitute(node.value, env, vars, budget);
+      const result = substituteWithin(node.value, env, vars, budget);
       budget = Math.max(-1, budget - result.added);
       const pos = d.at(startOf(node) ?? 0);
       for (const message of result.problems) diagnostics.push({ severity: "error", pos, message });
