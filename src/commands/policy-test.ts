@@ -10,7 +10,7 @@ import { judgeCase, type Policy, type PolicyCaseInput } from "../core/policies.j
 import { EdgeplanError, EXIT, fileErrorReason, formatDiagnostic, type Diagnostic } from "../model/errors.js";
 import { PolicyCaseSchema, type PolicyCase } from "../model/project-schema.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
-import { decodeManifest, parseManifestText, Pinner, toPlain } from "../manifest/yaml-source.js";
+import { decodeManifest, parseOneDocument, Pinner } from "../manifest/yaml-source.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
 
@@ -99,15 +99,10 @@ async function readCase(absolute: string, file: string): Promise<{ data: PolicyC
   }
   const decoded = decodeManifest(bytes, file);
   if ("diagnostic" in decoded) return { diagnostics: [decoded.diagnostic] };
-  const parsed = parseManifestText(decoded.text, file);
-  const [doc, second] = parsed.docs;
-  const diagnostics = parsed.diagnostics.filter((d) => d.severity === "error");
-  if (second) diagnostics.push({ severity: "error", pos: second.pos, message: "a case file holds one document; put each case in a file of its own" });
-  if (!doc) diagnostics.push({ severity: "error", pos: { file, line: 1, col: 1 }, message: "the case is empty; write a change: and an expect:" });
-  if (!doc || diagnostics.length > 0) return { diagnostics };
-  const plain = toPlain(doc);
-  if ("diagnostic" in plain) return { diagnostics: [plain.diagnostic] };
-  const checked = checkAgainstSchema(PolicyCaseSchema, doc, plain.value);
+  const read = parseOneDocument(decoded.text, file, "a case file holds one document; put each case in a file of its own");
+  if ("errors" in read) return { diagnostics: read.errors };
+  if (read.doc === null) return { diagnostics: [{ severity: "error", pos: { file, line: 1, col: 1 }, message: "the case is empty; write a change: and an expect:" }] };
+  const checked = checkAgainstSchema(PolicyCaseSchema, read.doc, read.value);
   if (!checked.data) return { diagnostics: checked.diagnostics };
-  return { data: checked.data, pin: new Pinner(doc) };
+  return { data: checked.data, pin: new Pinner(read.doc) };
 }

@@ -370,3 +370,24 @@ export function toPlain(d: ParsedDocument): { value: unknown } | { diagnostic: D
     return { diagnostic: err(d.pos, `YAML: ${firstLine(message)}; fix the document`) };
   }
 }
+
+/**
+ * A file's text that holds one YAML document (the project file, a policy file, a policy test case, the server's
+ * fixtures), read as manifests are: a second document is an error (`second` says what to do), and so is a value the
+ * YAML cannot give. `doc` and `value` are there when nothing is an error; `doc` is null for a file with no document.
+ */
+export function parseOneDocument(
+  text: string,
+  file: string,
+  second: string,
+): { doc: ParsedDocument | null; value: unknown; diagnostics: Diagnostic[] } | { errors: Diagnostic[] } {
+  const parsed = parseManifestText(text, file);
+  const [doc, other] = parsed.docs;
+  const diagnostics = [...parsed.diagnostics];
+  if (other) diagnostics.push(err(other.pos, second));
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  if (errors.length > 0) return { errors };
+  if (!doc) return { doc: null, value: undefined, diagnostics };
+  const plain = toPlain(doc);
+  return "diagnostic" in plain ? { errors: [plain.diagnostic] } : { doc, value: plain.value, diagnostics };
+}

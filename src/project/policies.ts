@@ -13,7 +13,7 @@ import { RISK_RULES } from "../model/plan.js";
 import { PolicyFileSchema, type PolicyDeclaration, type ProjectFile } from "../model/project-schema.js";
 import type { SourcePos } from "../model/state.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
-import { decodeManifest, parseManifestText, Pinner, toPlain, type ParsedDocument } from "../manifest/yaml-source.js";
+import { decodeManifest, parseOneDocument, Pinner, type ParsedDocument } from "../manifest/yaml-source.js";
 
 /** The policies of a project, compiled, or the diagnostics that stop them from being used. */
 export interface LoadedPolicies {
@@ -104,17 +104,13 @@ async function readPolicyFile(absolute: string, shown: string): Promise<{ declar
   }
   const decoded = decodeManifest(bytes, shown);
   if ("diagnostic" in decoded) return { declared: [], diagnostics: [decoded.diagnostic] };
-  const parsed = parseManifestText(decoded.text, shown);
-  const [doc, second] = parsed.docs;
-  const diagnostics = [...parsed.diagnostics];
-  if (second) diagnostics.push(error(second.pos, "a policy file holds one document; remove this one"));
-  if (!doc || diagnostics.some((d) => d.severity === "error")) return { declared: [], diagnostics };
-  const plain = toPlain(doc);
-  if ("diagnostic" in plain) return { declared: [], diagnostics: [plain.diagnostic] };
-  const checked = checkAgainstSchema(PolicyFileSchema, doc, plain.value);
+  const read = parseOneDocument(decoded.text, shown, "a policy file holds one document; remove this one");
+  if ("errors" in read) return { declared: [], diagnostics: read.errors };
+  if (read.doc === null) return { declared: [], diagnostics: read.diagnostics };
+  const checked = checkAgainstSchema(PolicyFileSchema, read.doc, read.value);
   if (!checked.data) return { declared: [], diagnostics: checked.diagnostics };
-  const pin = new Pinner(doc);
-  return { declared: checked.data.policies.map((declaration, i) => ({ declaration, pin, at: ["policies", i] })), diagnostics };
+  const pin = new Pinner(read.doc);
+  return { declared: checked.data.policies.map((declaration, i) => ({ declaration, pin, at: ["policies", i] })), diagnostics: read.diagnostics };
 }
 
 /** Compiles every expression; a name used twice, or one of a built-in risk, is an error at the later name. */

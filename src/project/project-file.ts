@@ -14,7 +14,7 @@ import { SETTING_PARSERS } from "../model/syntax.js";
 import { checkBaseUrl } from "../api/options.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
 import { sortDiagnostics } from "../manifest/load.js";
-import { decodeManifest, parseManifestText, Pinner, toPlain, type ParsedDocument } from "../manifest/yaml-source.js";
+import { decodeManifest, parseOneDocument, Pinner, type ParsedDocument } from "../manifest/yaml-source.js";
 import type { Policy } from "../core/policies.js";
 import { loadPolicies } from "./policies.js";
 
@@ -90,12 +90,11 @@ export async function loadProjectFile(cwd: string, configPath?: string): Promise
   }
   const decoded = decodeManifest(bytes, shown);
   if ("diagnostic" in decoded) return { file: shown, settings: {}, diagnostics: [decoded.diagnostic] };
-  const parsed = parseManifestText(decoded.text, shown);
-  const [doc, second] = parsed.docs;
-  const diagnostics = [...parsed.diagnostics];
-  if (second) diagnostics.push({ severity: "error", pos: second.pos, message: "the project file holds one document; remove this one" });
-  if (!doc || diagnostics.some((d) => d.severity === "error")) return { file: shown, settings: {}, diagnostics };
-  const checked = checkProjectDocument(doc);
+  const read = parseOneDocument(decoded.text, shown, "the project file holds one document; remove this one");
+  if ("errors" in read) return { file: shown, settings: {}, diagnostics: read.errors };
+  const doc = read.doc;
+  if (doc === null) return { file: shown, settings: {}, diagnostics: read.diagnostics };
+  const checked = checkProjectDocument(doc, read.value);
   if (!checked.file) return { file: shown, settings: {}, diagnostics: checked.diagnostics };
   const refused = await confinePaths(doc, checked.file, path.dirname(absolute));
   if (refused.length > 0) return { file: shown, settings: {}, diagnostics: refused, pathsRefused: true };
@@ -135,11 +134,8 @@ async function confinePaths(doc: ParsedDocument, file: ProjectFile, dir: string)
 }
 
 /** The document against the schema, then each value against its parser. */
-function checkProjectDocument(doc: ParsedDocument): { file?: ProjectFile; diagnostics: Diagnostic[] } {
-  const plain = toPlain(doc);
-  if ("diagnostic" in plain) return { diagnostics: [plain.diagnostic] };
+function checkProjectDocument(doc: ParsedDocument, value: unknown): { file?: ProjectFile; diagnostics: Diagnostic[] } {
   const pin = new Pinner(doc);
-  const value = plain.value;
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return { diagnostics: [error(doc.pos, "the project file must be a mapping of settings, e.g. stack: production")] };
   }

@@ -25,7 +25,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ManifestError, type Diagnostic } from "../model/errors.js";
-import { decodeManifest, parseManifestText, Pinner, toPlain } from "../manifest/yaml-source.js";
+import { decodeManifest, parseOneDocument, Pinner } from "../manifest/yaml-source.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, idPattern, isBackendId, unstorableText, type FixtureBackendType } from "../model/wire.js";
 import type { ChildBackendFields, Store, StoreTx } from "./store.js";
 
@@ -190,15 +190,9 @@ export function loadFixturesFile(path: string): Fixtures {
   if ("diagnostic" in decoded) throw new ManifestError([decoded.diagnostic]);
   const manifest = manifestKind(decoded.text, path);
   if (manifest) throw new ManifestError([manifest]);
-  const { docs, diagnostics } = parseManifestText(decoded.text, path);
-  const [doc, second] = docs;
-  if (second) diagnostics.push({ severity: "error", pos: second.pos, message: "a fixtures file holds one document; remove this one" });
-  const errors = diagnostics.filter((d) => d.severity === "error");
-  if (errors.length > 0) throw new ManifestError(errors);
-  if (!doc) return validateFixtures({}, path);
-  const plain = toPlain(doc);
-  if ("diagnostic" in plain) throw new ManifestError([plain.diagnostic]);
-  return validateFixtures(plain.value, path, new Pinner(doc));
+  const read = parseOneDocument(decoded.text, path, "a fixtures file holds one document; remove this one");
+  if ("errors" in read) throw new ManifestError(read.errors);
+  return read.doc === null ? validateFixtures({}, path) : validateFixtures(read.value, path, new Pinner(read.doc));
 }
 
 /** What loading fixtures did. */
