@@ -32,6 +32,15 @@ export function rateBoundMs(requests: number, count: number, windowMs: number, l
   return Math.floor((requests - 1) / count) * windowMs + latencyMs;
 }
 
+/**
+ * The edge reads of `plan`: the first page of the account's edge list (`pageSize` edges with their routes and
+ * modules), read while the manifests load whatever they name, then one read per named edge that page does not hold.
+ * The fleets' accounts hold exactly the `edges` their manifests name.
+ */
+export function planEdgeReads(edges: number, pageSize = 100): number {
+  return 1 + Math.max(0, edges - pageSize);
+}
+
 /** Pages a list of `items` takes at `pageSize` (an empty list still takes one). */
 export function listPages(items: number, pageSize = 100): number {
   return Math.max(1, Math.ceil(items / pageSize));

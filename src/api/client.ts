@@ -141,6 +141,8 @@ export interface ApiClient {
    * (limit 100) following next_page_uri.
    */
   listEdges(): Promise<HttpsEdge[]>;
+  /** The first page of `listEdges` (up to 100 edges), and whether it holds them all (its next_page_uri is null). */
+  firstEdges(): Promise<{ edges: HttpsEdge[]; complete: boolean }>;
   /** Counts since the client was made (a copy). */
   stats(): ClientStats;
   /** Closes the pool once the requests in flight have finished. */
@@ -243,11 +245,14 @@ class HttpApiClient implements ApiClient {
    * repeat an earlier page, and the chain ends within MAX_PAGES; an item a later page repeats (a write between two
    * pages shifts them) is kept once.
    */
-  private listAll<K extends string, T extends { id: string }>(list: ListOf<K, T>): Promise<T[]> {
-    return this.inChainLease(() => this.listPages(list));
+  private async listAll<K extends string, T extends { id: string }>(list: ListOf<K, T>): Promise<T[]> {
+    const { items, complete } = await this.inChainLease(() => this.listPages(list, MAX_PAGES));
+    if (!complete) throw this.contractError("GET", list.path, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
+    return items;
   }
 
-  private async listPages<K extends string, T extends { id: string }>(list: ListOf<K, T>): Promise<T[]> {
+  /** The items of the first `pages` pages of a list, and whether they are all of it (`listAll`'s reading). */
+  private async listPages<K extends string, T extends { id: string }>(list: ListOf<K, T>, pages: number): Promise<{ items: T[]; complete: boolean }> {
     const out: T[] = [];
     const ids = new Set<string>();
     let path = `${list.path}?limit=100`;
@@ -260,12 +265,9 @@ class HttpApiClient implements ApiClient {
       // The pages are a chain (each names the next), so every step of it adds up: the next page is asked for as
       // soon as this one names it, and this one is checked while the next travels.
       const named = (json as { next_page_uri?: unknown } | undefined)?.next_page_uri;
-      if (typeof named === "string") {
+      if (typeof named === "string" && page + 1 < pages) {
         const next = this.pagePath(named, answer, list.path);
         if (visited.has(next)) throw this.contractError("GET", path, 200, answer.operationId, `next_page_uri repeats an earlier page (${next})`);
-        if (page + 1 >= MAX_PAGES) {
-          throw this.contractError("GET", next, 200, undefined, `the list did not end after ${MAX_PAGES} pages`);
-        }
         visited.add(next);
         path = next;
         pending = this.exchange("GET", next, undefined, true);
@@ -280,7 +282,8 @@ class HttpApiClient implements ApiClient {
           out.push(item);
         }
       }
-      if (parsed.next_page_uri === null) return out;
+      if (parsed.next_page_uri === null) return { items: out, complete: true };
+      if (page + 1 >= pages) return { items: out, complete: false };
     }
   }
 
@@ -321,6 +324,10 @@ class HttpApiClient implements ApiClient {
 
   listEdges(): Promise<HttpsEdge[]> {
     return this.listAll(EDGE_LIST);
+  }
+
+  firstEdges(): Promise<{ edges: HttpsEdge[]; complete: boolean }> {
+    return this.inChainLease(() => this.listPages(EDGE_LIST, 1)).then(({ items, complete }) => ({ edges: items, complete }));
   }
 
   // ---- writes ------------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 /**
  * Reads the live side of a plan with the fewest requests: the weighted backend list (page by page) in parallel with
- * the reads of the routes the manifests manage, whose modules come from one `GET /edges/https/<edge>` per edge.
+ * the reads of the routes the manifests manage, whose modules come from the first page of the edge list when it
+ * holds their edge, else from one `GET /edges/https/<edge>` per edge.
  */
 import { ApiError } from "../model/errors.js";
 import type { DesiredState, LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
@@ -32,14 +33,10 @@ export interface TouchedObjects {
  * markers and orphans among them), and the managed modules of the routes the manifests name. A module the manifests
  * leave unmanaged is reported as null whatever the server holds (the plan must not depend on it); a route with no
  * managed module is not read at all and is absent from `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
- * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listing`, when
- * given, is their listing already under way (`startListing`).
+ * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listings`, when
+ * given, are the reads already under way (`startListings`).
  */
-export async function fetchLive(
-  client: ApiClient,
-  desired: DesiredState,
-  options: { weightedBackends?: boolean; listing?: Promise<LiveWeightedBackend[]> } = {},
-): Promise<LiveState> {
+export async function fetchLive(client: ApiClient, desired: DesiredState, options: { weightedBackends?: boolean; listings?: Listings } = {}): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
     const modules: ModuleKind[] = [];
@@ -47,8 +44,8 @@ export async function fetchLive(
     if (r.circuit_breaker.state !== "unmanaged") modules.push("circuit_breaker");
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
-  const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listing ?? listLive(client));
-  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads)]);
+  const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listings?.weightedBackends ?? listLive(client));
+  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads, { edges: options.listings?.edges })]);
   return sortLiveState(weightedBackends, routes);
 }
 
@@ -58,13 +55,44 @@ function listLive(client: ApiClient): Promise<LiveWeightedBackend[]> {
 }
 
 /**
- * Starts listing the weighted backends before the manifests are known (the listing does not depend on them), for
- * `fetchLive` to use. The returned promise never rejects unhandled: a failure is raised where it is awaited.
+ * Starts listing the weighted backends before they are needed, for `fetchLive` to use. The returned promise never
+ * rejects unhandled: a failure is raised where it is awaited.
  */
 export function startListing(client: ApiClient): Promise<LiveWeightedBackend[]> {
   const listing = listLive(client);
   listing.catch(() => undefined);
   return listing;
+}
+
+/**
+ * The account's first reads, which do not depend on the manifests: its weighted backends, and the first page of its
+ * edges (each with its routes and modules), which holds every edge of most accounts (100 or fewer) in one request.
+ */
+export interface Listings {
+  weightedBackends: Promise<LiveWeightedBackend[]>;
+  /** Null when not read, or when that read failed: every edge is then read by id. */
+  edges?: Promise<EdgePage | null>;
+}
+
+/** Edges of the first page of the edge list by id, and whether that page is the whole list. */
+export interface EdgePage {
+  edges: ReadonlyMap<string, HttpsEdge>;
+  complete: boolean;
+}
+
+/**
+ * Starts the listings before the manifests are known, for `fetchLive` and `readRoutes` to use; `edges`: also the
+ * first page of the edges. The promises never reject unhandled: a failure of the weighted backends' listing is
+ * raised where it is awaited, and the edge page is only a shortcut (a failure leaves each edge to its own read).
+ */
+export function startListings(client: ApiClient, options: { edges: boolean }): Listings {
+  const weightedBackends = startListing(client);
+  if (!options.edges) return { weightedBackends };
+  const page = client.firstEdges().then(
+    ({ edges, complete }) => ({ edges: new Map(edges.map((e) => [e.id, e])), complete }),
+    () => null,
+  );
+  return { weightedBackends, edges: page };
 }
 
 /**
@@ -132,23 +160,23 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 }
 
 /**
- * Reads the modules of the given routes: one `GET /edges/https/<edge>` per edge, all in parallel (the client's
- * semaphore bounds what is in flight). Routes or edges that do not exist: one RouteNotFoundError naming them all,
- * or, with `missingOk` (modules an inventory records, which may be gone), left out of the result.
+ * Reads the modules of the given routes: from `how.edges`, the first page of the edge list, for the edges it holds
+ * (an edge it lacks does not exist when it is the whole list), else one `GET /edges/https/<edge>` per edge, all in
+ * parallel (the client's semaphore bounds what is in flight). Routes or edges that do not exist: one
+ * RouteNotFoundError naming them all, or, with `how.missingOk` (modules an inventory records, which may be gone),
+ * left out of the result.
  */
-export async function readRoutes(client: ApiClient, reads: RouteRead[], missingOk = false): Promise<LiveRoute[]> {
+export async function readRoutes(client: ApiClient, reads: RouteRead[], how: { edges?: Promise<EdgePage | null>; missingOk?: boolean } = {}): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
+  const page = await how.edges;
   const results: LiveRoute[] = [];
   const missing: MissingRoute[] = [];
   await Promise.all(
     [...byEdge].map(async ([edgeId, wanted]) => {
-      let edge: HttpsEdge;
-      try {
-        edge = await client.getEdge(edgeId);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
+      const edge = page?.edges.get(edgeId) ?? (page?.complete ? null : await getEdgeOrNull(client, edgeId));
+      if (edge === null) {
         for (const r of wanted) missing.push({ edge: r.edge, route: r.route, edgeExists: false });
         return;
       }
@@ -159,7 +187,7 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[], missingO
       }
     }),
   );
-  if (missing.length > 0 && !missingOk) {
+  if (missing.length > 0 && !how.missingOk) {
     // Sorted so that the message is stable whichever read answered first.
     missing.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
     throw new RouteNotFoundError("GET", edgePath((missing[0] as MissingRoute).edge), missing, undefined);
@@ -177,7 +205,12 @@ function managedModules(r: RouteRead, route: HttpsRoute): ReadRoute {
   };
 }
 
-/** getEdge's "edge does not exist". */
-function isNotFound(err: unknown): boolean {
-  return err instanceof ApiError && err.status === 404;
+/** The edge, or null when it does not exist (404). */
+async function getEdgeOrNull(client: ApiClient, edgeId: string): Promise<HttpsEdge | null> {
+  try {
+    return await client.getEdge(edgeId);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return null;
+    throw err;
+  }
 }

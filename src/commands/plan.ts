@@ -6,7 +6,7 @@
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
-import { fetchChildBackends, fetchLive, readRoutes, startListing } from "../api/fetch-live.js";
+import { fetchChildBackends, fetchLive, readRoutes, startListing, startListings, type Listings } from "../api/fetch-live.js";
 import { checkChildIds, childIdsToRead } from "../core/child-ids.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
@@ -49,9 +49,9 @@ export interface PlanFlags {
 export interface PlanCommandOptions extends CommonCliOptions, PlanFlags {
   paths: string[];
   /**
-   * List the weighted backends while the manifests load (the command line does): the plan then takes the longer of
-   * the two instead of their sum, and invalid manifests leave that listing as the only request sent. Without it,
-   * invalid manifests send nothing at all (the GitHub Action says so in its comment).
+   * Read the account's weighted backends and first page of edges while the manifests load (the command line does):
+   * the plan then takes the longer of the two instead of their sum, and invalid manifests leave those reads as the
+   * only requests sent. Without it, invalid manifests send nothing at all (the GitHub Action says so in its comment).
    */
   listWhileLoading?: boolean;
   format?: PlanFormat;
@@ -102,7 +102,7 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
  * moments ago for the same purpose (the lease's, which an apply holds), is used instead of a new one. The routes of
  * modules the stack recorded and no manifest declares are read after the listing, only when there are any. Returns
  * the desired state to plan with (scoped the same way), the live state, and the routes' part of the plan.
- * `listing`: the listing of the weighted backends already under way (`startListing`), when the scope reaches them.
+ * `listings`: the reads already under way (`startListings`), when the scope reaches weighted backends.
  * Then the child ids the manifests would write and the live side does not show yet are read, one GET each (none
  * when no manifest introduces one), and an id the account does not hold is a ManifestError at its line, before any
  * write. Routes or edges that do not exist are thrown as one ManifestError at their `route:` values.
@@ -111,7 +111,7 @@ export async function fetchForPlan(
   client: ApiClient,
   desired: DesiredState,
   options: PlanOptions,
-  listing?: Promise<LiveWeightedBackend[]>,
+  listings?: Listings,
   known?: readonly LiveWeightedBackend[],
 ): Promise<{ desired: DesiredState; live: LiveState; routes: RoutePlan }> {
   const scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
@@ -120,14 +120,14 @@ export async function fetchForPlan(
   const forInventory = !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
   const live = await fetchLive(client, scoped, {
     weightedBackends: reachesWeightedBackends,
-    ...(listing ? { listing } : {}),
+    ...(listings ? { listings } : {}),
   }).catch((err: unknown) => {
     throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
   });
   if (forInventory) live.weightedBackends = (await forInventory).filter(isInventoryObject);
   const inventories = live.weightedBackends.flatMap((wb) => parseInventory(wb) ?? []);
   const reads = recordedReads(inventories, options.stack, declaredModules(scoped.edgeRoutes), (address) => inScope(scope, address));
-  if (reads.length > 0) live.recorded = await readRoutes(client, reads, true);
+  if (reads.length > 0) live.recorded = await readRoutes(client, reads, { missingOk: true, ...(listings?.edges ? { edges: listings.edges } : {}) });
   checkChildIds(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)));
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }
@@ -171,11 +171,11 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   const options = await withProjectFile(given, io);
   const format = options.format ?? "text";
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
-  const { loaded, session, listing } = await loadWhileListing(options, io);
+  const { loaded, session, listings } = await loadWhileListing(options, io);
   try {
     // The time decides which rollout steps are due; the plan itself sends no check.
     const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now(), environment: planEnvironment(options.environment, session) };
-    const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listing);
+    const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listings);
     const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     const denied = deniedResults(plan);
@@ -209,34 +209,35 @@ async function loadThenOpen(options: PlanCommandOptions, io: CommandIO): Promise
   return { loaded, session: await openSession(options, io, loaded.desired) };
 }
 
-/** Whether the plan's scope reaches weighted backends (a bad `--target` is refused later, where it always was). */
-function listingReached(options: PlanCommandOptions): boolean {
+/** The plan's scope when it reaches weighted backends, else undefined (a bad `--target` is refused later, where it always was). */
+function listingScope(options: PlanCommandOptions): Scope | undefined {
   try {
-    return scopeReachesKind(scopeFrom(options), "weighted_backend");
+    const scope = scopeFrom(options);
+    return scopeReachesKind(scope, "weighted_backend") ? scope : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
 /**
- * Loads the manifests while the weighted backends are listed: the listing does not depend on them, and a plan's
- * time is the longer of the two instead of their sum. A flag or key problem of the client is raised after the
- * manifests' own problems, as when nothing overlapped. Only with `listWhileLoading`, and not with `--local`: the
- * embedded server is provisioned from the manifests, so it starts after them. On a manifest error the listing is dropped and the session closed: no request
- * made from the manifests, and no write, is ever sent.
+ * Loads the manifests while the account's weighted backends and the first page of its edges are read (the edges when
+ * the scope reaches routes): those reads do not depend on the manifests, and a plan's time is the longer of the two
+ * instead of their sum. A flag or key problem of the client is raised after the manifests' own problems, as when
+ * nothing overlapped. Only with `listWhileLoading`, and not with `--local`: the embedded server is provisioned from
+ * the manifests, so it starts after them. On a manifest error the reads are dropped and the session closed: no
+ * request made from the manifests, and no write, is ever sent.
  */
-async function loadWhileListing(options: PlanCommandOptions, io: CommandIO): Promise<{ loaded: LoadResult; session: Session; listing?: Promise<LiveWeightedBackend[]> }> {
-  if (options.local || !options.listWhileLoading || !listingReached(options)) return loadThenOpen(options, io);
+async function loadWhileListing(options: PlanCommandOptions, io: CommandIO): Promise<{ loaded: LoadResult; session: Session; listings?: Listings }> {
+  const scope = listingScope(options);
+  if (options.local || !options.listWhileLoading || !scope) return loadThenOpen(options, io);
+  const edges = scopeReachesKind(scope, "edge_route");
   const opened = await openSession(options, io).then(
-    (session) => ({ session, listing: startListing(session.client) }),
+    (session) => ({ session, listings: startListings(session.client, { edges }) }),
     (err: unknown) => ({ err }),
   );
+  const listed = edges ? "the listings of its weighted backends and edges" : "the listing of its weighted backends";
   try {
-    // The listing's pages are followed up whenever the loading awaits a file: within one file's checks. Loading in a
-    // worker thread instead was measured slower (the whole command 2.60x its request bound against 2.21x, medians
-    // of 5 commands over the plan-read fleet on the 2-core VM): the thread's start and cold code cost more than
-    // the main thread's pauses.
-    const loaded = await loadManifests(options.paths, io, options.environment ?? null, "listing" in opened);
+    const loaded = await loadManifests(options.paths, io, options.environment ?? null, "listings" in opened ? listed : undefined);
     if ("err" in opened) throw opened.err;
     return { loaded, ...opened };
   } catch (err) {

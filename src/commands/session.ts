@@ -30,17 +30,17 @@ export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boo
 }
 
 /**
- * Loads the manifests under `paths` (default `.`), with `${var.*}` from `vars`, the chosen environment. Prints the diagnostics; when any is an error, says that nothing
- * was sent (`listing`: nothing but the listing of the weighted backends that `plan` starts while the manifests
- * load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
+ * Loads the manifests under `paths` (default `.`), with `${var.*}` from `vars`, the chosen environment. Prints the
+ * diagnostics; when any is an error, says that nothing was sent (but `listed`, the listings that `plan` starts
+ * while the manifests load) and throws a ManifestError carrying them, so no command acts on invalid manifests.
  */
-export async function loadManifests(paths: string[], io: CommandIO, vars: ChosenEnvironment | null, listing = false): Promise<LoadResult> {
-  // Imported here, not above: `plan` opens its session and starts listing before the loader is needed.
+export async function loadManifests(paths: string[], io: CommandIO, vars: ChosenEnvironment | null, listed?: string): Promise<LoadResult> {
+  // Imported here, not above: `plan` opens its session and starts its listings before the loader is needed.
   const { loadDesired } = await import("../manifest/load.js");
   const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd, vars });
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
-    const sent = listing ? "nothing was sent to the API but the listing of its weighted backends" : "nothing was sent to the API";
+    const sent = listed ? `nothing was sent to the API but ${listed}` : "nothing was sent to the API";
     throw new ManifestError(result.diagnostics, `${errors} error${errors === 1 ? "" : "s"} in the manifests; ${sent}`);
   }
   return result;

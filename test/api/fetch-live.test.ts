@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ApiClient } from "../../src/api/client.js";
 import { RouteNotFoundError } from "../../src/api/errors.js";
-import { fetchChildBackends, fetchLive, fetchTouched } from "../../src/api/fetch-live.js";
+import { fetchChildBackends, fetchLive, fetchTouched, startListings } from "../../src/api/fetch-live.js";
 import { fingerprintOf } from "../../src/api/live-state.js";
 import type { CircuitBreakerModule, SamlModule } from "../../src/model/wire.js";
 import { CB, SAML, desired, edgeRoute } from "./builders.js";
@@ -41,9 +41,23 @@ function world(): Record<string, Record<string, Modules>> {
   };
 }
 
-function serve(base: () => string, data = world()) {
+/**
+ * How the scripted server answers `GET /edges/https`: its edges `perPage` to a page (the second page holds the rest),
+ * or a 500.
+ */
+type EdgeList = { perPage: number } | "fail";
+
+function serve(base: () => string, data = world(), edgeList: EdgeList = { perPage: 100 }) {
   return (req: Recorded, res: ServerResponse): void => {
     const path = req.url.split("?")[0] ?? "";
+    if (path === "/edges/https") {
+      if (edgeList === "fail") return apiError(res, 500, "ERR_NGROK_500", "the edge list is unavailable");
+      const second = req.url.includes("before_id=");
+      const ids = Object.keys(data);
+      const page = second ? ids.slice(edgeList.perPage) : ids.slice(0, edgeList.perPage);
+      const next = !second && ids.length > edgeList.perPage ? `${base()}/edges/https?limit=100&before_id=${ids[edgeList.perPage - 1]}` : null;
+      return json(res, 200, { https_edges: page.map((id) => edgeBody(base(), id, data[id] ?? {})), uri: `${base()}/edges/https`, next_page_uri: next });
+    }
     if (path === "/backends/weighted") {
       json(res, 200, { backends: [weightedBackend(idOf("bkdwd", 1), base())], uri: `${base()}/backends/weighted`, next_page_uri: null });
       return;
@@ -59,23 +73,28 @@ function serve(base: () => string, data = world()) {
     const [, edge = ""] = m;
     const routes = data[edge];
     if (!routes) return apiError(res, 404, "ERR_NGROK_404", `HTTPS edge ${edge} was not found`);
-    return json(res, 200, {
-      id: edge,
-      uri: `${base()}/edges/https/${edge}`,
+    return json(res, 200, edgeBody(base(), edge, routes));
+  };
+}
+
+/** An edge as the API answers it, alone or in the edge list. */
+function edgeBody(base: string, edge: string, routes: Record<string, Modules>): Record<string, unknown> {
+  return {
+    id: edge,
+    uri: `${base}/edges/https/${edge}`,
+    created_at: "2025-09-04T10:11:37Z",
+    description: "",
+    metadata: "",
+    hostports: ["app.example.com:443"],
+    routes: Object.entries(routes).map(([id, mods]) => ({
+      id,
+      edge_id: edge,
+      uri: `${base}/edges/https/${edge}/routes/${id}`,
       created_at: "2025-09-04T10:11:37Z",
-      description: "",
-      metadata: "",
-      hostports: ["app.example.com:443"],
-      routes: Object.entries(routes).map(([id, mods]) => ({
-        id,
-        edge_id: edge,
-        uri: `${base()}/edges/https/${edge}/routes/${id}`,
-        created_at: "2025-09-04T10:11:37Z",
-        match: "/",
-        match_type: "path_prefix",
-        ...mods,
-      })),
-    });
+      match: "/",
+      match_type: "path_prefix",
+      ...mods,
+    })),
   };
 }
 
@@ -88,9 +107,9 @@ afterEach(async () => {
   stubs = [];
 });
 
-async function setup(): Promise<{ stub: Stub; client: ApiClient }> {
+async function setup(edgeList?: EdgeList): Promise<{ stub: Stub; client: ApiClient }> {
   let url = "";
-  const stub = await startStub(serve(() => url));
+  const stub = await startStub(serve(() => url, world(), edgeList));
   url = stub.url;
   stubs.push(stub);
   const client = createClient({
@@ -154,6 +173,55 @@ describe("fetchLive", () => {
     expect((err as Error).message).toBe(
       `route ${R9} does not exist on edge ${E1}; edge ${E3} does not exist (named with route ${R1}); routes and edges are not created by edgeplan: check the ids in the manifests`,
     );
+  });
+});
+
+describe("fetchLive with the first page of the edge list read beside the listing (startListings)", () => {
+  const modulesOf = (live: Awaited<ReturnType<typeof fetchLive>>) => live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null]);
+  const EXPECTED = [
+    [R1, true, true],
+    [R2, false, false],
+    [R3, false, false],
+  ];
+
+  it("reads no edge by id when the page holds every edge: two requests in all", async () => {
+    const { stub, client } = await setup();
+    const live = await fetchLive(client, manifests, { listings: startListings(client, { edges: true }) });
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100"]);
+    expect(modulesOf(live)).toEqual(EXPECTED);
+    expect(live.routes[0]?.fingerprints).toEqual({ saml: fingerprintOf(SAML_MODULE), circuit_breaker: fingerprintOf(CB) });
+  });
+
+  it("reads by id an edge that a page going on does not hold, and never the next page", async () => {
+    const { stub, client } = await setup({ perPage: 1 });
+    const live = await fetchLive(client, manifests, { listings: startListings(client, { edges: true }) });
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100", `GET /edges/https/${E2}`].sort());
+    expect(modulesOf(live)).toEqual(EXPECTED);
+  });
+
+  it("reports an edge that the whole list lacks without reading it", async () => {
+    const { stub, client } = await setup();
+    const missing = desired([edgeRoute(E1, R9, "present", "unmanaged"), edgeRoute(E3, R1, "absent", "unmanaged")]);
+    const err = await fetchLive(client, missing, { listings: startListings(client, { edges: true }) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RouteNotFoundError);
+    expect((err as RouteNotFoundError).missing).toEqual([
+      { edge: E1, route: R9, edgeExists: true },
+      { edge: E3, route: R1, edgeExists: false },
+    ]);
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100"]);
+  });
+
+  it("reads each edge by id when the page fails", async () => {
+    const { stub, client } = await setup("fail");
+    const live = await fetchLive(client, manifests, { listings: startListings(client, { edges: true }) });
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100", `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort());
+    expect(modulesOf(live)).toEqual(EXPECTED);
+  });
+
+  it("reads no page of edges when asked for the weighted backends alone", async () => {
+    const { stub, client } = await setup();
+    await fetchLive(client, manifests, { listings: startListings(client, { edges: false }) });
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort());
   });
 });
 

@@ -46,7 +46,7 @@ describe("child ids checked before writing (built CLI, real server)", () => {
     expect(plan.stdout).toBe("");
     expect(plan.stderr).toBe(message);
     // The unchanged children are not read; the new one is, and its kind is listed for the suggestion.
-    expect(requests(w, from)).toEqual([`GET /backends/http_response 200`, `GET /backends/http_response/${TYPO} 404`, "GET /backends/weighted 200"]);
+    expect(requests(w, from)).toEqual([`GET /backends/http_response 200`, `GET /backends/http_response/${TYPO} 404`, "GET /backends/weighted 200", "GET /edges/https 200"]);
 
     from = w.log().length;
     const apply = await w.cli(["apply", "m", "--auto-approve"]);
@@ -60,15 +60,15 @@ describe("child ids checked before writing (built CLI, real server)", () => {
     const fixed = await w.cli(["plan", "m"]);
     expect(fixed.code, fixed.stderr).toBe(0);
     expect(fixed.stdout).toContain("Plan: 0 to create, 1 to update, 0 to delete.");
-    expect(requests(w, from)).toEqual([`GET /backends/http_response/${HR3} 200`, "GET /backends/weighted 200"]);
+    expect(requests(w, from)).toEqual([`GET /backends/http_response/${HR3} 200`, "GET /backends/weighted 200", "GET /edges/https 200"]);
     expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
     expect((await w.owned()).get("checkout")?.backends).toEqual({ [HR1]: 8000, [HR2]: 1000, [HR3]: 1000 });
 
-    // Once applied, no change introduces a child: the plan reads no child at all.
+    // Once applied, no change introduces a child: the plan reads no child at all, only the account's two listings.
     from = w.log().length;
     const again = await w.cli(["plan", "m"]);
     expect(again.stdout).toContain("No changes.");
-    expect(requests(w, from)).toEqual(["GET /backends/weighted 200"]);
+    expect(requests(w, from)).toEqual(["GET /backends/weighted 200", "GET /edges/https 200"]);
   });
 
   it("a create naming ids nobody holds: every one reported at its line, without a suggestion when none is close", async () => {
@@ -89,6 +89,7 @@ describe("child ids checked before writing (built CLI, real server)", () => {
       `GET /backends/tunnel_group 200`,
       `GET /backends/tunnel_group/${far} 404`,
       "GET /backends/weighted 200",
+      "GET /edges/https 200",
     ]);
     expect(w.writes(from)).toEqual([]);
   });

@@ -207,7 +207,7 @@ describe("variables of an environment in the manifests", () => {
       stdout: "",
       stderr:
         "web.yaml:5:3: ${var.green}: environment staging has no variable green (its vars: blue, broken); add it under environments.staging.vars in edgeplan.yaml\n" +
-        "edgeplan: 1 error in the manifests; nothing was sent to the API but the listing of its weighted backends\n",
+        "edgeplan: 1 error in the manifests; nothing was sent to the API but the listings of its weighted backends and edges\n",
     });
 
     writeFileSync(join(dir.path, "web.yaml"), "kind: WeightedBackend\nname: web\nbackends:\n  ${var.blue}: 9000\n  ${var.broken}: 1000\n");

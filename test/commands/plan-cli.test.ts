@@ -40,14 +40,14 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
     // The circuit breaker is declared for the first time: the inventory write that records it is part of the plan.
     expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.");
-    // One page of weighted backends, one read of the edge, and one read of each child id the create introduces:
-    // nothing else.
+    // One page of weighted backends, one page of the account's edges (the edge with its routes and modules), and one
+    // read of each child id the create introduces: nothing else.
     expect(
       w
         .log(from)
         .map((l) => `${l.method} ${l.path}`)
         .sort(),
-    ).toEqual([`GET /backends/http_response/${HR1}`, `GET /backends/http_response/${HR2}`, `GET /backends/weighted`, `GET /edges/https/${EDGE}`]);
+    ).toEqual([`GET /backends/http_response/${HR1}`, `GET /backends/http_response/${HR2}`, `GET /backends/weighted`, `GET /edges/https`]);
     expect(w.writes(from)).toEqual([]);
 
     expect((await w.cli(["plan", "m", "--detailed-exitcode"])).code).toBe(2);
@@ -85,21 +85,21 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(bad.stderr).toContain("--format");
   });
 
-  it("exits 1 on invalid manifests and sends nothing but the listing it started while they loaded", async () => {
+  it("exits 1 on invalid manifests and sends nothing but the listings it started while they loaded", async () => {
     const w = await startWorld();
     w.manifests({ "checkout.yaml": CHECKOUT.replace("9000", "10001") });
     const from = w.log().length;
     const res = await w.cli(["plan", "m"]);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/^m\/checkout\.yaml:5:\d+: .*10001/m);
-    expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API but the listing of its weighted backends\n");
+    expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API but the listings of its weighted backends and edges\n");
     expect(res.stdout).toBe("");
     expect(
       w
         .log(from)
         .map((l) => `${l.method} ${l.path}`)
-        .filter((l) => l !== "GET /backends/weighted"),
-    ).toEqual([]);
+        .sort(),
+    ).toEqual(["GET /backends/weighted", "GET /edges/https"]);
   });
 
   it("exits 1 with a key problem explained when the key is refused, and never prints the key", async () => {

@@ -69,8 +69,8 @@ describe("--target and --exclude (built CLI, real server)", () => {
 
     const whole = w.log().length;
     const rest = await w.cli(["plan", "m"]);
-    // The whole plan reads both: the listing and the edge.
-    expect(requests(w, whole)).toEqual(["GET /backends/weighted", `GET /edges/https/${EDGE}`]);
+    // The whole plan reads both: the listing and the page of edges that holds the edge.
+    expect(requests(w, whole)).toEqual(["GET /backends/weighted", "GET /edges/https"]);
     expect(rest.stdout).toContain("~ weighted_backend.search");
     expect(rest.stdout).toContain(`~ edge_route.${EDGE}/${R1}.circuit_breaker`);
     expect(rest.stdout).not.toContain("~ weighted_backend.checkout");

@@ -288,18 +288,18 @@ describe("hostile manifests", () => {
     }
   });
 
-  // `plan` lists the account's weighted backends while the manifests load (that read does not depend on them); no
-  // other request, and nothing made from the manifests, may reach the server.
-  describe.concurrent("plan against a live server sends nothing but the listing", () => {
+  // `plan` lists the account's weighted backends and reads the first page of its edges while the manifests load (those
+  // reads do not depend on them); no other request, and nothing made from the manifests, may reach the server.
+  describe.concurrent("plan against a live server sends nothing but the listings", () => {
     for (const c of CASES) {
       it(c.name, async () => {
         const { cwd, paths } = prepare(c);
         const r = await runEdgeplan(["plan", ...paths], { cwd, env: { ...SECRET_ENV, EDGEPLAN_API_URL: server.url } });
         expectHostileOutcome(c, r);
-        expect(r.stderr).toMatch(/^edgeplan: [1-9]\d* errors? in the manifests; nothing was sent to the API but the listing of its weighted backends$/m);
+        expect(r.stderr).toMatch(/^edgeplan: [1-9]\d* errors? in the manifests; nothing was sent to the API but the listings of its weighted backends and edges$/m);
         expect(r.stdout).toBe("");
         // Checked in the same test: another request from any case (they run at once) fails every one of them.
-        expect(server.logLines.map((l) => `${String(l.method)} ${String(l.path)}`).filter((l) => l !== "GET /backends/weighted")).toEqual([]);
+        expect(server.logLines.map((l) => `${String(l.method)} ${String(l.path)}`).filter((l) => l !== "GET /backends/weighted" && l !== "GET /edges/https")).toEqual([]);
       });
     }
   });

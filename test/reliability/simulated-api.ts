@@ -209,6 +209,11 @@ export class SimulatedApi implements ApiClient {
     return out;
   }
 
+  async firstEdges(): Promise<{ edges: HttpsEdge[]; complete: boolean }> {
+    const all = await this.listEdges();
+    return { edges: all.slice(0, 100), complete: all.length <= 100 };
+  }
+
   private route(edge: string, route: string, method: string): SimRoute {
     const r = this.routes.find((x) => x.edge === edge && x.route === route);
     if (!r) throw new ApiError(method, `/edges/https/${edge}/routes/${route}`, 404, "ERR_NGROK_404", "route not found", undefined);
