@@ -507,6 +507,28 @@ describe("paging", () => {
     expect((await errorOf(client.listWeightedBackends())).message).toContain("next_page_uri repeats an earlier page (/backends/weighted?limit=100)");
     expect(stub.requests).toHaveLength(1);
   });
+
+  it("stops a list that never ends after 1,000 pages, and asks for no page beyond", async () => {
+    const { stub, client } = await setup((req, res) => {
+      const n = Number(/before_id=(\d+)/.exec(req.url)?.[1] ?? 0);
+      json(res, 200, { backends: [], uri: `${stub.url}/backends/weighted`, next_page_uri: `${stub.url}/backends/weighted?before_id=${n + 1}&limit=100` });
+    });
+    expect((await errorOf(client.listWeightedBackends())).message).toContain("the list did not end after 1000 pages");
+    expect(stub.requests).toHaveLength(1000);
+  }, 60_000);
+
+  it("reads the first page of the edge list alone, and says whether it holds every edge", async () => {
+    const edge = (id: string) => ({ id, uri: `${stub.url}/edges/https/${id}`, created_at: "2025-09-04T10:11:37Z", description: "", metadata: "", hostports: [], routes: [] });
+    let more = true;
+    const { stub, client } = await setup((_req, res) =>
+      json(res, 200, { https_edges: [edge(EDGE)], uri: `${stub.url}/edges/https`, next_page_uri: more ? `${stub.url}/edges/https?before_id=${EDGE}&limit=100` : null }),
+    );
+    const first = await client.firstEdges();
+    expect({ ids: first.edges.map((e) => e.id), complete: first.complete }).toEqual({ ids: [EDGE], complete: false });
+    more = false;
+    expect((await client.firstEdges()).complete).toBe(true);
+    expect(stub.requests.map((r) => r.url)).toEqual(["/edges/https?limit=100", "/edges/https?limit=100"]);
+  });
 });
 
 describe("edges and modules", () => {
