@@ -7,7 +7,7 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Diagnostic } from "../model/errors.js";
+import { sortDiagnostics, type Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
@@ -60,20 +60,6 @@ export function looksLikeManifest(text: string): boolean {
     (topLevel("name") && topLevel("backends")) ||
     (topLevel("edge") && topLevel("route"))
   );
-}
-
-const positionOrder = (a: Diagnostic, b: Diagnostic): number =>
-  a.pos.file < b.pos.file ? -1 : a.pos.file > b.pos.file ? 1 : a.pos.line - b.pos.line || a.pos.col - b.pos.col;
-
-/** Sorts by file, line and column (stable), and drops exact repeats (one IdP file named by two routes). */
-export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
-  const seen = new Set<string>();
-  return [...diagnostics].sort(positionOrder).filter((d) => {
-    const key = `${d.severity}\u0000${d.pos.file}\u0000${d.pos.line}\u0000${d.pos.col}\u0000${d.message}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }
 
 /** Diagnostics for problems of IdP metadata: inside an XML file when they have a place there, else at the manifest value. */
