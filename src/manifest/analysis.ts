@@ -7,14 +7,11 @@ import { compileCel } from "../model/cel.js";
 import type { RolloutMetricManifest } from "../model/manifest-schema.js";
 import { parseJsonPath } from "../model/json-path.js";
 import type { MetricProvider, RolloutMetric, SourcePos } from "../model/state.js";
-import { parseCheckTimeout, parseCheckUrl, parseDuration } from "../model/syntax.js";
+import { parseCheckTimeout, parseCheckUrl, parseMetricWait } from "../model/syntax.js";
 import { METRIC_CEL_VARIABLES } from "../core/analysis.js";
 
 /** Defaults of a metric's fields (docs/manifests.md, "Analysis"). */
 export const METRIC_DEFAULTS = { initial_delay: "0s", interval: "10s", count: 1, failure_limit: 0, timeout: "10s" } as const;
-
-/** Longest `initial_delay` and `interval` of a metric: one hour. */
-const METRIC_WAIT_MAX_MS = 3_600_000;
 
 /** Where errors go: the build's collector (`error` records one and returns false). */
 interface Reporter {
@@ -25,16 +22,6 @@ interface Reporter {
 interface Positions {
   value(path: ReadonlyArray<PropertyKey>): SourcePos;
   within(path: ReadonlyArray<PropertyKey>, offset: number): SourcePos;
-}
-
-/** A wait of a metric: 0 or a duration up to an hour (`0s`, `30s`, `1m`); the milliseconds or a message. */
-function parseMetricWait(text: string, least: number): number | string {
-  const t = text.trim();
-  const ms = /^0+(ms|s|m|h)?$/.test(t) ? 0 : parseDuration(t);
-  if (ms === undefined || ms < least || ms > METRIC_WAIT_MAX_MS) {
-    return `expected a duration from ${least === 0 ? "0s" : "1s"} to 1h (e.g. 30s, 2m), got "${t}"`;
-  }
-  return ms;
 }
 
 type Ctx = { pin: Positions; out: Reporter; at: (...rest: PropertyKey[]) => ReadonlyArray<PropertyKey>; label: (field: string) => string };
