@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import { isJsonObject as isPlainObject } from "../model/canonical.js";
+import { fieldOrderOf } from "../model/field-order.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
 import { SAML_GENERATED_FIELDS, unstorableText } from "../model/wire.js";
@@ -102,16 +103,9 @@ const UNION_EXPECTED: Record<string, string> = {
 
 /** The field names of the object schema at a path, for "did you mean" (objects, optionals and unions followed). */
 function fieldsAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
-  type Def = { def?: { type?: string; innerType?: Def; shape?: Record<string, Def>; options?: Def[] } };
-  const shapeOf = (s: Def | undefined): Record<string, Def> | undefined => {
-    while (s?.def?.type === "optional" || s?.def?.type === "nullable") s = s.def.innerType;
-    if (s?.def?.type === "object") return s.def.shape;
-    if (s?.def?.type === "union") return (s.def.options ?? []).map(shapeOf).find((shape) => shape !== undefined);
-    return undefined;
-  };
-  let cur: Def | undefined = schema as Def;
-  for (const seg of path) cur = shapeOf(cur)?.[String(seg)];
-  return Object.keys(shapeOf(cur) ?? {});
+  let order = fieldOrderOf(schema);
+  for (const seg of path) order = order?.nested.get(String(seg));
+  return [...(order?.keys ?? [])];
 }
 
 /**
