@@ -151,15 +151,10 @@ function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
 
 /** Issues with every union the input was meant for replaced by that branch's issues. */
 function flatten(issues: Issue[]): Issue[] {
-  const out: Issue[] = [];
-  const queue = [...issues];
-  while (queue.length > 0) {
-    const issue = queue.shift() as Issue;
+  return issues.flatMap((issue) => {
     const expanded = issue.code === "invalid_union" ? expandUnion(issue) : undefined;
-    if (expanded) queue.unshift(...expanded);
-    else out.push(issue);
-  }
-  return out;
+    return expanded ? flatten(expanded) : [issue];
+  });
 }
 
 const startsWith = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<PropertyKey>): boolean =>
@@ -323,17 +318,16 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
   if (!(MANIFEST_KINDS as readonly string[]).includes(kind)) {
     return refuse(pin.value(["kind"]), `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`);
   }
-  const protoPaths = protoKeyPaths(plain);
-  const protoDiagnostics: Diagnostic[] = protoPaths.map((p) => ({
-    severity: "error",
-    pos: pin.key(p),
-    message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,
-  }));
-  for (const p of protoPaths) deleteAt(plain, p);
+  // Keys and values the document cannot keep are reported and taken out before the schema sees it.
+  const removed: Diagnostic[] = [];
+  for (const p of protoKeyPaths(plain)) {
+    removed.push({ severity: "error", pos: pin.key(p), message: `${dotted(p)}: the key __proto__ cannot be used; rename it` });
+    deleteAt(plain, p);
+  }
   for (const u of unstorableTexts(plain)) {
     // A key is not quoted: it holds what cannot be printed.
     const what = u.key ? `${u.path.length > 1 ? `${dotted(u.path.slice(0, -1))}: ` : ""}a key` : `${dotted(u.path)}:`;
-    protoDiagnostics.push({ severity: "error", pos: u.key ? pin.key(u.path) : pin.value(u.path), message: `${what} ${u.why}` });
+    removed.push({ severity: "error", pos: u.key ? pin.key(u.path) : pin.value(u.path), message: `${what} ${u.why}` });
     deleteAt(plain, u.path);
   }
   const k = kind as ManifestKind;
@@ -343,21 +337,16 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
   const schema = KIND_SCHEMAS[k] as z.ZodType;
   const result = schema.safeParse(plain, { reportInput: true, error: genericMessage });
   let data: unknown;
-  let diagnostics: Diagnostic[] = protoDiagnostics;
+  let diagnostics: Diagnostic[] = removed;
   if (result.success) {
     data = result.data;
   } else {
     const issues = flatten(result.error.issues);
     const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path as Path, u)));
-    diagnostics = [...protoDiagnostics, ...issuesToDiagnostics(reported, d, plain, schema)];
+    diagnostics = [...removed, ...issuesToDiagnostics(reported, d, plain, schema)];
     data = salvage(schema, plain, issues);
   }
-  const partial = !result.success || unresolved.length > 0 || protoDiagnostics.length > 0;
-  const checked: CheckedDocument | undefined =
-    data === undefined
-      ? undefined
-      : k === "WeightedBackend"
-        ? { kind: k, value: data as WeightedBackendManifest, src: d, partial }
-        : { kind: k, value: data as EdgeRouteManifest, src: d, partial };
+  const partial = !result.success || unresolved.length > 0 || removed.length > 0;
+  const checked = data === undefined ? undefined : ({ kind: k, value: data, src: d, partial } as CheckedDocument);
   return { kind: k, name, ...(references ? { references } : {}), ...(checked ? { checked } : {}), diagnostics };
 }
