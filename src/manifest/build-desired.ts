@@ -5,7 +5,7 @@
  */
 import { canonicalJson, isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
-import type { CircuitBreakerManifest, EdgeRouteManifest, RolloutManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
+import type { EdgeRouteManifest, RolloutManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
 import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
 import {
   formatPos,
@@ -14,7 +14,6 @@ import {
   type DesiredState,
   type DesiredWeightedBackend,
   type ModuleIntent,
-  type OwnerMarker,
   type RolloutCheck,
   type RolloutShare,
   type RolloutSpec,
@@ -24,6 +23,7 @@ import { parseCheckTimeout, parseCheckUrl, parseInterval } from "../model/syntax
 import { fieldsOf, LIMITS, utf8Bytes, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
+import { buildMarker, buildMetadata } from "../kinds/weighted-backend.js";
 import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
@@ -40,6 +40,9 @@ const WB_MANIFEST_FIELDS = fieldsOf(WeightedBackendManifestSchema).filter((f) =>
 
 /** A rollout check's timeout when the manifest leaves it out. */
 export const DEFAULT_CHECK_TIMEOUT = "10s";
+
+type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
+type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
 
 /** IdP metadata of one SAML module, as read: the text, and the file it came from (display path) if any. */
 export interface SamlSource {
@@ -109,7 +112,7 @@ function writtenMetadata(written: WeightedBackendManifest["metadata"]): Record<s
   return isPlainObject(parsed) ? parsed : "metadata is JSON text but not of an object; write a mapping, or JSON text of an object";
 }
 
-/** The user's metadata as a mapping, or undefined after reporting why it cannot be one. */
+/** The user's metadata as a mapping, or undefined after reporting why it cannot be one or is too large with the owner marker. */
 function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collector): Record<string, unknown> | undefined {
   const written = v.metadata;
   const meta = writtenMetadata(written);
@@ -127,7 +130,12 @@ function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collect
   }
   const bad = nonJsonPath(meta, "metadata");
   if (bad) ok = out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
-  return ok ? meta : undefined;
+  if (!ok) return undefined;
+  const bytes = utf8Bytes(canonicalJson(buildMetadata(meta, buildMarker(ESTIMATE_STACK, v.name, v.protect === true))));
+  if (bytes <= LIMITS.metadataBytes) return meta;
+  const over = `more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`;
+  out.error(pin.value(["metadata"]), `metadata is ${bytes} bytes once edgeplan's owner marker is added, ${over}`);
+  return undefined;
 }
 
 /** The rollout block with its durations parsed and defaults filled; undefined after reporting what is wrong. */
@@ -195,7 +203,7 @@ function stepsListError(steps: readonly RolloutShare[]): { index: number; messag
   return null;
 }
 
-function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBackend" }, out: Collector): DesiredWeightedBackend | undefined {
+function normaliseWeightedBackend(doc: WeightedBackendDoc, out: Collector): DesiredWeightedBackend | undefined {
   const v = doc.value;
   const pin = new Pinner(doc.src);
   let ok = true;
@@ -205,16 +213,7 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ok = out.error(pin.value(["description"]), `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`);
   }
   const metadata = normaliseMetadata(v, pin, out);
-  if (metadata === undefined) {
-    ok = false;
-  } else {
-    const marker: OwnerMarker = { stack: ESTIMATE_STACK, name: v.name, ...(v.protect ? { protect: true as const } : {}) };
-    const bytes = utf8Bytes(canonicalJson({ ...metadata, [MARKER_KEY]: marker }));
-    if (bytes > LIMITS.metadataBytes) {
-      const over = `more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`;
-      ok = out.error(pin.value(["metadata"]), `metadata is ${bytes} bytes once edgeplan's owner marker is added, ${over}`);
-    }
-  }
+  if (metadata === undefined) ok = false;
   const children = Object.keys(v.backends);
   if (children.length > LIMITS.childrenPerWeightedBackend) {
     const many = `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have`;
@@ -257,11 +256,7 @@ function checkIgnoreChanges(written: string[] | undefined, check: (path: string)
   return ok ? [...new Set(written ?? [])] : undefined;
 }
 
-function samlIntent(
-  doc: CheckedDocument & { kind: "EdgeRoute" },
-  source: SamlSource | undefined,
-  out: Collector,
-): (ModuleIntent<SamlSettings> & { idpMetadataFile?: string }) | undefined {
+function samlIntent(doc: EdgeRouteDoc, source: SamlSource | undefined, out: Collector): (ModuleIntent<SamlSettings> & { idpMetadataFile?: string }) | undefined {
   const written = doc.value.saml;
   const pin = new Pinner(doc.src);
   if (written === undefined) return { state: "unmanaged" };
@@ -288,19 +283,14 @@ function samlIntent(
   return { state: "present", settings, source: at, ...(source.file !== undefined ? { idpMetadataFile: source.file } : {}) };
 }
 
-function circuitBreakerIntent(doc: CheckedDocument & { kind: "EdgeRoute" }): ModuleIntent<CircuitBreakerSettings> {
-  const written: CircuitBreakerManifest | typeof ABSENT | undefined = doc.value.circuit_breaker;
+function circuitBreakerIntent(doc: EdgeRouteDoc): ModuleIntent<CircuitBreakerSettings> {
+  const written = doc.value.circuit_breaker;
   if (written === undefined) return { state: "unmanaged" };
-  const at = new Pinner(doc.src).key(["circuit_breaker"]);
-  if (written === ABSENT) return { state: "absent", source: at };
-  return {
-    state: "present",
-    source: at,
-    settings: normaliseModuleSettings(CIRCUIT_BREAKER, written),
-  };
+  const source = new Pinner(doc.src).key(["circuit_breaker"]);
+  return written === ABSENT ? { state: "absent", source } : { state: "present", source, settings: normaliseModuleSettings(CIRCUIT_BREAKER, written) };
 }
 
-function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source: SamlSource | undefined, out: Collector): DesiredEdgeRoute | undefined {
+function normaliseEdgeRoute(doc: EdgeRouteDoc, source: SamlSource | undefined, out: Collector): DesiredEdgeRoute | undefined {
   const v: EdgeRouteManifest = doc.value;
   const saml = samlIntent(doc, source, out);
   const circuit_breaker = circuitBreakerIntent(doc);
@@ -314,9 +304,6 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   const guarded = v.protect === true ? { protect: true as const } : {};
   return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, ...guarded, source: doc.src.pos, routeSource };
 }
-
-type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
-type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
 
 /**
  * Names: the first declaration wins; every later one is an error that names the first. The one check of unique
