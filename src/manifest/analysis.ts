@@ -9,6 +9,7 @@ import { parseJsonPath } from "../model/json-path.js";
 import type { MetricProvider, RolloutMetric, SourcePos } from "../model/state.js";
 import { parseCheckTimeout, parseCheckUrl, parseMetricWait } from "../model/syntax.js";
 import { METRIC_CEL_VARIABLES } from "../core/analysis.js";
+import type { Pinner } from "./yaml-source.js";
 
 /** Defaults of a metric's fields (docs/manifests.md, "Analysis"). */
 export const METRIC_DEFAULTS = { initial_delay: "0s", interval: "10s", count: 1, failure_limit: 0, timeout: "10s" } as const;
@@ -18,18 +19,20 @@ interface Reporter {
   error(pos: SourcePos, message: string): false;
 }
 
-/** Positions of the fields of a manifest (`Pinner.value`), and of a character within a text value (`Pinner.within`). */
-interface Positions {
-  value(path: ReadonlyArray<PropertyKey>): SourcePos;
-  within(path: ReadonlyArray<PropertyKey>, offset: number): SourcePos;
-}
+/** Positions of the fields of a manifest, and of a character within a text value. */
+type Positions = Pick<Pinner, "value" | "within">;
 
-type Ctx = { pin: Positions; out: Reporter; at: (...rest: PropertyKey[]) => ReadonlyArray<PropertyKey>; label: (field: string) => string };
+/** One metric of the list: the path of one of its fields, and `fail`, an error about a field (none: the metric itself) at its value unless `pos` is given. */
+interface Ctx {
+  pin: Positions;
+  at: (...fields: string[]) => PropertyKey[];
+  fail: (fields: string[], message: string, pos?: SourcePos) => false;
+}
 
 /** The provider of a metric: exactly one of `prometheus` and `web`, its URL and timeout checked; undefined after reporting. */
 function normaliseProvider(m: RolloutMetricManifest, c: Ctx): MetricProvider | undefined {
   if ((m.prometheus === undefined) === (m.web === undefined)) {
-    c.out.error(c.pin.value(c.at()), `${c.label("")}: give one provider, prometheus or web (${m.prometheus ? "not both" : "none is given"})`);
+    c.fail([], `give one provider, prometheus or web (${m.prometheus ? "not both" : "none is given"})`);
     return undefined;
   }
   const field = m.prometheus ? "prometheus" : "web";
@@ -37,14 +40,12 @@ function normaliseProvider(m: RolloutMetricManifest, c: Ctx): MetricProvider | u
   const url = parseCheckUrl(m.prometheus ? m.prometheus.address : (m.web?.url as string));
   const urlField = m.prometheus ? "address" : "url";
   let ok = true;
-  if ("error" in url) ok = c.out.error(c.pin.value(c.at(field, urlField)), `${c.label(`${field}.${urlField}`)}: ${url.error}`);
+  if ("error" in url) ok = c.fail([field, urlField], url.error);
   const timeout_ms = parseCheckTimeout(written.timeout ?? METRIC_DEFAULTS.timeout);
-  if (typeof timeout_ms === "string") ok = c.out.error(c.pin.value(c.at(field, "timeout")), `${c.label(`${field}.timeout`)}: ${timeout_ms}`);
+  if (typeof timeout_ms === "string") ok = c.fail([field, "timeout"], timeout_ms);
   const path = m.web?.json_path === undefined ? undefined : parseJsonPath(m.web.json_path);
-  if (path && "error" in path) ok = c.out.error(c.pin.value(c.at("web", "json_path")), `${c.label("web.json_path")}: ${path.error}`);
-  if (m.web?.body !== undefined && (m.web.method ?? "GET") !== "POST") {
-    ok = c.out.error(c.pin.value(c.at("web", "body")), `${c.label("web.body")}: a body is sent only with method: POST; add it, or remove the body`);
-  }
+  if (path && "error" in path) ok = c.fail(["web", "json_path"], path.error);
+  if (m.web?.body !== undefined && (m.web.method ?? "GET") !== "POST") ok = c.fail(["web", "body"], "a body is sent only with method: POST; add it, or remove the body");
   if (!ok || "error" in url || typeof timeout_ms === "string") return undefined;
   if (m.prometheus) return { kind: "prometheus", address: url.url.replace(/\/$/, ""), query: m.prometheus.query, timeout_ms };
   const web = m.web as NonNullable<RolloutMetricManifest["web"]>;
@@ -61,9 +62,7 @@ function normaliseProvider(m: RolloutMetricManifest, c: Ctx): MetricProvider | u
 
 /** Compiles `success` and `failure` (one at least): each problem is an error at its expression. */
 function checkExpressions(m: RolloutMetricManifest, c: Ctx): boolean {
-  if (m.success === undefined && m.failure === undefined) {
-    return c.out.error(c.pin.value(c.at()), `${c.label("")}: give success, failure or both (CEL over result, e.g. success: 'result < 0.01')`);
-  }
+  if (m.success === undefined && m.failure === undefined) return c.fail([], "give success, failure or both (CEL over result, e.g. success: 'result < 0.01')");
   let ok = true;
   for (const field of ["success", "failure"] as const) {
     const source = m[field];
@@ -71,10 +70,7 @@ function checkExpressions(m: RolloutMetricManifest, c: Ctx): boolean {
     const compiled = compileCel(source, METRIC_CEL_VARIABLES);
     if ("problem" in compiled) {
       // The error's own place in the expression, when the YAML writes it as it reads.
-      ok = c.out.error(
-        c.pin.within(c.at(field), compiled.problem.start),
-        `${c.label(field)}: ${compiled.problem.message}; the expression is CEL over result, e.g. result < 0.01`,
-      );
+      ok = c.fail([field], `${compiled.problem.message}; the expression is CEL over result, e.g. result < 0.01`, c.pin.within(c.at(field), compiled.problem.start));
     }
   }
   return ok;
@@ -85,9 +81,9 @@ function normaliseMetric(m: RolloutMetricManifest, c: Ctx): RolloutMetric | unde
   const provider = normaliseProvider(m, c);
   let ok = checkExpressions(m, c);
   const initial_delay_ms = parseMetricWait(m.initial_delay ?? METRIC_DEFAULTS.initial_delay, 0);
-  if (typeof initial_delay_ms === "string") ok = c.out.error(c.pin.value(c.at("initial_delay")), `${c.label("initial_delay")}: ${initial_delay_ms}`);
+  if (typeof initial_delay_ms === "string") ok = c.fail(["initial_delay"], initial_delay_ms);
   const interval_ms = parseMetricWait(m.interval ?? METRIC_DEFAULTS.interval, 1000);
-  if (typeof interval_ms === "string") ok = c.out.error(c.pin.value(c.at("interval")), `${c.label("interval")}: ${interval_ms}`);
+  if (typeof interval_ms === "string") ok = c.fail(["interval"], interval_ms);
   if (!ok || provider === undefined || typeof initial_delay_ms === "string" || typeof interval_ms === "string") return undefined;
   return {
     name: m.name,
@@ -110,14 +106,11 @@ export function normaliseAnalysis(written: readonly RolloutMetricManifest[] | un
   let ok = true;
   const seen = new Set<string>();
   (written ?? []).forEach((m, i) => {
-    const c: Ctx = {
-      pin,
-      out,
-      at: (...rest) => ["rollout", "analysis", i, ...rest],
-      label: (field) => `rollout.analysis[${i}]${field ? `.${field}` : ""}`,
-    };
-    if (seen.has(m.name))
-      ok = out.error(pin.value(c.at("name")), `${c.label("name")}: ${m.name} is already the name of another metric of this rollout; give each a name of its own`);
+    const at = (...fields: string[]) => ["rollout", "analysis", i, ...fields];
+    const fail = (fields: string[], message: string, pos = pin.value(at(...fields))) =>
+      out.error(pos, `rollout.analysis[${i}]${fields.map((f) => `.${f}`).join("")}: ${message}`);
+    const c: Ctx = { pin, at, fail };
+    if (seen.has(m.name)) ok = fail(["name"], `${m.name} is already the name of another metric of this rollout; give each a name of its own`);
     seen.add(m.name);
     const metric = normaliseMetric(m, c);
     if (metric === undefined) ok = false;
