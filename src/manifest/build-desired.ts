@@ -28,6 +28,7 @@ import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
 import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import type { CheckedTexts } from "./check-text.js";
 import { Pinner } from "./yaml-source.js";
 import { normaliseAnalysis } from "./analysis.js";
 import { didYouMean } from "../model/suggest.js";
@@ -50,13 +51,7 @@ export interface SamlSource {
   file?: string;
 }
 
-export interface BuildInput {
-  /** Documents that passed their schema (or what is left of them: `partial`), in load order. */
-  documents: CheckedDocument[];
-  /** Every WeightedBackend name written, valid document or not, so that references to a broken one still resolve. */
-  declaredNames: Array<{ name: string; pos: SourcePos }>;
-  /** Every child key that names a WeightedBackend, from every WeightedBackend document, valid or not. */
-  references: Array<{ key: string; pos: SourcePos }>;
+export interface BuildInput extends Pick<CheckedTexts, "documents" | "declaredNames" | "references"> {
   /**
    * IdP metadata per EdgeRoute document whose saml module names exactly one source. `undefined`: the source could
    * not be used and the problem was already reported.

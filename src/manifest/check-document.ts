@@ -121,23 +121,11 @@ function expandUnion(issue: Issue & { code: "invalid_union" }): Issue[] | undefi
 
 /** One message for an input that no branch of a union takes. */
 function unionMessage(issue: Issue & { code: "invalid_union" }, input: unknown, where: string): string {
-  const wants = new Set<string>();
-  const words: string[] = [];
-  for (const branch of issue.errors) {
-    for (const i of branch) {
-      if (i.path.length !== 0) continue;
-      if (i.code === "invalid_value") {
-        for (const v of i.values) {
-          wants.add(String(v));
-          words.push(String(v));
-        }
-      } else if (i.code === "invalid_type") {
-        wants.add(EXPECTED[String(i.expected)] ?? String(i.expected));
-      }
-    }
-  }
+  const root = issue.errors.flat().filter((i) => i.path.length === 0);
+  const words = root.flatMap((i) => (i.code === "invalid_value" ? i.values.map(String) : []));
+  const wants = root.flatMap((i) => (i.code === "invalid_value" ? i.values.map(String) : i.code === "invalid_type" ? [EXPECTED[i.expected] ?? i.expected] : []));
   const hint = typeof input === "string" ? didYouMean(input, words) : "";
-  return `expected ${UNION_EXPECTED[where] ?? [...wants].join(" or ")}, got ${describeValue(input)}${hint}`;
+  return `expected ${UNION_EXPECTED[where] ?? [...new Set(wants)].join(" or ")}, got ${describeValue(input)}${hint}`;
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
@@ -263,41 +251,32 @@ export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, p
   return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
 }
 
-/**
- * Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. One
- * path is kept and copied only for a key found, since every document is searched and almost none has one.
- */
-export function protoKeyPaths(value: unknown, path: PropertyKey[] = [], found: PropertyKey[][] = []): PropertyKey[][] {
-  const list = Array.isArray(value);
-  if (!list && !isPlainObject(value)) return found;
-  for (const k of Object.keys(value)) {
-    path.push(list ? Number(k) : k);
-    if (k === "__proto__" && !list) found.push([...path]);
-    else protoKeyPaths((value as Record<string, unknown>)[k], path, found);
-    path.pop();
-  }
-  return found;
-}
+type Fault = { path: PropertyKey[]; key: boolean; why: string };
 
 /**
- * Keys and text values the API cannot store as written (`unstorableText`: a NUL, a lone surrogate, which a YAML
- * escape such as "\0" or "\uD800" can spell), each with its path and why: the plan would show them, and the API
- * would refuse the write.
+ * The keys and text values of plain data that `why` finds fault with, each with its path and why (what is under a
+ * key found is not searched). One path is kept and copied only for what is found, since every document is searched
+ * and almost none has one.
  */
-function unstorableTexts(value: unknown, path: PropertyKey[] = [], found: Array<{ path: PropertyKey[]; key: boolean; why: string }> = []) {
+function faultyTexts(value: unknown, why: (text: string, key: boolean) => string | undefined, path: PropertyKey[] = [], found: Fault[] = []): Fault[] {
   if (typeof value === "string") {
-    const why = unstorableText(value);
-    if (why) found.push({ path: [...path], key: false, why });
+    const fault = why(value, false);
+    if (fault) found.push({ path: [...path], key: false, why: fault });
   } else if (Array.isArray(value) || isPlainObject(value)) {
     for (const [k, v] of Object.entries(value)) {
       path.push(Array.isArray(value) ? Number(k) : k);
-      const why = Array.isArray(value) ? undefined : unstorableText(k);
-      if (why) found.push({ path: [...path], key: true, why });
-      else unstorableTexts(v, path, found);
+      const fault = Array.isArray(value) ? undefined : why(k, true);
+      if (fault) found.push({ path: [...path], key: true, why: fault });
+      else faultyTexts(v, why, path, found);
       path.pop();
     }
   }
   return found;
+}
+
+/** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
+export function protoKeyPaths(value: unknown): PropertyKey[][] {
+  return faultyTexts(value, (text, key) => (key && text === "__proto__" ? text : undefined)).map((f) => f.path);
 }
 
 /**
@@ -324,8 +303,9 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
     removed.push({ severity: "error", pos: pin.key(p), message: `${dotted(p)}: the key __proto__ cannot be used; rename it` });
     deleteAt(plain, p);
   }
-  for (const u of unstorableTexts(plain)) {
-    // A key is not quoted: it holds what cannot be printed.
+  // What the API cannot store as written (a NUL, a lone surrogate, which a YAML escape such as "\0" or "\uD800" can
+  // spell): the plan would show it, and the API would refuse the write. A key is not quoted: it holds what cannot be printed.
+  for (const u of faultyTexts(plain, unstorableText)) {
     const what = u.key ? `${u.path.length > 1 ? `${dotted(u.path.slice(0, -1))}: ` : ""}a key` : `${dotted(u.path)}:`;
     removed.push({ severity: "error", pos: u.key ? pin.key(u.path) : pin.value(u.path), message: `${what} ${u.why}` });
     deleteAt(plain, u.path);

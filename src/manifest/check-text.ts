@@ -13,9 +13,11 @@ import { parseManifestText, Pinner, toPlain, type ParsedDocument } from "./yaml-
 /** What the documents of several manifest texts add up to before the rules across objects run. */
 export interface CheckedTexts {
   diagnostics: Diagnostic[];
-  /** Documents that passed their schema. */
+  /** Documents that passed their schema (or what is left of them: `partial`), in load order. */
   documents: CheckedDocument[];
+  /** Every WeightedBackend name written, valid document or not, so that references to a broken one still resolve. */
   declaredNames: Array<{ name: string; pos: SourcePos }>;
+  /** Every child key that names a WeightedBackend, from every WeightedBackend document, valid or not. */
   references: Array<{ key: string; pos: SourcePos }>;
   /** Documents read (empty documents left out). */
   objects: number;
