@@ -26,10 +26,7 @@ export interface CheckResult {
   kind?: ManifestKind;
   /** A WeightedBackend's name when it is a string (even if the rest is invalid): references to it then resolve. */
   name?: string;
-  /**
-   * A WeightedBackend's children that name other WeightedBackends (well-formed names, found even when the rest of
-   * the document is invalid), so that unresolved references are reported in the same run.
-   */
+  /** A WeightedBackend's children named like WeightedBackends, found even when the rest is invalid: unresolved ones are reported in the same run. */
   references?: string[];
   /** The validated document (possibly `partial`), when there is enough of it for the rules between objects. */
   checked?: CheckedDocument;
@@ -37,7 +34,6 @@ export interface CheckResult {
 }
 
 type Issue = z.core.$ZodIssue;
-type Path = PropertyKey[];
 
 const dotted = (path: ReadonlyArray<PropertyKey>): string => path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
 
@@ -60,9 +56,7 @@ function typeHint(expected: string, input: unknown): string {
   if ((expected === "number" || expected === "int") && typeof input === "string" && input.trim() !== "" && Number.isFinite(Number(input))) {
     return "; write the number without quotes";
   }
-  if (expected === "string" && (typeof input === "number" || typeof input === "boolean")) {
-    return "; put the value in quotes";
-  }
+  if (expected === "string" && (typeof input === "number" || typeof input === "boolean")) return "; put the value in quotes";
   return "";
 }
 
@@ -151,25 +145,23 @@ const startsWith = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<Prop
 /** Converts (flattened) zod issues to diagnostics, one per problem, deduplicated by field. */
 export function issuesToDiagnostics(issues: Issue[], d: ParsedDocument, plain: unknown, schema: z.ZodType): Diagnostic[] {
   const pin = new Pinner(d);
-  const out: Diagnostic[] = [];
-  const seen = new Set<string>();
+  // One diagnostic per field (or key): the first issue about it.
+  const out = new Map<string, Diagnostic>();
   const add = (dedupeKey: string, pos: SourcePos, message: string): void => {
-    if (seen.has(dedupeKey)) return;
-    seen.add(dedupeKey);
-    out.push({ severity: "error", pos, message });
+    if (!out.has(dedupeKey)) out.set(dedupeKey, { severity: "error", pos, message });
   };
   // "backend" written for "backends": the unknown field's message says it all; "missing backends" would repeat it.
   const suggested = new Set<string>();
   for (const issue of issues) {
     if (issue.code !== "unrecognized_keys") continue;
-    const known = fieldsAt(schema, issue.path as Path);
+    const known = fieldsAt(schema, issue.path);
     for (const key of issue.keys) {
       const c = closest(key, known);
-      if (c !== undefined) suggested.add(dotted([...(issue.path as Path), c]));
+      if (c !== undefined) suggested.add(dotted([...issue.path, c]));
     }
   }
   for (const issue of issues) {
-    const path = issue.path as Path;
+    const path = issue.path;
     const where = dotted(path);
     switch (issue.code) {
       case "unrecognized_keys": {
@@ -200,7 +192,7 @@ export function issuesToDiagnostics(issues: Issue[], d: ParsedDocument, plain: u
         add(where, pin.value(path), `${where}: ${issue.message}`);
     }
   }
-  return out;
+  return [...out.values()];
 }
 
 function deleteAt(root: unknown, path: ReadonlyArray<PropertyKey>): void {
@@ -222,7 +214,7 @@ function salvage(schema: z.ZodType, plain: Record<string, unknown>, issues: Issu
   let current = issues;
   for (let round = 0; round < 4; round++) {
     for (const issue of current) {
-      const path = issue.path as Path;
+      const path = issue.path;
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) deleteAt(value, [...path, key]);
       } else if (issue.code === "invalid_type" && valueAt(value, path) === undefined) {
@@ -322,7 +314,7 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
     data = result.data;
   } else {
     const issues = flatten(result.error.issues);
-    const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path as Path, u)));
+    const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path, u)));
     diagnostics = [...removed, ...issuesToDiagnostics(reported, d, plain, schema)];
     data = salvage(schema, plain, issues);
   }
