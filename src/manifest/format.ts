@@ -44,25 +44,18 @@ function restyle(doc: Document): void {
   });
 }
 
-/** The document's kind, when it is a mapping with a known `kind`. */
-function kindOf(contents: Node | null): ManifestKind | undefined {
-  if (!isMap(contents)) return undefined;
-  const kind = contents.get("kind");
-  return (MANIFEST_KINDS as readonly unknown[]).includes(kind) ? (kind as ManifestKind) : undefined;
-}
-
 /** One document in the canonical layout, without a `---` line. */
 function formatDocument(doc: Document): string {
   const contents = doc.contents as Node | null;
-  const kind = kindOf(contents);
-  if (kind !== undefined && isMap(contents)) {
+  const kind = isMap(contents) ? contents.get("kind") : undefined;
+  if (isMap(contents) && (MANIFEST_KINDS as readonly unknown[]).includes(kind)) {
     // The comment above a document's first key is the document's header: it stays on top, whatever key comes first.
     const first = contents.items[0]?.key as Node | undefined;
     if (first?.commentBefore) {
       contents.commentBefore = [contents.commentBefore, first.commentBefore].filter(Boolean).join("\n");
       first.commentBefore = undefined;
     }
-    orderFields(contents, MANIFEST_FIELD_ORDER[kind]);
+    orderFields(contents, MANIFEST_FIELD_ORDER[kind as ManifestKind]);
   }
   restyle(doc);
   if (doc.directives) doc.directives.docEnd = false;

@@ -13,8 +13,6 @@ import { insideGitFolder } from "../model/confine.js";
 import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOfByte } from "./yaml-source.js";
 
-export type { XmlProblem };
-
 /** The `CN=...` of a certificate's subject, for messages. */
 function commonName(subject: string): string {
   const cn = subject.split("\n").find((l) => l.startsWith("CN="));

@@ -133,7 +133,7 @@ async function walkFolder(w: Walk, realRoot: string, dir: string): Promise<void>
  * Finds the manifest files of `paths` (resolved against `cwd`). Problems (a path that does not exist, a link
  * leading out of the root, a file or folder that cannot be read) are diagnostics at the path; nothing throws for them.
  */
-export async function collectManifestFiles(paths: string[], cwd: string): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string; roots: string[] }> {
+export async function collectManifestFiles(paths: string[], cwd: string): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string }> {
   const files: ManifestFile[] = [];
   const diagnostics: Diagnostic[] = [];
   const seen = new Set<string>();
@@ -159,5 +159,5 @@ export async function collectManifestFiles(paths: string[], cwd: string): Promis
       problem(abs, why === "no such file" ? "no such file or folder; check the path given to edgeplan" : cannotRead("path", e));
     }
   }
-  return { files, diagnostics, root: roots.length > 0 ? roots.reduce(commonAncestor) : path.resolve(cwd), roots };
+  return { files, diagnostics, root: roots.length > 0 ? roots.reduce(commonAncestor) : path.resolve(cwd) };
 }
