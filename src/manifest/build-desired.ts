@@ -5,21 +5,9 @@
  */
 import { canonicalJson, isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
-import type { EdgeRouteManifest, RolloutManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
+import type { EdgeRouteManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
 import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
-import {
-  formatPos,
-  MARKER_KEY,
-  type DesiredEdgeRoute,
-  type DesiredState,
-  type DesiredWeightedBackend,
-  type ModuleIntent,
-  type RolloutCheck,
-  type RolloutShare,
-  type RolloutSpec,
-  type SourcePos,
-} from "../model/state.js";
-import { parseCheckTimeout, parseCheckUrl, parseInterval } from "../model/syntax.js";
+import { formatPos, MARKER_KEY, type DesiredEdgeRoute, type DesiredState, type DesiredWeightedBackend, type ModuleIntent, type SourcePos } from "../model/state.js";
 import { fieldsOf, LIMITS, utf8Bytes, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
@@ -30,7 +18,7 @@ import { findCycles } from "../core/graph.js";
 import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
 import type { CheckedTexts } from "./check-text.js";
 import { Pinner } from "./yaml-source.js";
-import { normaliseAnalysis } from "./analysis.js";
+import { normaliseRollout } from "./rollout.js";
 import { didYouMean } from "../model/suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
@@ -38,9 +26,6 @@ export const ESTIMATE_STACK = "default";
 
 /** The fields of a WeightedBackend manifest whose positions a change may point at (all but apiVersion and kind). */
 const WB_MANIFEST_FIELDS = fieldsOf(WeightedBackendManifestSchema).filter((f) => f !== "apiVersion" && f !== "kind");
-
-/** A rollout check's timeout when the manifest leaves it out. */
-export const DEFAULT_CHECK_TIMEOUT = "10s";
 
 type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
 type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
@@ -52,10 +37,7 @@ export interface SamlSource {
 }
 
 export interface BuildInput extends Pick<CheckedTexts, "documents" | "declaredNames" | "references"> {
-  /**
-   * IdP metadata per EdgeRoute document whose saml module names exactly one source. `undefined`: the source could
-   * not be used and the problem was already reported.
-   */
+  /** IdP metadata per EdgeRoute document whose saml module names exactly one source; undefined when it could not be used (reported). */
   samlSources: Map<CheckedDocument, SamlSource | undefined>;
 }
 
@@ -79,10 +61,7 @@ function nonJsonPath(value: unknown, path: string): string | undefined {
 
 class Collector {
   readonly diagnostics: Diagnostic[] = [];
-  /**
-   * Set while a partial document (one with schema errors, offending values taken out) is checked: its warnings
-   * would be about the values taken out ("left out", "no children"), so only its errors are kept.
-   */
+  /** Set while a partial document is checked: its warnings would be about the values taken out ("left out", "no children"). */
   quiet = false;
   /** Records an error; false, for `ok = out.error(...)`. */
   error(pos: SourcePos, message: string): false {
@@ -133,71 +112,6 @@ function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collect
   return undefined;
 }
 
-/** The rollout block with its durations parsed and defaults filled; undefined after reporting what is wrong. */
-function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collector): RolloutSpec | undefined {
-  const written = v.rollout as RolloutManifest;
-  let ok = true;
-  const interval_ms = parseInterval(written.interval);
-  if (typeof interval_ms === "string") ok = out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
-  let check: RolloutCheck | null = null;
-  if (written.check) {
-    const url = parseCheckUrl(written.check.url);
-    if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
-    const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
-    if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
-    if ("url" in url && typeof timeout === "number") {
-      check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
-    }
-  }
-  const pace = rolloutPace(written, pin, out);
-  const analysis = normaliseAnalysis(written.analysis, pin, out);
-  if (!ok || typeof interval_ms === "string" || pace === undefined || analysis === undefined) return undefined;
-  return { ...pace, interval: written.interval.trim(), interval_ms, check, analysis };
-}
-
-/**
- * `max_step`, or the `steps:` list (shares rising, 100 added at its end, pauses between shares) with its largest
- * gap as `max_step`; undefined after reporting.
- */
-function rolloutPace(written: RolloutManifest, pin: Pinner, out: Collector): Pick<RolloutSpec, "max_step" | "shares"> | undefined {
-  const { max_step, steps } = written;
-  if ((max_step === undefined) === (steps === undefined)) {
-    const message =
-      max_step === undefined ? "rollout needs max_step (points per step) or steps (shares of the move, e.g. [10, 50, 100])" : "rollout has both max_step and steps; keep one";
-    // In a partial document the field may be missing because its bad value was taken out, and was reported.
-    if (!out.quiet) out.error(pin.key(["rollout"]), message);
-    return undefined;
-  }
-  if (steps === undefined) return { max_step: max_step as number, shares: null };
-  const wrong = stepsListError(steps);
-  if (wrong !== null) {
-    out.error(pin.value(["rollout", "steps", wrong.index]), `rollout.steps[${wrong.index}]: ${wrong.message}`);
-    return undefined;
-  }
-  const shares: RolloutShare[] = steps.at(-1) === 100 ? [...steps] : [...steps, 100];
-  const numbers = shares.filter((s): s is number => typeof s === "number");
-  return { max_step: Math.max(...numbers.map((s, i) => s - (numbers[i - 1] ?? 0))), shares };
-}
-
-/** The first item of a `steps:` list that breaks its rules (shares rising; a pause neither first, last, nor after another), or null. */
-function stepsListError(steps: readonly RolloutShare[]): { index: number; message: string } | null {
-  let previous: number | null = null;
-  for (let i = 0; i < steps.length; i++) {
-    const s = steps[i] as RolloutShare;
-    if (typeof s !== "number") {
-      if (i === 0) return { index: i, message: "a pause cannot come first: the first step is taken by apply; put a share before it" };
-      if (i === steps.length - 1) return { index: i, message: "a pause cannot come last: nothing would follow it; put 100 after it" };
-      if (typeof steps[i - 1] !== "number") return { index: i, message: "two pauses in a row wait for the same thing; keep one" };
-      continue;
-    }
-    if (previous !== null && s <= previous) {
-      return { index: i, message: `${s} does not rise above the step before it; list the shares of the move in rising order` };
-    }
-    previous = s;
-  }
-  return null;
-}
-
 function normaliseWeightedBackend(doc: WeightedBackendDoc, out: Collector): DesiredWeightedBackend | undefined {
   const v = doc.value;
   const pin = new Pinner(doc.src);
@@ -218,7 +132,7 @@ function normaliseWeightedBackend(doc: WeightedBackendDoc, out: Collector): Desi
   } else if (children.every((k) => v.backends[k] === 0)) {
     out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: every weight is 0; give at least one child a weight above 0`);
   }
-  const rollout = v.rollout === undefined ? undefined : normaliseRollout(v, pin, out);
+  const rollout = v.rollout === undefined ? undefined : normaliseRollout(v.rollout, pin, out);
   if (v.rollout !== undefined && rollout === undefined) ok = false;
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
   if (!ok || ignoreChanges === undefined) return undefined;
@@ -347,11 +261,8 @@ function reportUnresolved(references: BuildInput["references"], firstByName: Map
   const declared = [...firstByName.keys()];
   for (const { key, pos } of references) {
     if (firstByName.has(key)) continue;
-    out.error(
-      pos,
-      `backends.${key}: no WeightedBackend is named ${key}` +
-        didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)"),
-    );
+    const hint = didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)");
+    out.error(pos, `backends.${key}: no WeightedBackend is named ${key}${hint}`);
   }
 }
 

@@ -1,26 +1,94 @@
 /**
- * The `analysis` list of a rollout block, normalised: durations parsed, defaults filled, URLs and JSON paths checked,
- * and every `success`/`failure` expression compiled, so that a mistake is an error at its line before anything runs.
- * Pure.
+ * The rollout block of a WeightedBackend, normalised: durations parsed, defaults filled, the pace (`max_step` or a
+ * `steps:` list) checked, and in its `analysis` list URLs and JSON paths checked and every `success`/`failure`
+ * expression compiled, so that a mistake is an error at its line before anything runs. Pure.
  */
 import { compileCel } from "../model/cel.js";
-import type { RolloutMetricManifest } from "../model/manifest-schema.js";
+import type { RolloutManifest, RolloutMetricManifest } from "../model/manifest-schema.js";
 import { parseJsonPath } from "../model/json-path.js";
-import type { MetricProvider, RolloutMetric, SourcePos } from "../model/state.js";
-import { parseCheckTimeout, parseCheckUrl, parseMetricWait } from "../model/syntax.js";
+import type { MetricProvider, RolloutCheck, RolloutMetric, RolloutShare, RolloutSpec, SourcePos } from "../model/state.js";
+import { parseCheckTimeout, parseCheckUrl, parseInterval, parseMetricWait } from "../model/syntax.js";
 import { METRIC_CEL_VARIABLES } from "../core/analysis.js";
 import type { Pinner } from "./yaml-source.js";
+
+/** A rollout check's timeout when the manifest leaves it out. */
+export const DEFAULT_CHECK_TIMEOUT = "10s";
 
 /** Defaults of a metric's fields (docs/manifests.md, "Analysis"). */
 export const METRIC_DEFAULTS = { initial_delay: "0s", interval: "10s", count: 1, failure_limit: 0, timeout: "10s" } as const;
 
-/** Where errors go: the build's collector (`error` records one and returns false). */
+/** Where errors go: the build's collector (`error` records one and returns false; `quiet` while a partial document is checked). */
 interface Reporter {
+  readonly quiet: boolean;
   error(pos: SourcePos, message: string): false;
 }
 
-/** Positions of the fields of a manifest, and of a character within a text value. */
-type Positions = Pick<Pinner, "value" | "within">;
+/** Positions of the keys and values of a manifest, and of a character within a text value. */
+type Positions = Pick<Pinner, "key" | "value" | "within">;
+
+/** The rollout block with its durations parsed and defaults filled; undefined after reporting what is wrong. */
+export function normaliseRollout(written: RolloutManifest, pin: Positions, out: Reporter): RolloutSpec | undefined {
+  let ok = true;
+  const interval_ms = parseInterval(written.interval);
+  if (typeof interval_ms === "string") ok = out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
+  let check: RolloutCheck | null = null;
+  if (written.check) {
+    const url = parseCheckUrl(written.check.url);
+    if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
+    const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
+    if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
+    if ("url" in url && typeof timeout === "number") {
+      check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
+    }
+  }
+  const pace = rolloutPace(written, pin, out);
+  const analysis = normaliseAnalysis(written.analysis, pin, out);
+  if (!ok || typeof interval_ms === "string" || pace === undefined || analysis === undefined) return undefined;
+  return { ...pace, interval: written.interval.trim(), interval_ms, check, analysis };
+}
+
+/**
+ * `max_step`, or the `steps:` list (shares rising, 100 added at its end, pauses between shares) with its largest
+ * gap as `max_step`; undefined after reporting.
+ */
+function rolloutPace(written: RolloutManifest, pin: Positions, out: Reporter): Pick<RolloutSpec, "max_step" | "shares"> | undefined {
+  const { max_step, steps } = written;
+  if ((max_step === undefined) === (steps === undefined)) {
+    const message =
+      max_step === undefined ? "rollout needs max_step (points per step) or steps (shares of the move, e.g. [10, 50, 100])" : "rollout has both max_step and steps; keep one";
+    // In a partial document the field may be missing because its bad value was taken out, and was reported.
+    if (!out.quiet) out.error(pin.key(["rollout"]), message);
+    return undefined;
+  }
+  if (steps === undefined) return { max_step: max_step as number, shares: null };
+  const wrong = stepsListError(steps);
+  if (wrong !== null) {
+    out.error(pin.value(["rollout", "steps", wrong.index]), `rollout.steps[${wrong.index}]: ${wrong.message}`);
+    return undefined;
+  }
+  const shares: RolloutShare[] = steps.at(-1) === 100 ? [...steps] : [...steps, 100];
+  const numbers = shares.filter((s): s is number => typeof s === "number");
+  return { max_step: Math.max(...numbers.map((s, i) => s - (numbers[i - 1] ?? 0))), shares };
+}
+
+/** The first item of a `steps:` list that breaks its rules (shares rising; a pause neither first, last, nor after another), or null. */
+function stepsListError(steps: readonly RolloutShare[]): { index: number; message: string } | null {
+  let previous: number | null = null;
+  for (let i = 0; i < steps.length; i++) {
+    const s = steps[i] as RolloutShare;
+    if (typeof s !== "number") {
+      if (i === 0) return { index: i, message: "a pause cannot come first: the first step is taken by apply; put a share before it" };
+      if (i === steps.length - 1) return { index: i, message: "a pause cannot come last: nothing would follow it; put 100 after it" };
+      if (typeof steps[i - 1] !== "number") return { index: i, message: "two pauses in a row wait for the same thing; keep one" };
+      continue;
+    }
+    if (previous !== null && s <= previous) {
+      return { index: i, message: `${s} does not rise above the step before it; list the shares of the move in rising order` };
+    }
+    previous = s;
+  }
+  return null;
+}
 
 /** One metric of the list: the path of one of its fields, and `fail`, an error about a field (none: the metric itself) at its value unless `pos` is given. */
 interface Ctx {
@@ -101,7 +169,7 @@ function normaliseMetric(m: RolloutMetricManifest, c: Ctx): RolloutMetric | unde
  * The metrics of `rollout.analysis` (none: an empty list), or undefined after reporting every problem at its line.
  * Names are unique within one rollout: they name the metric in reports and in the pause's reason.
  */
-export function normaliseAnalysis(written: readonly RolloutMetricManifest[] | undefined, pin: Positions, out: Reporter): RolloutMetric[] | undefined {
+function normaliseAnalysis(written: readonly RolloutMetricManifest[] | undefined, pin: Positions, out: Reporter): RolloutMetric[] | undefined {
   const metrics: RolloutMetric[] = [];
   let ok = true;
   const seen = new Set<string>();
