@@ -11,7 +11,7 @@ import { formatPos, MARKER_KEY, type DesiredEdgeRoute, type DesiredState, type D
 import { fieldsOf, LIMITS, utf8Bytes, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
-import { buildMarker, buildMetadata } from "../kinds/weighted-backend.js";
+import { buildMarker, buildMetadata, hasTraffic } from "../kinds/weighted-backend.js";
 import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
@@ -127,10 +127,9 @@ function normaliseWeightedBackend(doc: WeightedBackendDoc, out: Collector): Desi
   if (children.length > LIMITS.childrenPerWeightedBackend) {
     const many = `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have`;
     ok = out.error(pin.key(["backends"]), `${many}; split them into nested weighted backends`);
-  } else if (children.length === 0) {
-    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: it has no children; add children to backends`);
-  } else if (children.every((k) => v.backends[k] === 0)) {
-    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: every weight is 0; give at least one child a weight above 0`);
+  } else if (!hasTraffic(v.backends)) {
+    const why = children.length === 0 ? "it has no children; add children to backends" : "every weight is 0; give at least one child a weight above 0";
+    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: ${why}`);
   }
   const rollout = v.rollout === undefined ? undefined : normaliseRollout(v.rollout, pin, out);
   if (v.rollout !== undefined && rollout === undefined) ok = false;
