@@ -181,11 +181,8 @@ function samlIntent(doc: EdgeRouteDoc, source: SamlSource | undefined, out: Coll
   }
   if (source === undefined) return undefined;
   if (written.allow_idp_initiated === undefined) {
-    out.warning(
-      at,
-      "saml.allow_idp_initiated is left out, so the API default true applies and the IdP may start logins on its own; " +
-        "write allow_idp_initiated: true (or false) to choose and silence this warning",
-    );
+    const defaulted = "saml.allow_idp_initiated is left out, so the API default true applies and the IdP may start logins on its own";
+    out.warning(at, `${defaulted}; write allow_idp_initiated: true (or false) to choose and silence this warning`);
   }
   const settings = normaliseModuleSettings(SAML, { ...written, idp_metadata: source.text });
   return { state: "present", settings, source: at, ...(source.file !== undefined ? { idpMetadataFile: source.file } : {}) };

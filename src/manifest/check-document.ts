@@ -308,16 +308,10 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
     k === "WeightedBackend" && isPlainObject(plain.backends) ? Object.keys(plain.backends).filter((key) => NAME_PATTERN.test(key) && key.length <= NAME_MAX) : undefined;
   const schema = KIND_SCHEMAS[k] as z.ZodType;
   const result = schema.safeParse(plain, { reportInput: true, error: genericMessage });
-  let data: unknown;
-  let diagnostics: Diagnostic[] = removed;
-  if (result.success) {
-    data = result.data;
-  } else {
-    const issues = flatten(result.error.issues);
-    const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path, u)));
-    diagnostics = [...removed, ...issuesToDiagnostics(reported, d, plain, schema)];
-    data = salvage(schema, plain, issues);
-  }
+  const issues = result.success ? [] : flatten(result.error.issues);
+  const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path, u)));
+  const diagnostics = [...removed, ...issuesToDiagnostics(reported, d, plain, schema)];
+  const data = result.success ? result.data : salvage(schema, plain, issues);
   const partial = !result.success || unresolved.length > 0 || removed.length > 0;
   const checked = data === undefined ? undefined : ({ kind: k, value: data, src: d, partial } as CheckedDocument);
   return { kind: k, name, ...(references ? { references } : {}), ...(checked ? { checked } : {}), diagnostics };

@@ -30,11 +30,8 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
   const error = (offset: number, message: string): XmlProblem[] => [{ severity: "error", ...lineColOf(text, offset), message }];
   const pem = /^\s*-----BEGIN ([A-Z0-9 ]+)-----/.exec(text);
   if (pem) {
-    return error(
-      pem[0].indexOf("-"),
-      `IdP metadata is a PEM file (${pem[1]}), not the IdP's SAML metadata XML; the signing certificate is part of the metadata: ` +
-        "download the IdP's metadata (an XML EntityDescriptor) and name that file",
-    );
+    const notXml = `IdP metadata is a PEM file (${pem[1]}), not the IdP's SAML metadata XML; the signing certificate is part of the metadata`;
+    return error(pem[0].indexOf("-"), `${notXml}: download the IdP's metadata (an XML EntityDescriptor) and name that file`);
   }
   const doctype = text.search(/<!DOCTYPE/i);
   if (doctype >= 0) return error(doctype, "IdP metadata holds a DOCTYPE, whose entity declarations can expand without bound; IdP metadata never needs one: remove it");

@@ -39,11 +39,8 @@ function environmentVariable(name: string, vars: VarSource): { value: string } |
   }
   if (Object.hasOwn(vars.vars, name)) return { value: vars.vars[name] as string };
   const has = Object.keys(vars.vars);
-  return {
-    problem:
-      `\${var.${name}}: environment ${vars.name} has no variable ${name} (its vars: ${has.length > 0 ? has.join(", ") : "none"}); ` +
-      `add it under environments.${vars.name}.vars in edgeplan.yaml`,
-  };
+  const missing = `\${var.${name}}: environment ${vars.name} has no variable ${name} (its vars: ${has.length > 0 ? has.join(", ") : "none"})`;
+  return { problem: `${missing}; add it under environments.${vars.name}.vars in edgeplan.yaml` };
 }
 
 /** The value of `${name}`, or why it cannot be replaced (no problem: left as written, unjudged). */
@@ -54,11 +51,8 @@ function resolve(name: string, env: Env, vars: VarSource): { value: string } | {
     return { problem: `\${${name}} is not a variable reference: a name has letters, digits and _; write $\${${name}} for the literal text` };
   }
   if (!name.startsWith(VAR_PREFIX)) {
-    return {
-      problem:
-        `\${${name}}: only ${VAR_PREFIX}* variables can be used, so that a manifest cannot read the runner's secrets; ` +
-        `set ${VAR_PREFIX}${name} and write \${${VAR_PREFIX}${name}}, or write $\${${name}} for the literal text`,
-    };
+    const only = `\${${name}}: only ${VAR_PREFIX}* variables can be used, so that a manifest cannot read the runner's secrets`;
+    return { problem: `${only}; set ${VAR_PREFIX}${name} and write \${${VAR_PREFIX}${name}}, or write $\${${name}} for the literal text` };
   }
   const value = env[name];
   return value === undefined ? { problem: `\${${name}}: ${name} is not set; set it in edgeplan's environment, or write $\${${name}} for the literal text` } : { value };
@@ -105,17 +99,12 @@ export function substitute(text: string, env: Env, vars: VarSource = null, budge
 
 /** The data path (keys and indexes) of a node, from the ancestors `visit` passes. */
 function dataPath(ancestors: readonly unknown[], node: unknown): PropertyKey[] {
-  const path: PropertyKey[] = [];
-  ancestors.forEach((a, i) => {
-    const child = ancestors[i + 1] ?? node;
-    if (isPair(a)) {
-      const key = a.key as { value?: unknown } | null;
-      path.push(String(key !== null && typeof key === "object" && "value" in key ? key.value : key));
-    } else if (isSeq(a)) {
-      path.push(a.items.indexOf(child as never));
-    }
+  return ancestors.flatMap((a, i): PropertyKey[] => {
+    if (isSeq(a)) return [a.items.indexOf((ancestors[i + 1] ?? node) as never)];
+    if (!isPair(a)) return [];
+    const key = a.key as { value?: unknown } | null;
+    return [String(key !== null && typeof key === "object" && "value" in key ? key.value : key)];
   });
-  return path;
 }
 
 /** A key that a substitution made equal to another key of its mapping: the YAML reader could not see it. */
