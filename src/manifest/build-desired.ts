@@ -218,11 +218,8 @@ function firstDeclarations(declaredNames: BuildInput["declaredNames"], out: Coll
   const firstByName = new Map<string, SourcePos>();
   for (const { name, pos } of declaredNames) {
     const first = firstByName.get(name);
-    if (first) {
-      out.error(pos, `name ${name} is already used by the WeightedBackend at ${formatPos(first)}; names must be unique across all manifests`);
-    } else {
-      firstByName.set(name, pos);
-    }
+    if (first) out.error(pos, `name ${name} is already used by the WeightedBackend at ${formatPos(first)}; names must be unique across all manifests`);
+    else firstByName.set(name, pos);
   }
   return firstByName;
 }
@@ -238,11 +235,8 @@ function addWeightedBackends(wbDocs: WeightedBackendDoc[], desired: DesiredState
     if (v.id !== undefined) {
       const at = new Pinner(doc.src).value(["id"]);
       const first = adopted.get(v.id);
-      if (first) {
-        out.error(at, `id ${v.id} is already adopted by ${first.name} at ${formatPos(first.pos)}; two manifests cannot manage the same weighted backend`);
-      } else {
-        adopted.set(v.id, { name: v.name, pos: at });
-      }
+      if (first) out.error(at, `id ${v.id} is already adopted by ${first.name} at ${formatPos(first.pos)}; two manifests cannot manage the same weighted backend`);
+      else adopted.set(v.id, { name: v.name, pos: at });
     }
     out.quiet = doc.partial;
     const wb = normaliseWeightedBackend(doc, out);

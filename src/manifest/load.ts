@@ -73,11 +73,7 @@ function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: st
 }
 
 /** The manifest files read, those skipped, and the file each checked document came from. */
-interface ReadFiles {
-  files: string[];
-  skipped: string[];
-  fileOf: Map<CheckedDocument, ManifestFile>;
-}
+type ReadFiles = Pick<LoadResult, "files" | "skipped"> & { fileOf: Map<CheckedDocument, ManifestFile> };
 
 /** A file read: its text, a diagnostic in its place, or "skip" (a walked YAML file that is not a manifest). */
 export type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";

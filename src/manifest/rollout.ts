@@ -37,9 +37,7 @@ export function normaliseRollout(written: RolloutManifest, pin: Positions, out: 
     if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
     const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
     if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
-    if ("url" in url && typeof timeout === "number") {
-      check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
-    }
+    if ("url" in url && typeof timeout === "number") check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
   }
   const pace = rolloutPace(written, pin, out);
   const analysis = normaliseAnalysis(written.analysis, pin, out);
