@@ -7,9 +7,9 @@
  * is not formatted; else 0.
  */
 import { realpath, stat } from "node:fs/promises";
-import { EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { EXIT, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../model/errors.js";
 import { formatManifestText } from "../manifest/format.js";
-import { readManifestFile, sortDiagnostics } from "../manifest/load.js";
+import { readManifestFile } from "../manifest/load.js";
 import { loadProjectFile } from "../project/project-file.js";
 import { collectManifestFiles, type ManifestFile } from "../manifest/walk.js";
 import type { CommandIO } from "./io.js";

@@ -4,9 +4,9 @@
  * summary line to stdout; with `--format json`, one document on stdout instead (src/render/validate.ts). Exit 1
  * when any error.
  */
-import { EdgeplanError, EXIT, formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { EdgeplanError, EXIT, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../model/errors.js";
 import { renderValidateJson } from "../render/validate.js";
-import { loadDesired, sortDiagnostics, type LoadResult } from "../manifest/load.js";
+import { loadDesired, type LoadResult } from "../manifest/load.js";
 import { loadProjectFile } from "../project/project-file.js";
 import { chooseEnvironment } from "./project.js";
 

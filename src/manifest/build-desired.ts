@@ -5,31 +5,20 @@
  */
 import { canonicalJson, isJsonObject as isPlainObject } from "../model/canonical.js";
 import type { Diagnostic } from "../model/errors.js";
-import type { CircuitBreakerManifest, EdgeRouteManifest, RolloutManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
+import type { EdgeRouteManifest, SamlManifest, WeightedBackendManifest } from "../model/manifest-schema.js";
 import { ABSENT, WeightedBackendManifestSchema } from "../model/manifest-schema.js";
-import {
-  formatPos,
-  MARKER_KEY,
-  type DesiredEdgeRoute,
-  type DesiredState,
-  type DesiredWeightedBackend,
-  type ModuleIntent,
-  type OwnerMarker,
-  type RolloutCheck,
-  type RolloutShare,
-  type RolloutSpec,
-  type SourcePos,
-} from "../model/state.js";
-import { parseCheckTimeout, parseCheckUrl, parseInterval } from "../model/syntax.js";
+import { formatPos, MARKER_KEY, type DesiredEdgeRoute, type DesiredState, type DesiredWeightedBackend, type ModuleIntent, type SourcePos } from "../model/state.js";
 import { fieldsOf, LIMITS, utf8Bytes, type CircuitBreakerSettings, type SamlSettings } from "../model/wire.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { normaliseModuleSettings } from "../kinds/module.js";
+import { buildMarker, buildMetadata, hasTraffic } from "../kinds/weighted-backend.js";
 import { SAML } from "../kinds/saml.js";
 import { checkModuleIgnore, checkWeightedBackendIgnore } from "../kinds/ignore-changes.js";
 import { findCycles } from "../core/graph.js";
 import { protoKeyPaths, type CheckedDocument } from "./check-document.js";
+import type { CheckedTexts } from "./check-text.js";
 import { Pinner } from "./yaml-source.js";
-import { normaliseAnalysis } from "./analysis.js";
+import { normaliseRollout } from "./rollout.js";
 import { didYouMean } from "../model/suggest.js";
 
 /** The stack used to estimate the size of the owner marker before the real stack is known (plan time). */
@@ -38,8 +27,8 @@ export const ESTIMATE_STACK = "default";
 /** The fields of a WeightedBackend manifest whose positions a change may point at (all but apiVersion and kind). */
 const WB_MANIFEST_FIELDS = fieldsOf(WeightedBackendManifestSchema).filter((f) => f !== "apiVersion" && f !== "kind");
 
-/** A rollout check's timeout when the manifest leaves it out. */
-export const DEFAULT_CHECK_TIMEOUT = "10s";
+type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
+type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
 
 /** IdP metadata of one SAML module, as read: the text, and the file it came from (display path) if any. */
 export interface SamlSource {
@@ -47,17 +36,8 @@ export interface SamlSource {
   file?: string;
 }
 
-export interface BuildInput {
-  /** Documents that passed their schema (or what is left of them: `partial`), in load order. */
-  documents: CheckedDocument[];
-  /** Every WeightedBackend name written, valid document or not, so that references to a broken one still resolve. */
-  declaredNames: Array<{ name: string; pos: SourcePos }>;
-  /** Every child key that names a WeightedBackend, from every WeightedBackend document, valid or not. */
-  references: Array<{ key: string; pos: SourcePos }>;
-  /**
-   * IdP metadata per EdgeRoute document whose saml module names exactly one source. `undefined`: the source could
-   * not be used and the problem was already reported.
-   */
+export interface BuildInput extends Pick<CheckedTexts, "documents" | "declaredNames" | "references"> {
+  /** IdP metadata per EdgeRoute document whose saml module names exactly one source; undefined when it could not be used (reported). */
   samlSources: Map<CheckedDocument, SamlSource | undefined>;
 }
 
@@ -81,10 +61,7 @@ function nonJsonPath(value: unknown, path: string): string | undefined {
 
 class Collector {
   readonly diagnostics: Diagnostic[] = [];
-  /**
-   * Set while a partial document (one with schema errors, offending values taken out) is checked: its warnings
-   * would be about the values taken out ("left out", "no children"), so only its errors are kept.
-   */
+  /** Set while a partial document is checked: its warnings would be about the values taken out ("left out", "no children"). */
   quiet = false;
   /** Records an error; false, for `ok = out.error(...)`. */
   error(pos: SourcePos, message: string): false {
@@ -109,7 +86,7 @@ function writtenMetadata(written: WeightedBackendManifest["metadata"]): Record<s
   return isPlainObject(parsed) ? parsed : "metadata is JSON text but not of an object; write a mapping, or JSON text of an object";
 }
 
-/** The user's metadata as a mapping, or undefined after reporting why it cannot be one. */
+/** The user's metadata as a mapping, or undefined after reporting why it cannot be one or is too large with the owner marker. */
 function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collector): Record<string, unknown> | undefined {
   const written = v.metadata;
   const meta = writtenMetadata(written);
@@ -127,75 +104,15 @@ function normaliseMetadata(v: WeightedBackendManifest, pin: Pinner, out: Collect
   }
   const bad = nonJsonPath(meta, "metadata");
   if (bad) ok = out.error(pin.value(["metadata"]), `${bad}: infinity and NaN cannot be stored as JSON; use a finite number or text`);
-  return ok ? meta : undefined;
+  if (!ok) return undefined;
+  const bytes = utf8Bytes(canonicalJson(buildMetadata(meta, buildMarker(ESTIMATE_STACK, v.name, v.protect === true))));
+  if (bytes <= LIMITS.metadataBytes) return meta;
+  const over = `more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`;
+  out.error(pin.value(["metadata"]), `metadata is ${bytes} bytes once edgeplan's owner marker is added, ${over}`);
+  return undefined;
 }
 
-/** The rollout block with its durations parsed and defaults filled; undefined after reporting what is wrong. */
-function normaliseRollout(v: WeightedBackendManifest, pin: Pinner, out: Collector): RolloutSpec | undefined {
-  const written = v.rollout as RolloutManifest;
-  let ok = true;
-  const interval_ms = parseInterval(written.interval);
-  if (typeof interval_ms === "string") ok = out.error(pin.value(["rollout", "interval"]), `rollout.interval: ${interval_ms}`);
-  let check: RolloutCheck | null = null;
-  if (written.check) {
-    const url = parseCheckUrl(written.check.url);
-    if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
-    const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
-    if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
-    if ("url" in url && typeof timeout === "number") {
-      check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
-    }
-  }
-  const pace = rolloutPace(written, pin, out);
-  const analysis = normaliseAnalysis(written.analysis, pin, out);
-  if (!ok || typeof interval_ms === "string" || pace === undefined || analysis === undefined) return undefined;
-  return { ...pace, interval: written.interval.trim(), interval_ms, check, analysis };
-}
-
-/**
- * `max_step`, or the `steps:` list (shares rising, 100 added at its end, pauses between shares) with its largest
- * gap as `max_step`; undefined after reporting.
- */
-function rolloutPace(written: RolloutManifest, pin: Pinner, out: Collector): Pick<RolloutSpec, "max_step" | "shares"> | undefined {
-  const { max_step, steps } = written;
-  if ((max_step === undefined) === (steps === undefined)) {
-    const message =
-      max_step === undefined ? "rollout needs max_step (points per step) or steps (shares of the move, e.g. [10, 50, 100])" : "rollout has both max_step and steps; keep one";
-    // In a partial document the field may be missing because its bad value was taken out, and was reported.
-    if (!out.quiet) out.error(pin.key(["rollout"]), message);
-    return undefined;
-  }
-  if (steps === undefined) return { max_step: max_step as number, shares: null };
-  const wrong = stepsListError(steps);
-  if (wrong !== null) {
-    out.error(pin.value(["rollout", "steps", wrong.index]), `rollout.steps[${wrong.index}]: ${wrong.message}`);
-    return undefined;
-  }
-  const shares: RolloutShare[] = steps.at(-1) === 100 ? [...steps] : [...steps, 100];
-  const numbers = shares.filter((s): s is number => typeof s === "number");
-  return { max_step: Math.max(...numbers.map((s, i) => s - (numbers[i - 1] ?? 0))), shares };
-}
-
-/** The first item of a `steps:` list that breaks its rules (shares rising; a pause neither first, last, nor after another), or null. */
-function stepsListError(steps: readonly RolloutShare[]): { index: number; message: string } | null {
-  let previous: number | null = null;
-  for (let i = 0; i < steps.length; i++) {
-    const s = steps[i] as RolloutShare;
-    if (typeof s !== "number") {
-      if (i === 0) return { index: i, message: "a pause cannot come first: the first step is taken by apply; put a share before it" };
-      if (i === steps.length - 1) return { index: i, message: "a pause cannot come last: nothing would follow it; put 100 after it" };
-      if (typeof steps[i - 1] !== "number") return { index: i, message: "two pauses in a row wait for the same thing; keep one" };
-      continue;
-    }
-    if (previous !== null && s <= previous) {
-      return { index: i, message: `${s} does not rise above the step before it; list the shares of the move in rising order` };
-    }
-    previous = s;
-  }
-  return null;
-}
-
-function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBackend" }, out: Collector): DesiredWeightedBackend | undefined {
+function normaliseWeightedBackend(doc: WeightedBackendDoc, out: Collector): DesiredWeightedBackend | undefined {
   const v = doc.value;
   const pin = new Pinner(doc.src);
   let ok = true;
@@ -205,26 +122,16 @@ function normaliseWeightedBackend(doc: CheckedDocument & { kind: "WeightedBacken
     ok = out.error(pin.value(["description"]), `description is ${descriptionBytes} bytes, more than the ${LIMITS.descriptionBytes} bytes the API accepts; shorten it`);
   }
   const metadata = normaliseMetadata(v, pin, out);
-  if (metadata === undefined) {
-    ok = false;
-  } else {
-    const marker: OwnerMarker = { stack: ESTIMATE_STACK, name: v.name, ...(v.protect ? { protect: true as const } : {}) };
-    const bytes = utf8Bytes(canonicalJson({ ...metadata, [MARKER_KEY]: marker }));
-    if (bytes > LIMITS.metadataBytes) {
-      const over = `more than the ${LIMITS.metadataBytes} bytes the API accepts; make it smaller`;
-      ok = out.error(pin.value(["metadata"]), `metadata is ${bytes} bytes once edgeplan's owner marker is added, ${over}`);
-    }
-  }
+  if (metadata === undefined) ok = false;
   const children = Object.keys(v.backends);
   if (children.length > LIMITS.childrenPerWeightedBackend) {
     const many = `backends has ${children.length} children, more than the ${LIMITS.childrenPerWeightedBackend} a weighted backend may have`;
     ok = out.error(pin.key(["backends"]), `${many}; split them into nested weighted backends`);
-  } else if (children.length === 0) {
-    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: it has no children; add children to backends`);
-  } else if (children.every((k) => v.backends[k] === 0)) {
-    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: every weight is 0; give at least one child a weight above 0`);
+  } else if (!hasTraffic(v.backends)) {
+    const why = children.length === 0 ? "it has no children; add children to backends" : "every weight is 0; give at least one child a weight above 0";
+    out.warning(pin.key(["backends"]), `weighted backend ${v.name} receives no traffic: ${why}`);
   }
-  const rollout = v.rollout === undefined ? undefined : normaliseRollout(v, pin, out);
+  const rollout = v.rollout === undefined ? undefined : normaliseRollout(v.rollout, pin, out);
   if (v.rollout !== undefined && rollout === undefined) ok = false;
   const ignoreChanges = checkIgnoreChanges(v.ignore_changes, checkWeightedBackendIgnore, pin, out);
   if (!ok || ignoreChanges === undefined) return undefined;
@@ -257,11 +164,7 @@ function checkIgnoreChanges(written: string[] | undefined, check: (path: string)
   return ok ? [...new Set(written ?? [])] : undefined;
 }
 
-function samlIntent(
-  doc: CheckedDocument & { kind: "EdgeRoute" },
-  source: SamlSource | undefined,
-  out: Collector,
-): (ModuleIntent<SamlSettings> & { idpMetadataFile?: string }) | undefined {
+function samlIntent(doc: EdgeRouteDoc, source: SamlSource | undefined, out: Collector): (ModuleIntent<SamlSettings> & { idpMetadataFile?: string }) | undefined {
   const written = doc.value.saml;
   const pin = new Pinner(doc.src);
   if (written === undefined) return { state: "unmanaged" };
@@ -278,29 +181,21 @@ function samlIntent(
   }
   if (source === undefined) return undefined;
   if (written.allow_idp_initiated === undefined) {
-    out.warning(
-      at,
-      "saml.allow_idp_initiated is left out, so the API default true applies and the IdP may start logins on its own; " +
-        "write allow_idp_initiated: true (or false) to choose and silence this warning",
-    );
+    const defaulted = "saml.allow_idp_initiated is left out, so the API default true applies and the IdP may start logins on its own";
+    out.warning(at, `${defaulted}; write allow_idp_initiated: true (or false) to choose and silence this warning`);
   }
   const settings = normaliseModuleSettings(SAML, { ...written, idp_metadata: source.text });
   return { state: "present", settings, source: at, ...(source.file !== undefined ? { idpMetadataFile: source.file } : {}) };
 }
 
-function circuitBreakerIntent(doc: CheckedDocument & { kind: "EdgeRoute" }): ModuleIntent<CircuitBreakerSettings> {
-  const written: CircuitBreakerManifest | typeof ABSENT | undefined = doc.value.circuit_breaker;
+function circuitBreakerIntent(doc: EdgeRouteDoc): ModuleIntent<CircuitBreakerSettings> {
+  const written = doc.value.circuit_breaker;
   if (written === undefined) return { state: "unmanaged" };
-  const at = new Pinner(doc.src).key(["circuit_breaker"]);
-  if (written === ABSENT) return { state: "absent", source: at };
-  return {
-    state: "present",
-    source: at,
-    settings: normaliseModuleSettings(CIRCUIT_BREAKER, written),
-  };
+  const source = new Pinner(doc.src).key(["circuit_breaker"]);
+  return written === ABSENT ? { state: "absent", source } : { state: "present", source, settings: normaliseModuleSettings(CIRCUIT_BREAKER, written) };
 }
 
-function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source: SamlSource | undefined, out: Collector): DesiredEdgeRoute | undefined {
+function normaliseEdgeRoute(doc: EdgeRouteDoc, source: SamlSource | undefined, out: Collector): DesiredEdgeRoute | undefined {
   const v: EdgeRouteManifest = doc.value;
   const saml = samlIntent(doc, source, out);
   const circuit_breaker = circuitBreakerIntent(doc);
@@ -315,9 +210,6 @@ function normaliseEdgeRoute(doc: CheckedDocument & { kind: "EdgeRoute" }, source
   return { kind: "EdgeRoute", edge: v.edge, route: v.route, saml, circuit_breaker, ...ignored, ...guarded, source: doc.src.pos, routeSource };
 }
 
-type WeightedBackendDoc = CheckedDocument & { kind: "WeightedBackend" };
-type EdgeRouteDoc = CheckedDocument & { kind: "EdgeRoute" };
-
 /**
  * Names: the first declaration wins; every later one is an error that names the first. The one check of unique
  * names: the plan relies on it.
@@ -326,11 +218,8 @@ function firstDeclarations(declaredNames: BuildInput["declaredNames"], out: Coll
   const firstByName = new Map<string, SourcePos>();
   for (const { name, pos } of declaredNames) {
     const first = firstByName.get(name);
-    if (first) {
-      out.error(pos, `name ${name} is already used by the WeightedBackend at ${formatPos(first)}; names must be unique across all manifests`);
-    } else {
-      firstByName.set(name, pos);
-    }
+    if (first) out.error(pos, `name ${name} is already used by the WeightedBackend at ${formatPos(first)}; names must be unique across all manifests`);
+    else firstByName.set(name, pos);
   }
   return firstByName;
 }
@@ -346,11 +235,8 @@ function addWeightedBackends(wbDocs: WeightedBackendDoc[], desired: DesiredState
     if (v.id !== undefined) {
       const at = new Pinner(doc.src).value(["id"]);
       const first = adopted.get(v.id);
-      if (first) {
-        out.error(at, `id ${v.id} is already adopted by ${first.name} at ${formatPos(first.pos)}; two manifests cannot manage the same weighted backend`);
-      } else {
-        adopted.set(v.id, { name: v.name, pos: at });
-      }
+      if (first) out.error(at, `id ${v.id} is already adopted by ${first.name} at ${formatPos(first.pos)}; two manifests cannot manage the same weighted backend`);
+      else adopted.set(v.id, { name: v.name, pos: at });
     }
     out.quiet = doc.partial;
     const wb = normaliseWeightedBackend(doc, out);
@@ -365,11 +251,8 @@ function reportUnresolved(references: BuildInput["references"], firstByName: Map
   const declared = [...firstByName.keys()];
   for (const { key, pos } of references) {
     if (firstByName.has(key)) continue;
-    out.error(
-      pos,
-      `backends.${key}: no WeightedBackend is named ${key}` +
-        didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)"),
-    );
+    const hint = didYouMean(key, declared, "; declare a WeightedBackend with that name, or use a backend id (bkdhr_..., bkdwd_...)");
+    out.error(pos, `backends.${key}: no WeightedBackend is named ${key}${hint}`);
   }
 }
 

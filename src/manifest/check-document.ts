@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import { isJsonObject as isPlainObject } from "../model/canonical.js";
+import { fieldOrderOf } from "../model/field-order.js";
 import type { Diagnostic } from "../model/errors.js";
 import { NAME_MAX, NAME_PATTERN, type SourcePos } from "../model/state.js";
 import { SAML_GENERATED_FIELDS, unstorableText } from "../model/wire.js";
@@ -25,10 +26,7 @@ export interface CheckResult {
   kind?: ManifestKind;
   /** A WeightedBackend's name when it is a string (even if the rest is invalid): references to it then resolve. */
   name?: string;
-  /**
-   * A WeightedBackend's children that name other WeightedBackends (well-formed names, found even when the rest of
-   * the document is invalid), so that unresolved references are reported in the same run.
-   */
+  /** A WeightedBackend's children named like WeightedBackends, found even when the rest is invalid: unresolved ones are reported in the same run. */
   references?: string[];
   /** The validated document (possibly `partial`), when there is enough of it for the rules between objects. */
   checked?: CheckedDocument;
@@ -36,7 +34,6 @@ export interface CheckResult {
 }
 
 type Issue = z.core.$ZodIssue;
-type Path = PropertyKey[];
 
 const dotted = (path: ReadonlyArray<PropertyKey>): string => path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
 
@@ -59,9 +56,7 @@ function typeHint(expected: string, input: unknown): string {
   if ((expected === "number" || expected === "int") && typeof input === "string" && input.trim() !== "" && Number.isFinite(Number(input))) {
     return "; write the number without quotes";
   }
-  if (expected === "string" && (typeof input === "number" || typeof input === "boolean")) {
-    return "; put the value in quotes";
-  }
+  if (expected === "string" && (typeof input === "number" || typeof input === "boolean")) return "; put the value in quotes";
   return "";
 }
 
@@ -102,16 +97,9 @@ const UNION_EXPECTED: Record<string, string> = {
 
 /** The field names of the object schema at a path, for "did you mean" (objects, optionals and unions followed). */
 function fieldsAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
-  type Def = { def?: { type?: string; innerType?: Def; shape?: Record<string, Def>; options?: Def[] } };
-  const shapeOf = (s: Def | undefined): Record<string, Def> | undefined => {
-    while (s?.def?.type === "optional" || s?.def?.type === "nullable") s = s.def.innerType;
-    if (s?.def?.type === "object") return s.def.shape;
-    if (s?.def?.type === "union") return (s.def.options ?? []).map(shapeOf).find((shape) => shape !== undefined);
-    return undefined;
-  };
-  let cur: Def | undefined = schema as Def;
-  for (const seg of path) cur = shapeOf(cur)?.[String(seg)];
-  return Object.keys(shapeOf(cur) ?? {});
+  let order = fieldOrderOf(schema);
+  for (const seg of path) order = order?.nested.get(String(seg));
+  return [...(order?.keys ?? [])];
 }
 
 /**
@@ -127,23 +115,11 @@ function expandUnion(issue: Issue & { code: "invalid_union" }): Issue[] | undefi
 
 /** One message for an input that no branch of a union takes. */
 function unionMessage(issue: Issue & { code: "invalid_union" }, input: unknown, where: string): string {
-  const wants = new Set<string>();
-  const words: string[] = [];
-  for (const branch of issue.errors) {
-    for (const i of branch) {
-      if (i.path.length !== 0) continue;
-      if (i.code === "invalid_value") {
-        for (const v of i.values) {
-          wants.add(String(v));
-          words.push(String(v));
-        }
-      } else if (i.code === "invalid_type") {
-        wants.add(EXPECTED[String(i.expected)] ?? String(i.expected));
-      }
-    }
-  }
+  const root = issue.errors.flat().filter((i) => i.path.length === 0);
+  const words = root.flatMap((i) => (i.code === "invalid_value" ? i.values.map(String) : []));
+  const wants = root.flatMap((i) => (i.code === "invalid_value" ? i.values.map(String) : i.code === "invalid_type" ? [EXPECTED[i.expected] ?? i.expected] : []));
   const hint = typeof input === "string" ? didYouMean(input, words) : "";
-  return `expected ${UNION_EXPECTED[where] ?? [...wants].join(" or ")}, got ${describeValue(input)}${hint}`;
+  return `expected ${UNION_EXPECTED[where] ?? [...new Set(wants)].join(" or ")}, got ${describeValue(input)}${hint}`;
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
@@ -157,15 +133,10 @@ function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
 
 /** Issues with every union the input was meant for replaced by that branch's issues. */
 function flatten(issues: Issue[]): Issue[] {
-  const out: Issue[] = [];
-  const queue = [...issues];
-  while (queue.length > 0) {
-    const issue = queue.shift() as Issue;
+  return issues.flatMap((issue) => {
     const expanded = issue.code === "invalid_union" ? expandUnion(issue) : undefined;
-    if (expanded) queue.unshift(...expanded);
-    else out.push(issue);
-  }
-  return out;
+    return expanded ? flatten(expanded) : [issue];
+  });
 }
 
 const startsWith = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<PropertyKey>): boolean =>
@@ -174,25 +145,23 @@ const startsWith = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<Prop
 /** Converts (flattened) zod issues to diagnostics, one per problem, deduplicated by field. */
 export function issuesToDiagnostics(issues: Issue[], d: ParsedDocument, plain: unknown, schema: z.ZodType): Diagnostic[] {
   const pin = new Pinner(d);
-  const out: Diagnostic[] = [];
-  const seen = new Set<string>();
+  // One diagnostic per field (or key): the first issue about it.
+  const out = new Map<string, Diagnostic>();
   const add = (dedupeKey: string, pos: SourcePos, message: string): void => {
-    if (seen.has(dedupeKey)) return;
-    seen.add(dedupeKey);
-    out.push({ severity: "error", pos, message });
+    if (!out.has(dedupeKey)) out.set(dedupeKey, { severity: "error", pos, message });
   };
   // "backend" written for "backends": the unknown field's message says it all; "missing backends" would repeat it.
   const suggested = new Set<string>();
   for (const issue of issues) {
     if (issue.code !== "unrecognized_keys") continue;
-    const known = fieldsAt(schema, issue.path as Path);
+    const known = fieldsAt(schema, issue.path);
     for (const key of issue.keys) {
       const c = closest(key, known);
-      if (c !== undefined) suggested.add(dotted([...(issue.path as Path), c]));
+      if (c !== undefined) suggested.add(dotted([...issue.path, c]));
     }
   }
   for (const issue of issues) {
-    const path = issue.path as Path;
+    const path = issue.path;
     const where = dotted(path);
     switch (issue.code) {
       case "unrecognized_keys": {
@@ -223,7 +192,7 @@ export function issuesToDiagnostics(issues: Issue[], d: ParsedDocument, plain: u
         add(where, pin.value(path), `${where}: ${issue.message}`);
     }
   }
-  return out;
+  return [...out.values()];
 }
 
 function deleteAt(root: unknown, path: ReadonlyArray<PropertyKey>): void {
@@ -245,7 +214,7 @@ function salvage(schema: z.ZodType, plain: Record<string, unknown>, issues: Issu
   let current = issues;
   for (let round = 0; round < 4; round++) {
     for (const issue of current) {
-      const path = issue.path as Path;
+      const path = issue.path;
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) deleteAt(value, [...path, key]);
       } else if (issue.code === "invalid_type" && valueAt(value, path) === undefined) {
@@ -274,41 +243,32 @@ export function checkAgainstSchema<T>(schema: z.ZodType<T>, d: ParsedDocument, p
   return { diagnostics: issuesToDiagnostics(flatten(result.error.issues), d, plain, schema) };
 }
 
-/**
- * Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. One
- * path is kept and copied only for a key found, since every document is searched and almost none has one.
- */
-export function protoKeyPaths(value: unknown, path: PropertyKey[] = [], found: PropertyKey[][] = []): PropertyKey[][] {
-  const list = Array.isArray(value);
-  if (!list && !isPlainObject(value)) return found;
-  for (const k of Object.keys(value)) {
-    path.push(list ? Number(k) : k);
-    if (k === "__proto__" && !list) found.push([...path]);
-    else protoKeyPaths((value as Record<string, unknown>)[k], path, found);
-    path.pop();
-  }
-  return found;
-}
+type Fault = { path: PropertyKey[]; key: boolean; why: string };
 
 /**
- * Keys and text values the API cannot store as written (`unstorableText`: a NUL, a lone surrogate, which a YAML
- * escape such as "\0" or "\uD800" can spell), each with its path and why: the plan would show them, and the API
- * would refuse the write.
+ * The keys and text values of plain data that `why` finds fault with, each with its path and why (what is under a
+ * key found is not searched). One path is kept and copied only for what is found, since every document is searched
+ * and almost none has one.
  */
-function unstorableTexts(value: unknown, path: PropertyKey[] = [], found: Array<{ path: PropertyKey[]; key: boolean; why: string }> = []) {
+function faultyTexts(value: unknown, why: (text: string, key: boolean) => string | undefined, path: PropertyKey[] = [], found: Fault[] = []): Fault[] {
   if (typeof value === "string") {
-    const why = unstorableText(value);
-    if (why) found.push({ path: [...path], key: false, why });
+    const fault = why(value, false);
+    if (fault) found.push({ path: [...path], key: false, why: fault });
   } else if (Array.isArray(value) || isPlainObject(value)) {
     for (const [k, v] of Object.entries(value)) {
       path.push(Array.isArray(value) ? Number(k) : k);
-      const why = Array.isArray(value) ? undefined : unstorableText(k);
-      if (why) found.push({ path: [...path], key: true, why });
-      else unstorableTexts(v, path, found);
+      const fault = Array.isArray(value) ? undefined : why(k, true);
+      if (fault) found.push({ path: [...path], key: true, why: fault });
+      else faultyTexts(v, why, path, found);
       path.pop();
     }
   }
   return found;
+}
+
+/** Paths of every `__proto__` key: JavaScript objects cannot hold it as data, so it would be dropped silently. */
+export function protoKeyPaths(value: unknown): PropertyKey[][] {
+  return faultyTexts(value, (text, key) => (key && text === "__proto__" ? text : undefined)).map((f) => f.path);
 }
 
 /**
@@ -329,17 +289,17 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
   if (!(MANIFEST_KINDS as readonly string[]).includes(kind)) {
     return refuse(pin.value(["kind"]), `unknown kind ${JSON.stringify(kind)}${didYouMean(kind, MANIFEST_KINDS, "; use WeightedBackend or EdgeRoute")}`);
   }
-  const protoPaths = protoKeyPaths(plain);
-  const protoDiagnostics: Diagnostic[] = protoPaths.map((p) => ({
-    severity: "error",
-    pos: pin.key(p),
-    message: `${dotted(p)}: the key __proto__ cannot be used; rename it`,
-  }));
-  for (const p of protoPaths) deleteAt(plain, p);
-  for (const u of unstorableTexts(plain)) {
-    // A key is not quoted: it holds what cannot be printed.
+  // Keys and values the document cannot keep are reported and taken out before the schema sees it.
+  const removed: Diagnostic[] = [];
+  for (const p of protoKeyPaths(plain)) {
+    removed.push({ severity: "error", pos: pin.key(p), message: `${dotted(p)}: the key __proto__ cannot be used; rename it` });
+    deleteAt(plain, p);
+  }
+  // What the API cannot store as written (a NUL, a lone surrogate, which a YAML escape such as "\0" or "\uD800" can
+  // spell): the plan would show it, and the API would refuse the write. A key is not quoted: it holds what cannot be printed.
+  for (const u of faultyTexts(plain, unstorableText)) {
     const what = u.key ? `${u.path.length > 1 ? `${dotted(u.path.slice(0, -1))}: ` : ""}a key` : `${dotted(u.path)}:`;
-    protoDiagnostics.push({ severity: "error", pos: u.key ? pin.key(u.path) : pin.value(u.path), message: `${what} ${u.why}` });
+    removed.push({ severity: "error", pos: u.key ? pin.key(u.path) : pin.value(u.path), message: `${what} ${u.why}` });
     deleteAt(plain, u.path);
   }
   const k = kind as ManifestKind;
@@ -348,22 +308,11 @@ export function checkDocument(d: ParsedDocument, plain: unknown, unresolved: Rea
     k === "WeightedBackend" && isPlainObject(plain.backends) ? Object.keys(plain.backends).filter((key) => NAME_PATTERN.test(key) && key.length <= NAME_MAX) : undefined;
   const schema = KIND_SCHEMAS[k] as z.ZodType;
   const result = schema.safeParse(plain, { reportInput: true, error: genericMessage });
-  let data: unknown;
-  let diagnostics: Diagnostic[] = protoDiagnostics;
-  if (result.success) {
-    data = result.data;
-  } else {
-    const issues = flatten(result.error.issues);
-    const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path as Path, u)));
-    diagnostics = [...protoDiagnostics, ...issuesToDiagnostics(reported, d, plain, schema)];
-    data = salvage(schema, plain, issues);
-  }
-  const partial = !result.success || unresolved.length > 0 || protoDiagnostics.length > 0;
-  const checked: CheckedDocument | undefined =
-    data === undefined
-      ? undefined
-      : k === "WeightedBackend"
-        ? { kind: k, value: data as WeightedBackendManifest, src: d, partial }
-        : { kind: k, value: data as EdgeRouteManifest, src: d, partial };
+  const issues = result.success ? [] : flatten(result.error.issues);
+  const reported = issues.filter((i) => !unresolved.some((u) => startsWith(i.path, u)));
+  const diagnostics = [...removed, ...issuesToDiagnostics(reported, d, plain, schema)];
+  const data = result.success ? result.data : salvage(schema, plain, issues);
+  const partial = !result.success || unresolved.length > 0 || removed.length > 0;
+  const checked = data === undefined ? undefined : ({ kind: k, value: data, src: d, partial } as CheckedDocument);
   return { kind: k, name, ...(references ? { references } : {}), ...(checked ? { checked } : {}), diagnostics };
 }

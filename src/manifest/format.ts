@@ -35,10 +35,7 @@ function orderFields(map: YAMLMap, order: FieldOrder): void {
 /** Block style everywhere, and strings plain unless they cannot be (block scalars stay as written). */
 function restyle(doc: Document): void {
   visit(doc, {
-    Map: (_, node) => {
-      node.flow = false;
-    },
-    Seq: (_, node) => {
+    Collection: (_, node) => {
       node.flow = false;
     },
     Scalar: (_, node) => {
@@ -47,25 +44,18 @@ function restyle(doc: Document): void {
   });
 }
 
-/** The document's kind, when it is a mapping with a known `kind`. */
-function kindOf(contents: Node | null): ManifestKind | undefined {
-  if (!isMap(contents)) return undefined;
-  const kind = contents.get("kind");
-  return (MANIFEST_KINDS as readonly unknown[]).includes(kind) ? (kind as ManifestKind) : undefined;
-}
-
 /** One document in the canonical layout, without a `---` line. */
 function formatDocument(doc: Document): string {
   const contents = doc.contents as Node | null;
-  const kind = kindOf(contents);
-  if (kind !== undefined && isMap(contents)) {
+  const kind = isMap(contents) ? contents.get("kind") : undefined;
+  if (isMap(contents) && (MANIFEST_KINDS as readonly unknown[]).includes(kind)) {
     // The comment above a document's first key is the document's header: it stays on top, whatever key comes first.
     const first = contents.items[0]?.key as Node | undefined;
     if (first?.commentBefore) {
       contents.commentBefore = [contents.commentBefore, first.commentBefore].filter(Boolean).join("\n");
       first.commentBefore = undefined;
     }
-    orderFields(contents, MANIFEST_FIELD_ORDER[kind]);
+    orderFields(contents, MANIFEST_FIELD_ORDER[kind as ManifestKind]);
   }
   restyle(doc);
   if (doc.directives) doc.directives.docEnd = false;
@@ -80,14 +70,7 @@ function formatDocument(doc: Document): string {
 function commentsOnly(doc: Document): string {
   const contents = doc.contents as Node | null;
   const comments = [doc.commentBefore, contents?.commentBefore, contents?.comment, doc.comment].filter((c): c is string => typeof c === "string" && c !== "");
-  return comments
-    .map((c) =>
-      c
-        .split("\n")
-        .map((line) => `#${line}`)
-        .join("\n"),
-    )
-    .join("\n");
+  return comments.map((c) => `#${c.split("\n").join("\n#")}`).join("\n");
 }
 
 /** The values of the documents as canonical JSON, or undefined when one cannot be built. */
@@ -109,17 +92,14 @@ export function formatManifestText(text: string, file: string): FormatResult {
   const parsed = parseManifestText(text, file, true);
   const errors = parsed.diagnostics.filter((d) => d.severity === "error");
   if (errors.length > 0) return { diagnostics: errors };
+  const refuse = (message: string): FormatResult => ({ diagnostics: [{ severity: "error", pos: { file, line: 1, col: 1 }, message }] });
   const before = valuesOf(parsed.docs);
-  if (before === undefined)
-    return {
-      diagnostics: [{ severity: "error", pos: { file, line: 1, col: 1 }, message: "the documents' values cannot be built (aliases); fix the file, then run fmt again" }],
-    };
+  if (before === undefined) return refuse("the documents' values cannot be built (aliases); fix the file, then run fmt again");
   const formatted = parsed.docs.map((d) => formatDocument(d.doc)).join("---\n");
   const again = parseManifestText(formatted, file, true);
   const after = again.diagnostics.some((d) => d.severity === "error") ? undefined : valuesOf(again.docs);
   if (after === undefined || after.length !== before.length || after.some((v, i) => v !== before[i])) {
-    const message = "fmt: the formatted text would not read back to the same values, so the file is left as it is; format it by hand";
-    return { diagnostics: [{ severity: "error", pos: { file, line: 1, col: 1 }, message }] };
+    return refuse("fmt: the formatted text would not read back to the same values, so the file is left as it is; format it by hand");
   }
   return { text: formatted };
 }

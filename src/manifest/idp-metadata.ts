@@ -13,8 +13,6 @@ import { insideGitFolder } from "../model/confine.js";
 import { inside } from "./walk.js";
 import { firstInvalidUtf8, lineColOfByte } from "./yaml-source.js";
 
-export type { XmlProblem };
-
 /** The `CN=...` of a certificate's subject, for messages. */
 function commonName(subject: string): string {
   const cn = subject.split("\n").find((l) => l.startsWith("CN="));
@@ -29,28 +27,14 @@ function commonName(subject: string): string {
  */
 export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
   const text = xml.startsWith("\uFEFF") ? xml.slice(1) : xml;
+  const error = (offset: number, message: string): XmlProblem[] => [{ severity: "error", ...lineColOf(text, offset), message }];
   const pem = /^\s*-----BEGIN ([A-Z0-9 ]+)-----/.exec(text);
   if (pem) {
-    return [
-      {
-        severity: "error",
-        ...lineColOf(text, pem[0].indexOf("-")),
-        message:
-          `IdP metadata is a PEM file (${pem[1]}), not the IdP's SAML metadata XML; the signing certificate is part of the metadata: ` +
-          "download the IdP's metadata (an XML EntityDescriptor) and name that file",
-      },
-    ];
+    const notXml = `IdP metadata is a PEM file (${pem[1]}), not the IdP's SAML metadata XML; the signing certificate is part of the metadata`;
+    return error(pem[0].indexOf("-"), `${notXml}: download the IdP's metadata (an XML EntityDescriptor) and name that file`);
   }
   const doctype = text.search(/<!DOCTYPE/i);
-  if (doctype >= 0) {
-    return [
-      {
-        severity: "error",
-        ...lineColOf(text, doctype),
-        message: "IdP metadata holds a DOCTYPE, whose entity declarations can expand without bound; IdP metadata never needs one: remove it",
-      },
-    ];
-  }
+  if (doctype >= 0) return error(doctype, "IdP metadata holds a DOCTYPE, whose entity declarations can expand without bound; IdP metadata never needs one: remove it");
   const read = readIdpMetadata(text);
   if ("problem" in read) return [read.problem];
   return checkSigningCertificates(text, read.descriptors, read.rootPos, now);
@@ -58,30 +42,21 @@ export function checkIdpMetadataXml(xml: string, now: Date): XmlProblem[] {
 
 /** Warnings for signing certificates that cannot be read or expired before `now`. */
 function checkSigningCertificates(text: string, descriptors: unknown[], rootPos: { line?: number; col?: number }, now: Date): XmlProblem[] {
-  const problems: XmlProblem[] = [];
   const offsets = signingCertificateOffsets(text);
-  signingCertificates(descriptors).forEach((b64, i) => {
+  return signingCertificates(descriptors).flatMap((b64, i): XmlProblem[] => {
     const at = offsets[i];
     const pos = at !== undefined ? lineColOf(text, at) : rootPos;
     let cert: X509Certificate;
     try {
       cert = new X509Certificate(Buffer.from(b64.replace(/\s+/g, ""), "base64"));
     } catch {
-      problems.push({ severity: "warning", ...pos, message: "a signing certificate of the IdP metadata cannot be read as X.509 (base64 DER); check the metadata" });
-      return;
+      return [{ severity: "warning", ...pos, message: "a signing certificate of the IdP metadata cannot be read as X.509 (base64 DER); check the metadata" }];
     }
     const validTo = new Date(cert.validTo);
-    if (Number.isFinite(validTo.getTime()) && validTo.getTime() < now.getTime()) {
-      problems.push({
-        severity: "warning",
-        ...pos,
-        message:
-          `the IdP's signing certificate ${commonName(cert.subject)} expired on ${validTo.toISOString().replace(".000Z", "Z")}; ` +
-          "logins signed with it may be refused: download fresh metadata from the IdP",
-      });
-    }
+    if (!(Number.isFinite(validTo.getTime()) && validTo.getTime() < now.getTime())) return [];
+    const expired = `the IdP's signing certificate ${commonName(cert.subject)} expired on ${validTo.toISOString().replace(".000Z", "Z")}`;
+    return [{ severity: "warning", ...pos, message: `${expired}; logins signed with it may be refused: download fresh metadata from the IdP` }];
   });
-  return problems;
 }
 
 /** Outcome of reading `idp_metadata_file`: the text, or one error about the reference itself. */
@@ -97,42 +72,30 @@ export type IdpFileResult =
 export async function readIdpMetadataFile(ref: string, manifestPath: string, root: string, rootDisplay: string): Promise<IdpFileResult> {
   const field = "saml.idp_metadata_file";
   const inRoot = `the manifest root ${rootDisplay === "." ? "./" : `${rootDisplay}/`}`;
+  // What is wrong with the reference, said after it.
+  const refuse = (problem: string): IdpFileResult => ({ ok: false, message: `${field} ${ref}${problem}` });
+  const tooLarge = (size: number) => ` is ${size} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts`;
   if (ref === "") return { ok: false, message: `${field} is empty; give the path of the IdP metadata file, relative to this manifest` };
-  if (path.isAbsolute(ref) || /^[A-Za-z]:[\\/]/.test(ref)) {
-    return { ok: false, message: `${field} ${ref} is an absolute path; give a path relative to this manifest, inside ${inRoot}` };
-  }
+  if (path.isAbsolute(ref) || /^[A-Za-z]:[\\/]/.test(ref)) return refuse(` is an absolute path; give a path relative to this manifest, inside ${inRoot}`);
   const absPath = path.resolve(path.dirname(manifestPath), ref);
-  if (!inside(root, absPath)) {
-    return { ok: false, message: `${field} ${ref} leads outside ${inRoot}; keep IdP metadata files inside the folder given to edgeplan` };
-  }
+  if (!inside(root, absPath)) return refuse(` leads outside ${inRoot}; keep IdP metadata files inside the folder given to edgeplan`);
   let bytes: Buffer;
   try {
     // Every step may fail (a dangling link, a loop of links, a file that cannot be read): each is said at the reference.
     const real = await realpath(absPath);
     const realRoot = await realpath(root);
-    if (!inside(realRoot, real)) {
-      return { ok: false, message: `${field} ${ref} is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead` };
-    }
-    if (insideGitFolder(path.relative(realRoot, real))) {
-      return { ok: false, message: `${field} ${ref} leads into .git/, which holds no IdP metadata; name the XML file itself` };
-    }
+    if (!inside(realRoot, real)) return refuse(` is a symbolic link that leads outside ${inRoot}; copy the file into the manifest root instead`);
+    if (insideGitFolder(path.relative(realRoot, real))) return refuse(" leads into .git/, which holds no IdP metadata; name the XML file itself");
     const info = await stat(real);
-    if (!info.isFile()) return { ok: false, message: `${field} ${ref} is not a file; name the XML file itself` };
-    if (info.size > LIMITS.idpMetadataBytes) {
-      return {
-        ok: false,
-        message: `${field} ${ref} is ${info.size} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts; use the IdP's metadata for one entity`,
-      };
-    }
+    if (!info.isFile()) return refuse(" is not a file; name the XML file itself");
+    if (info.size > LIMITS.idpMetadataBytes) return refuse(`${tooLarge(info.size)}; use the IdP's metadata for one entity`);
     bytes = await readFile(real);
   } catch (e) {
     const why = fileErrorReason(e);
     const advice = why === "no such file" ? "check the path (it is relative to this manifest)" : why === "permission denied" ? "check its permissions" : "fix the path";
-    return { ok: false, message: `${field} ${ref}: ${why}; ${advice}` };
+    return refuse(`: ${why}; ${advice}`);
   }
-  if (bytes.length > LIMITS.idpMetadataBytes) {
-    return { ok: false, message: `${field} ${ref} is ${bytes.length} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts` };
-  }
+  if (bytes.length > LIMITS.idpMetadataBytes) return refuse(tooLarge(bytes.length));
   try {
     return { ok: true, text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes), absPath };
   } catch {

@@ -39,11 +39,8 @@ function environmentVariable(name: string, vars: VarSource): { value: string } |
   }
   if (Object.hasOwn(vars.vars, name)) return { value: vars.vars[name] as string };
   const has = Object.keys(vars.vars);
-  return {
-    problem:
-      `\${var.${name}}: environment ${vars.name} has no variable ${name} (its vars: ${has.length > 0 ? has.join(", ") : "none"}); ` +
-      `add it under environments.${vars.name}.vars in edgeplan.yaml`,
-  };
+  const missing = `\${var.${name}}: environment ${vars.name} has no variable ${name} (its vars: ${has.length > 0 ? has.join(", ") : "none"})`;
+  return { problem: `${missing}; add it under environments.${vars.name}.vars in edgeplan.yaml` };
 }
 
 /** The value of `${name}`, or why it cannot be replaced (no problem: left as written, unjudged). */
@@ -54,11 +51,8 @@ function resolve(name: string, env: Env, vars: VarSource): { value: string } | {
     return { problem: `\${${name}} is not a variable reference: a name has letters, digits and _; write $\${${name}} for the literal text` };
   }
   if (!name.startsWith(VAR_PREFIX)) {
-    return {
-      problem:
-        `\${${name}}: only ${VAR_PREFIX}* variables can be used, so that a manifest cannot read the runner's secrets; ` +
-        `set ${VAR_PREFIX}${name} and write \${${VAR_PREFIX}${name}}, or write $\${${name}} for the literal text`,
-    };
+    const only = `\${${name}}: only ${VAR_PREFIX}* variables can be used, so that a manifest cannot read the runner's secrets`;
+    return { problem: `${only}; set ${VAR_PREFIX}${name} and write \${${VAR_PREFIX}${name}}, or write $\${${name}} for the literal text` };
   }
   const value = env[name];
   return value === undefined ? { problem: `\${${name}}: ${name} is not set; set it in edgeplan's environment, or write $\${${name}} for the literal text` } : { value };
@@ -73,18 +67,13 @@ interface Substituted {
 
 /**
  * The text with every `${var.NAME}` and `${EDGEPLAN_VAR_*}` replaced, or the problems found (each a complete
- * message); `unresolved` is true when a reference could not be replaced (with a problem, or unjudged).
+ * message); `unresolved` is true when a reference could not be replaced (with a problem, or unjudged). The values put
+ * in use up `budget.left` characters (the texts of one document share one budget); once it is spent (-1), no value
+ * is put in.
  */
-export function substitute(text: string, env: Env, vars: VarSource = null): Substituted {
-  const { added: _, ...result } = substituteWithin(text, env, vars, MAX_ADDED_CHARS);
-  return result;
-}
-
-/** `substitute`, the values put in adding at most `budget` characters; `added` says how many they did. */
-function substituteWithin(text: string, env: Env, vars: VarSource, budget: number): Substituted & { added: number } {
+export function substitute(text: string, env: Env, vars: VarSource = null, budget = { left: MAX_ADDED_CHARS }): Substituted {
   const problems: string[] = [];
   let unresolved = false;
-  let added = 0;
   const out = text.replace(REFERENCE, (match, name: string | undefined) => {
     if (match === "$${") return "${";
     if (name === undefined) {
@@ -92,12 +81,12 @@ function substituteWithin(text: string, env: Env, vars: VarSource, budget: numbe
       return match;
     }
     const found = resolve(name, env, vars);
-    if ("value" in found && added + found.value.length <= budget) {
-      added += found.value.length;
+    if ("value" in found && found.value.length <= budget.left) {
+      budget.left -= found.value.length;
       return found.value;
     }
-    if ("value" in found && added <= budget) {
-      added = budget + 1;
+    if ("value" in found && budget.left >= 0) {
+      budget.left = -1;
       problems.push(
         `variables would add more than ${MAX_ADDED_CHARS} characters to this document, more than a manifest file may hold; check the values of the variables it names`,
       );
@@ -105,22 +94,17 @@ function substituteWithin(text: string, env: Env, vars: VarSource, budget: numbe
     unresolved = true;
     return "";
   });
-  return unresolved || problems.length > 0 ? { text: out, problems, unresolved: true, added } : { text: out, problems, added };
+  return unresolved || problems.length > 0 ? { text: out, problems, unresolved: true } : { text: out, problems };
 }
 
 /** The data path (keys and indexes) of a node, from the ancestors `visit` passes. */
 function dataPath(ancestors: readonly unknown[], node: unknown): PropertyKey[] {
-  const path: PropertyKey[] = [];
-  ancestors.forEach((a, i) => {
-    const child = ancestors[i + 1] ?? node;
-    if (isPair(a)) {
-      const key = a.key as { value?: unknown } | null;
-      path.push(String(key !== null && typeof key === "object" && "value" in key ? key.value : key));
-    } else if (isSeq(a)) {
-      path.push(a.items.indexOf(child as never));
-    }
+  return ancestors.flatMap((a, i): PropertyKey[] => {
+    if (isSeq(a)) return [a.items.indexOf((ancestors[i + 1] ?? node) as never)];
+    if (!isPair(a)) return [];
+    const key = a.key as { value?: unknown } | null;
+    return [String(key !== null && typeof key === "object" && "value" in key ? key.value : key)];
   });
-  return path;
 }
 
 /** A key that a substitution made equal to another key of its mapping: the YAML reader could not see it. */
@@ -152,12 +136,11 @@ export function interpolateDocument(d: ParsedDocument, env: Env, vars: VarSource
   const unresolved: PropertyKey[][] = [];
   if (!d.mayInterpolate) return { diagnostics, unresolved };
   let keyReplaced = false;
-  let budget = MAX_ADDED_CHARS;
+  const budget = { left: MAX_ADDED_CHARS };
   visit(d.doc, {
     Scalar(key, node, ancestors) {
       if (typeof node.value !== "string" || !node.value.includes("$")) return;
-      const result = substituteWithin(node.value, env, vars, budget);
-      budget = Math.max(-1, budget - result.added);
+      const result = substitute(node.value, env, vars, budget);
       const pos = d.at(startOf(node) ?? 0);
       for (const message of result.problems) diagnostics.push({ severity: "error", pos, message });
       if (result.unresolved) unresolved.push(dataPath(ancestors, node));

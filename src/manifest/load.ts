@@ -7,7 +7,7 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Diagnostic } from "../model/errors.js";
+import { sortDiagnostics, type Diagnostic } from "../model/errors.js";
 import type { DesiredState, SourcePos } from "../model/state.js";
 import { LIMITS, utf8Bytes } from "../model/wire.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
@@ -15,7 +15,8 @@ import { clipMessage } from "../model/confine.js";
 import { buildDesired, samlSourceKind, type SamlSource } from "./build-desired.js";
 import type { CheckedDocument } from "./check-document.js";
 import { checkManifestText, emptyCheckedTexts, type CheckedTexts } from "./check-text.js";
-import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult, type XmlProblem } from "./idp-metadata.js";
+import type { XmlProblem } from "../kinds/saml-metadata.js";
+import { checkIdpMetadataXml, readIdpMetadataFile, type IdpFileResult } from "./idp-metadata.js";
 import type { Env, VarSource } from "./interpolate.js";
 import { cannotRead, collectManifestFiles, displayPath, type ManifestFile } from "./walk.js";
 import { decodeManifest, Pinner, sizeDiagnostic } from "./yaml-source.js";
@@ -62,20 +63,6 @@ export function looksLikeManifest(text: string): boolean {
   );
 }
 
-const positionOrder = (a: Diagnostic, b: Diagnostic): number =>
-  a.pos.file < b.pos.file ? -1 : a.pos.file > b.pos.file ? 1 : a.pos.line - b.pos.line || a.pos.col - b.pos.col;
-
-/** Sorts by file, line and column (stable), and drops exact repeats (one IdP file named by two routes). */
-export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
-  const seen = new Set<string>();
-  return [...diagnostics].sort(positionOrder).filter((d) => {
-    const key = `${d.severity}\u0000${d.pos.file}\u0000${d.pos.line}\u0000${d.pos.col}\u0000${d.message}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
-
 /** Diagnostics for problems of IdP metadata: inside an XML file when they have a place there, else at the manifest value. */
 function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: string | undefined): Diagnostic[] {
   return problems.map((p) => ({
@@ -86,11 +73,7 @@ function xmlDiagnostics(problems: XmlProblem[], fallback: SourcePos, xmlFile: st
 }
 
 /** The manifest files read, those skipped, and the file each checked document came from. */
-interface ReadFiles {
-  files: string[];
-  skipped: string[];
-  fileOf: Map<CheckedDocument, ManifestFile>;
-}
+type ReadFiles = Pick<LoadResult, "files" | "skipped"> & { fileOf: Map<CheckedDocument, ManifestFile> };
 
 /** A file read: its text, a diagnostic in its place, or "skip" (a walked YAML file that is not a manifest). */
 export type FileText = { text: string } | { diagnostic: Diagnostic } | "skip";
@@ -134,22 +117,16 @@ async function readAndCheckFiles(found: ManifestFile[], env: Env, vars: VarSourc
   return read;
 }
 
-/** What checking the IdP metadata of one route gives: diagnostics, and the source when nothing is an error. */
-interface SamlCheck {
-  diagnostics: Diagnostic[];
-  source: SamlSource | undefined;
-}
+/** What checking the IdP metadata of one route gives: diagnostics, and the source as read (none when it cannot be read). */
+type SamlCheck = { diagnostics: Diagnostic[]; source?: SamlSource };
 
 /** Checks `saml.idp_metadata` written inline: not empty, within the API's size limit, valid metadata. */
 function checkInlineSaml(text: string, at: SourcePos, now: Date): SamlCheck {
   const bytes = utf8Bytes(text);
-  const diagnostics: Diagnostic[] =
-    text === ""
-      ? [{ severity: "error", pos: at, message: "saml.idp_metadata is empty; give the IdP's EntityDescriptor XML, or use idp_metadata_file" }]
-      : bytes > LIMITS.idpMetadataBytes
-        ? [{ severity: "error", pos: at, message: `saml.idp_metadata is ${bytes} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts` }]
-        : xmlDiagnostics(checkIdpMetadataXml(text, now), at, undefined);
-  return { diagnostics, source: diagnostics.some((p) => p.severity === "error") ? undefined : { text } };
+  const refuse = (message: string): SamlCheck => ({ diagnostics: [{ severity: "error", pos: at, message: `saml.idp_metadata ${message}` }] });
+  if (text === "") return refuse("is empty; give the IdP's EntityDescriptor XML, or use idp_metadata_file");
+  if (bytes > LIMITS.idpMetadataBytes) return refuse(`is ${bytes} bytes, more than the ${LIMITS.idpMetadataBytes} bytes (128 KiB) the API accepts`);
+  return { diagnostics: xmlDiagnostics(checkIdpMetadataXml(text, now), at, undefined), source: { text } };
 }
 
 /** IdP metadata files already read and checked, by manifest root and path: one file may serve several routes. */
@@ -166,14 +143,13 @@ async function checkSamlFile(ref: string, at: SourcePos, manifest: ManifestFile,
   if (!read.ok) {
     // A problem inside the file (its encoding) is shown there; one with the reference, at the reference.
     const pos = read.absPath !== undefined && read.line !== undefined ? { file: displayPath(cwd, read.absPath), line: read.line, col: read.col ?? 1 } : at;
-    return { diagnostics: [{ severity: "error", pos, message: read.message }], source: undefined };
+    return { diagnostics: [{ severity: "error", pos, message: read.message }] };
   }
   const display = displayPath(cwd, read.absPath);
-  const diagnostics = xmlDiagnostics(problems, { file: display, line: 1, col: 1 }, display);
-  return { diagnostics, source: diagnostics.some((p) => p.severity === "error") ? undefined : { text: read.text, file: display } };
+  return { diagnostics: xmlDiagnostics(problems, { file: display, line: 1, col: 1 }, display), source: { text: read.text, file: display } };
 }
 
-/** Checks the IdP metadata of every EdgeRoute document with a SAML module; returns each one's source (or undefined). */
+/** Checks the IdP metadata of every EdgeRoute document with a SAML module; returns each one's source (undefined after an error). */
 async function checkSamlSources(documents: CheckedDocument[], fileOf: Map<CheckedDocument, ManifestFile>, diagnostics: Diagnostic[], cwd: string, now: Date) {
   const samlSources = new Map<CheckedDocument, SamlSource | undefined>();
   const cache: IdpFileCache = new Map();
@@ -189,19 +165,15 @@ async function checkSamlSources(documents: CheckedDocument[], fileOf: Map<Checke
         ? checkInlineSaml(saml.idp_metadata ?? "", pin.value(["saml", "idp_metadata"]), now)
         : await checkSamlFile(saml.idp_metadata_file ?? "", pin.value(["saml", "idp_metadata_file"]), fileOf.get(doc) as ManifestFile, cache, cwd, now);
     diagnostics.push(...check.diagnostics);
-    samlSources.set(doc, check.source);
+    samlSources.set(doc, check.diagnostics.some((p) => p.severity === "error") ? undefined : check.source);
   }
   return samlSources;
 }
 
 /** The warning that no manifest was found under `paths`. */
 function noManifestsWarning(paths: string[], cwd: string): Diagnostic {
-  const shown = (paths.length > 0 ? paths : ["."]).join(", ");
-  return {
-    severity: "warning",
-    pos: { file: displayPath(cwd, path.resolve(cwd, paths[0] ?? ".")), line: 1, col: 1 },
-    message: `no manifests found in ${shown}; give the files or folders that hold the manifests`,
-  };
+  const message = `no manifests found in ${(paths.length > 0 ? paths : ["."]).join(", ")}; give the files or folders that hold the manifests`;
+  return { severity: "warning", pos: { file: displayPath(cwd, path.resolve(cwd, paths[0] ?? ".")), line: 1, col: 1 }, message };
 }
 
 /**

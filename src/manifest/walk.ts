@@ -40,18 +40,10 @@ export function inside(base: string, p: string): boolean {
   return !(rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel));
 }
 
-/** The deepest folder that holds every one of `dirs`. */
-export function commonAncestor(dirs: string[]): string {
-  if (dirs.length === 0) return path.sep;
-  let common = dirs[0] as string;
-  for (const d of dirs.slice(1)) {
-    while (!inside(common, d)) {
-      const up = path.dirname(common);
-      if (up === common) return common;
-      common = up;
-    }
-  }
-  return common;
+/** The deepest folder that holds both `a` and `b`. */
+function commonAncestor(a: string, b: string): string {
+  while (!inside(a, b) && path.dirname(a) !== a) a = path.dirname(a);
+  return a;
 }
 
 /** The error of a path that a file-system call failed on: what it is, why it failed, what to do. */
@@ -141,7 +133,7 @@ async function walkFolder(w: Walk, realRoot: string, dir: string): Promise<void>
  * Finds the manifest files of `paths` (resolved against `cwd`). Problems (a path that does not exist, a link
  * leading out of the root, a file or folder that cannot be read) are diagnostics at the path; nothing throws for them.
  */
-export async function collectManifestFiles(paths: string[], cwd: string): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string; roots: string[] }> {
+export async function collectManifestFiles(paths: string[], cwd: string): Promise<{ files: ManifestFile[]; diagnostics: Diagnostic[]; root: string }> {
   const files: ManifestFile[] = [];
   const diagnostics: Diagnostic[] = [];
   const seen = new Set<string>();
@@ -167,5 +159,5 @@ export async function collectManifestFiles(paths: string[], cwd: string): Promis
       problem(abs, why === "no such file" ? "no such file or folder; check the path given to edgeplan" : cannotRead("path", e));
     }
   }
-  return { files, diagnostics, root: roots.length > 0 ? commonAncestor(roots) : path.resolve(cwd), roots };
+  return { files, diagnostics, root: roots.length > 0 ? roots.reduce(commonAncestor) : path.resolve(cwd) };
 }

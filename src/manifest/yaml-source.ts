@@ -44,14 +44,8 @@ export function decodeManifest(bytes: Uint8Array, file: string): { text: string 
   const tooLarge = sizeDiagnostic(bytes.byteLength, file);
   if (tooLarge) return { diagnostic: tooLarge };
   const nul = bytes.indexOf(0);
-  if (nul >= 0) {
-    return {
-      diagnostic: err(
-        { file, ...lineColOfByte(bytes, nul) },
-        "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml",
-      ),
-    };
-  }
+  const binary = "file holds NUL bytes: it is binary, not YAML text; remove it or rename it so that it does not end in .yaml or .yml";
+  if (nul >= 0) return { diagnostic: err({ file, ...lineColOfByte(bytes, nul) }, binary) };
   try {
     return { text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
   } catch {
@@ -214,18 +208,15 @@ export class Pinner {
 
 /** A problem the `yaml` package found, as a diagnostic. A tag outside the core schema is an error: its value would be read as text. */
 function yamlProblem(e: YAMLError, at: (offset: number) => SourcePos): Diagnostic {
-  let message = firstLine(e.message);
   const tagged = e.code === "TAG_RESOLVE_FAILED" ? /^(Unresolved tag|Could not resolve tag): (.*)$/.exec(e.message.split("\n")[0] ?? "") : null;
   // A tag is quoted only when it looks like one, so that no other text of the file rides along with it.
   const tag = tagged?.[2]?.replace(/^tag:yaml\.org,2002:/, "!!");
-  if (tagged && tag !== undefined && /^!(?:[\w.-]*!)?[\w.-]{1,40}$/.test(tag)) {
-    if (tagged[1] === "Unresolved tag") {
-      return err(at(e.pos[0]), `unknown tag ${tag}; YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag`);
-    }
-    message = `${tagged[1]}: ${tag}`;
-  } else if (tagged?.[1] === "Unresolved tag") {
-    return err(at(e.pos[0]), "unknown tag; YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag");
+  const shown = tag !== undefined && /^!(?:[\w.-]*!)?[\w.-]{1,40}$/.test(tag) ? tag : undefined;
+  if (tagged?.[1] === "Unresolved tag") {
+    const core = "YAML 1.2's core schema has only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq: remove the tag";
+    return err(at(e.pos[0]), `unknown tag${shown === undefined ? "" : ` ${shown}`}; ${core}`);
   }
+  const message = tagged && shown !== undefined ? `${tagged[1]}: ${shown}` : firstLine(e.message);
   if (e instanceof YAMLWarning) return { severity: "warning", pos: at(e.pos[0]), message: `YAML: ${message}` };
   return err(at(e.pos[0]), `YAML syntax: ${message}; fix the YAML at this position`);
 }
@@ -362,12 +353,8 @@ export function toPlain(d: ParsedDocument): { value: unknown } | { diagnostic: D
     return { value: d.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
-    if (/alias count/i.test(message)) {
-      return {
-        diagnostic: err(d.pos, `the document expands aliases more than ${MAX_ALIAS_COUNT} times, as an alias bomb does; write the values out instead of nesting aliases`),
-      };
-    }
-    return { diagnostic: err(d.pos, `YAML: ${firstLine(message)}; fix the document`) };
+    const bomb = `the document expands aliases more than ${MAX_ALIAS_COUNT} times, as an alias bomb does; write the values out instead of nesting aliases`;
+    return { diagnostic: err(d.pos, /alias count/i.test(message) ? bomb : `YAML: ${firstLine(message)}; fix the document`) };
   }
 }
 

@@ -25,6 +25,20 @@ export function formatDiagnostic(d: Diagnostic): string {
   return `${d.pos.file}:${d.pos.line}:${d.pos.col}: ${prefix}${d.message}`;
 }
 
+const positionOrder = (a: Diagnostic, b: Diagnostic): number =>
+  a.pos.file < b.pos.file ? -1 : a.pos.file > b.pos.file ? 1 : a.pos.line - b.pos.line || a.pos.col - b.pos.col;
+
+/** Sorts by file, line and column (stable), and drops exact repeats (one IdP file named by two routes). */
+export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
+  const seen = new Set<string>();
+  return [...diagnostics].sort(positionOrder).filter((d) => {
+    const key = `${d.severity}\u0000${d.pos.file}\u0000${d.pos.line}\u0000${d.pos.col}\u0000${d.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 const FILE_ERROR_REASONS: Record<string, string> = {
   ENOENT: "no such file",
   EACCES: "permission denied",

@@ -196,6 +196,19 @@ export function parseCheckTimeout(text: string): number | string {
   return ms;
 }
 
+/** Longest `initial_delay` and `interval` of a metric: one hour. */
+const METRIC_WAIT_MAX_MS = 3_600_000;
+
+/** A wait of a metric: 0 or a duration up to an hour (`0s`, `30s`, `1m`); the milliseconds or a message. */
+export function parseMetricWait(text: string, least: number): number | string {
+  const t = text.trim();
+  const ms = /^0+(ms|s|m|h)?$/.test(t) ? 0 : parseDuration(t);
+  if (ms === undefined || ms < least || ms > METRIC_WAIT_MAX_MS) {
+    return `expected a duration from ${least === 0 ? "0s" : "1s"} to 1h (e.g. 30s, 2m), got "${t}"`;
+  }
+  return ms;
+}
+
 /**
  * The URL of a rollout check: `https://`, or `http://` to a loopback host (a check asked over plain HTTP across a
  * network could be answered by anyone on the way); no credentials. The URL as given, or a message.

@@ -6,14 +6,13 @@
 import { readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../model/errors.js";
-import { EdgeplanError, fileErrorReason } from "../model/errors.js";
+import { EdgeplanError, fileErrorReason, sortDiagnostics } from "../model/errors.js";
 import { projectPathProblem } from "../model/confine.js";
 import { ProjectFileSchema, PROJECT_FILE, type EnvironmentSettings, type ProjectFile } from "../model/project-schema.js";
 import type { SourcePos } from "../model/state.js";
 import { SETTING_PARSERS } from "../model/syntax.js";
 import { checkBaseUrl } from "../api/options.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
-import { sortDiagnostics } from "../manifest/load.js";
 import { decodeManifest, parseOneDocument, Pinner, type ParsedDocument } from "../manifest/yaml-source.js";
 import type { Policy } from "../core/policies.js";
 import { loadPolicies } from "./policies.js";

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { closest, didYouMean, editDistance } from "../../src/model/suggest.js";
 import { substitute } from "../../src/manifest/interpolate.js";
 import { MAX_NESTING, decodeManifest, findExcessiveNesting, firstInvalidUtf8, parseManifestText } from "../../src/manifest/yaml-source.js";
-import { lineColOf } from "../../src/model/errors.js";
+import { lineColOf, sortDiagnostics } from "../../src/model/errors.js";
 import { checkIdpMetadataXml } from "../../src/manifest/idp-metadata.js";
-import { looksLikeManifest, sortDiagnostics } from "../../src/manifest/load.js";
+import { looksLikeManifest } from "../../src/manifest/load.js";
 import { formatSummary } from "../../src/commands/validate.js";
 import type { Diagnostic } from "../../src/model/errors.js";
 
