@@ -8,7 +8,7 @@ import { renderHtml } from "../render/html.js";
 import type { ApplyReport } from "../model/apply-report.js";
 import type { Plan } from "../model/plan.js";
 import type { CommandIO } from "./io.js";
-import { renderPlan, useColor, writeHtmlFile, type PlanFormat } from "./plan.js";
+import { renderPlan, useColor, writeHtmlFile, type PlanFormat } from "./output.js";
 
 /** The flags that choose what is shown. */
 export interface ShowOptions {

@@ -20,7 +20,7 @@ import { EdgeplanError, EXIT, fileErrorReason } from "../model/errors.js";
 import { buildForeignFiles, type Existing } from "../export/ownership.js";
 import { ID_PREFIX, idPattern } from "../model/wire.js";
 import type { CommandIO } from "./io.js";
-import { writeFileAtomic } from "./plan.js";
+import { writeFileAtomic } from "./output.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
 

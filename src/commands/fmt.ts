@@ -13,7 +13,7 @@ import { readManifestFile } from "../manifest/load.js";
 import { loadProjectFile } from "../project/project-file.js";
 import { collectManifestFiles, type ManifestFile } from "../manifest/walk.js";
 import type { CommandIO } from "./io.js";
-import { writeFileAtomic } from "./plan.js";
+import { writeFileAtomic } from "./output.js";
 
 export interface FmtOptions {
   /** Manifest files or folders (default: the project file's paths, else `.`). */

@@ -13,7 +13,7 @@ import { EdgeplanError, EXIT, fileErrorReason } from "../model/errors.js";
 import { NameSchema } from "../model/manifest-schema.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
 import type { CommandIO } from "./io.js";
-import { writeFileAtomic } from "./plan.js";
+import { writeFileAtomic } from "./output.js";
 import { displayPath } from "../manifest/walk.js";
 
 export interface InitOptions {

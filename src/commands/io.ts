@@ -3,6 +3,7 @@
  * sits at the terminal. The CLI passes the real process; tests and the GitHub Action pass their own.
  */
 import { createInterface } from "node:readline/promises";
+import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
 
 export interface CommandIO {
   /** The command's product (a plan, a manifest listing): stdout, so `> file` captures exactly it. */
@@ -58,4 +59,10 @@ export function captureIO(env: Record<string, string | undefined> = {}, cwd = ".
     prompt: async () => "",
   };
   return io;
+}
+
+/** Prints every diagnostic to stderr; returns true when none is an error. */
+export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boolean {
+  if (diagnostics.length > 0) io.stderr(diagnostics.map((d) => `${formatDiagnostic(d)}\n`).join(""));
+  return !diagnostics.some((d) => d.severity === "error");
 }

@@ -3,7 +3,6 @@
  * stdout, and save it with `--out`. Exit 0 when there is nothing to do, 2 with `--detailed-exitcode` when there are
  * changes, 1 on any error.
  */
-import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
 import { fetchChildBackends, fetchLive, readRoutes, startListing, startListings, type Listings } from "../api/fetch-live.js";
@@ -15,9 +14,8 @@ import type { Plan, PlanEnvironment } from "../model/plan.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 import { renderJson } from "../render/json.js";
 import { renderHtml } from "../render/html.js";
-import { renderMarkdown } from "../render/markdown.js";
-import { renderText } from "../render/text.js";
 import type { CommandIO } from "./io.js";
+import { PLAN_FORMATS, renderPlan, useColor, writeFileAtomic, writeHtmlFile, type PlanFormat } from "./output.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
@@ -30,9 +28,6 @@ import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/stat
 import type { LoadResult } from "../manifest/load.js";
 import { deniedResults, type Policy } from "../core/policies.js";
 import { buildPolicyDenial } from "../apply/approval.js";
-
-export type PlanFormat = "text" | "json" | "markdown" | "html";
-export const PLAN_FORMATS: readonly PlanFormat[] = ["text", "json", "markdown", "html"];
 
 export interface PlanFlags {
   /** `--target` address patterns (repeatable). */
@@ -135,35 +130,6 @@ export async function fetchForPlan(
 /** The plan's `environment`: the one chosen (`options.environment`, with its vars for policies), and the API the session reads. */
 export function planEnvironment(environment: ChosenEnvironment | null | undefined, session: Pick<Session, "api">): PlanEnvironment | null {
   return environment ? { name: environment.name, api_url: session.api.url } : null;
-}
-
-/** Whether text output may carry ANSI colours: a terminal, no NO_COLOR, no --no-color. */
-export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
-  return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
-}
-
-/** Renders the plan in the chosen format. */
-export function renderPlan(plan: Plan, format: PlanFormat, color: boolean): string {
-  if (format === "json") return renderJson(plan);
-  if (format === "markdown") return renderMarkdown(plan);
-  if (format === "html") return renderHtml(plan);
-  return renderText(plan, { color });
-}
-
-/**
- * Writes a file so that a reader never sees it half-written: a temporary file beside it (with `mode`), then a
- * rename over the file.
- */
-export async function writeFileAtomic(path: string, text: string, mode = 0o644): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, text, { mode });
-  await rename(tmp, path);
-}
-
-/** Writes an HTML page to `--html FILE` (atomically) and says so on stderr. */
-export async function writeHtmlFile(io: CommandIO, file: string, page: string, what: string): Promise<void> {
-  await writeFileAtomic(resolve(io.cwd, file), page);
-  io.stderr(`${what} written to ${file} (HTML; open it in a browser)\n`);
 }
 
 /** Runs `plan`. Manifest errors and API errors are thrown (the CLI prints them and exits 1). */

@@ -10,8 +10,7 @@ import { EdgeplanError, ManifestError } from "../model/errors.js";
 import { PROJECT_FILE, type ChosenEnvironment } from "../model/project-schema.js";
 import { didYouMean } from "../model/suggest.js";
 import type { ProjectFileResult, ProjectSettings } from "../project/project-file.js";
-import type { CommandIO } from "./io.js";
-import { reportDiagnostics } from "./session.js";
+import { reportDiagnostics, type CommandIO } from "./io.js";
 
 /** Settings that an environment variable also gives: the variable wins over the file. */
 const ENV_OF: Partial<Record<keyof ProjectSettings, string>> = { stack: "EDGEPLAN_STACK", apiUrl: "EDGEPLAN_API_URL" };

@@ -11,23 +11,17 @@ import { Reachability } from "../api/reachability.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
 import type { LoadResult } from "../manifest/load.js";
-import { formatDiagnostic, ManifestError, type Diagnostic } from "../model/errors.js";
+import { ManifestError } from "../model/errors.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
 import type { ProvisionNeeds } from "../server/index.js";
-import type { CommandIO } from "./io.js";
+import { reportDiagnostics, type CommandIO } from "./io.js";
 
 /** The account key of the embedded `--local` server. It guards nothing: the server listens on loopback only. */
 const LOCAL_API_KEY = "edgeplan-local";
 export const LOCAL_STATE_DIR = ".edgeplan";
 export const LOCAL_DB = "local.db";
-
-/** Prints every diagnostic to stderr; returns true when none is an error. */
-export function reportDiagnostics(io: CommandIO, diagnostics: Diagnostic[]): boolean {
-  if (diagnostics.length > 0) io.stderr(diagnostics.map((d) => `${formatDiagnostic(d)}\n`).join(""));
-  return !diagnostics.some((d) => d.severity === "error");
-}
 
 /**
  * Loads the manifests under `paths` (default `.`), with `${var.*}` from `vars`, the chosen environment. Prints the

@@ -14,7 +14,7 @@ import { loadProject } from "./project.js";
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import type { CommandIO } from "./io.js";
-import { PLAN_FORMATS, renderPlan, useColor, type PlanFormat } from "./plan.js";
+import { PLAN_FORMATS, renderPlan, useColor, type PlanFormat } from "./output.js";
 
 export interface ShowCommandOptions {
   format?: PlanFormat;
