@@ -102,6 +102,16 @@ describe("edgeplan plan (built CLI, real server)", () => {
     ).toEqual(["GET /backends/weighted", "GET /edges/https"]);
   });
 
+  it("with every route excluded, reads no edge while invalid manifests load, and says the listing was the one request", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": CHECKOUT.replace("9000", "10001"), "route.yaml": ROUTE });
+    const from = w.log().length;
+    const res = await w.cli(["plan", "m", "--exclude", "edge_route.*"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("1 error in the manifests; nothing was sent to the API but the listing of its weighted backends\n");
+    expect(w.log(from).map((l) => `${l.method} ${l.path}`)).toEqual(["GET /backends/weighted"]);
+  });
+
   it("exits 1 with a key problem explained when the key is refused, and never prints the key", async () => {
     const w = await startWorld();
     w.manifests({ "checkout.yaml": CHECKOUT });
