@@ -6,13 +6,14 @@
  *   source map, paths relative to the repository. `serve` and `--local` (the embedded server, better-sqlite3) are
  *   not in it: their one dynamic import becomes a module that says so.
  * - The CLI the package's `bin` runs, `dist/cli/edgeplan.js` (`npm run build` makes it, after the compiler): one
- *   entry and one chunk per lazily imported command, with the worker thread's entry beside it. A process then
+ *   entry and one chunk per lazily imported command. A process then
  *   reads a few dozen files instead of several hundred (`plan` loads 323 ES modules, 190 of them zod's, besides
  *   undici's CommonJS files), which was most of a command's start. The server's native and order-sensitive
  *   packages stay packages of their own (below).
  */
 import { rmSync } from "node:fs";
-import { isAbsolute, join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -23,8 +24,18 @@ export const BUNDLE = "bundle/index.mjs";
 const LOCAL_ONLY = /(^|\/)server\/index\.js$|^better-sqlite3$/;
 const LOCAL_ONLY_MESSAGE = "--local and serve are not part of the GitHub Action; run them with the edgeplan CLI (npm install edgeplan)";
 
+/**
+ * The `yaml` package's platform-neutral build (its `browser/dist/`), the same code as its Node build less two debug
+ * hooks: the Node build reads `process.env.LOG_TOKENS` for every token the parser takes and `process.env.LOG_STREAM`
+ * for every one the composer takes, and each read of `process.env` is a call into Node's C++. On the plan-read
+ * fleet (1.5 MB of manifests) that was a quarter of the parse (docs/performance.md). A path relative to the
+ * repository, so that the bundles do not depend on where it is checked out.
+ */
+const YAML_NEUTRAL = `./${relative(ROOT, join(dirname(createRequire(import.meta.url).resolve("yaml/package.json")), "browser/dist/index.js"))}`;
+
 /** What both bundles are: ES modules for node 20 that keep their names and comments, nothing that varies. */
 const SHARED = {
+  alias: { yaml: YAML_NEUTRAL },
   absWorkingDir: ROOT,
   bundle: true,
   platform: "node",
