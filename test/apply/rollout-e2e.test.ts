@@ -225,8 +225,8 @@ describe("progressive rollouts against the real server", () => {
 
   it("a saved plan writes its step once it is due, exactly as planned (its time the planned one), and goes stale after it", async () => {
     const w = await startWorld();
-    // 5 s: room for the runs of the CLI between a step and the early apply below.
-    await startAt100(w, { max_step: 25, interval: "5s" });
+    // 10 s: room for the four runs of the CLI between a step and the early apply below, on a loaded machine too.
+    await startAt100(w, { max_step: 25, interval: "10s" });
     expect((await w.cli(["plan", "m", "--out", "p1.json"])).code).toBe(0);
     const applied = await w.cli(["apply", "--plan", "p1.json", "--auto-approve"]);
     expect(applied.code, applied.stderr).toBe(0);
@@ -242,7 +242,7 @@ describe("progressive rollouts against the real server", () => {
     expect(early.stderr, early.stderr).toContain("Nothing is due: no change was sent.");
     // Only the apply's lease was written (docs/reliability.md, section 6).
     expect(w.changeWrites(mark)).toEqual([]);
-    await untilDue(w, 5000);
+    await untilDue(w, 10_000);
     const before = Date.now();
     const due = await w.cli(["apply", "--plan", "p2.json", "--auto-approve"]);
     expect(due.code, due.stderr).toBe(0);

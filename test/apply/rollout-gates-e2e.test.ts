@@ -245,19 +245,21 @@ describe("rollout gates against the real server", () => {
       ].join("\n"),
     );
 
-    // Step 1 of a new rollout, then --wait interrupted while it sleeps until step 2 is due (2 s).
-    w.manifests({ "web.yaml": web({ [HR1]: 50, [HR2]: 50 }, "max_step: 25", false, "2s") });
+    // Step 1 of a new rollout, then --wait interrupted while it sleeps until step 2 is due (5 s: room for a
+    // process that starts slowly on a loaded machine).
+    w.manifests({ "web.yaml": web({ [HR1]: 50, [HR2]: 50 }, "max_step: 25", false, "5s") });
     expect((await run("report", ["apply", "m", "--auto-approve"])).code).toBe(0);
     const at = (await stateOf("report"))?.at ?? "";
     const waiting = w.spawnCli(["apply", "m", "--auto-approve", "--wait"], { EDGEPLAN_STACK: "report" });
-    for (let i = 0; i < 100 && !waiting.stdout().includes("Estimate:"); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 250 && !waiting.stdout().includes("Estimate:"); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(waiting.stdout(), "apply --wait printed its plan").toContain("Estimate:");
     await new Promise((r) => setTimeout(r, 300));
     waiting.proc.kill("SIGINT");
     const stopped = await waiting.done;
     expect(stopped.code).toBe(130);
     expect(stopped.stderr).not.toContain("Applying 0 changes");
     expect(stopped.stderr).not.toContain("held back");
-    const due = new Date(Date.parse(at) + 2000).toISOString();
+    const due = new Date(Date.parse(at) + 5000).toISOString();
     expect(reportOf(stopped.stdout)).toBe(
       [
         "Apply interrupted (SIGINT): 0 done.",
