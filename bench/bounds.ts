@@ -41,6 +41,14 @@ export function planEdgeReads(edges: number, pageSize = 100): number {
   return 1 + Math.max(0, edges - pageSize);
 }
 
+/**
+ * The edge reads of `apply` and of its convergence check, which know the edges they read (src/model/reads.ts): one
+ * read for one edge, else the first page of the edge list, then one read per named edge beyond that page.
+ */
+export function applyEdgeReads(edges: number, pageSize = 100): number {
+  return edges <= 1 ? edges : planEdgeReads(edges, pageSize);
+}
+
 /** Pages a list of `items` takes at `pageSize` (an empty list still takes one). */
 export function listPages(items: number, pageSize = 100): number {
   return Math.max(1, Math.ceil(items / pageSize));

@@ -9,7 +9,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseRateLimit } from "../src/model/syntax.js";
-import { leaseRequests, listPages, planEdgeReads, planRequests, rateBoundMs } from "./bounds.js";
+import { applyEdgeReads, leaseRequests, listPages, planEdgeReads, planRequests, rateBoundMs } from "./bounds.js";
 import { introducedChildren, makeWorkDir, seedFleet, type FleetSpec } from "./fleet.js";
 import { builtCli, progress, requestTargets, round1, type Measurement, type Scenario } from "./measure.js";
 import { checkSummary, runEdgeplanApply, runEdgeplanPlan } from "./runs.js";
@@ -42,10 +42,10 @@ export function fleetRequests(spec: FleetSpec): { plan: number; apply: number } 
   const touchedWbs = spec.created + spec.changed + spec.orphans;
   const reads = listPages(before) + introducedChildren(spec);
   const changes = touchedWbs + 2 * spec.changedRoutes;
-  const convergence = (touchedWbs === 0 ? 0 : Math.min(listPages(after), touchedWbs)) + edgesTouched;
+  const convergence = (touchedWbs === 0 ? 0 : Math.min(listPages(after), touchedWbs)) + applyEdgeReads(edgesTouched);
   const lease = leaseRequests(before);
-  // `plan` reads the first page of the edge list while its manifests load; `apply` reads each edge it plans.
-  return { plan: reads + planEdgeReads(spec.edges), apply: lease.writes + lease.pages + reads + spec.edges + changes + convergence };
+  // `plan` reads the first page of the edge list while its manifests load; `apply` reads the edges it plans.
+  return { plan: reads + planEdgeReads(spec.edges), apply: lease.writes + lease.pages + reads + applyEdgeReads(spec.edges) + changes + convergence };
 }
 
 /** Runs rate-limited at a size and returns its figures. */

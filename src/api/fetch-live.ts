@@ -1,7 +1,7 @@
 /**
  * Reads the live side of a plan with the fewest requests: the weighted backend list (page by page) in parallel with
  * the reads of the routes the manifests manage, whose modules come from the first page of the edge list when it
- * holds their edge, else from one `GET /edges/https/<edge>` per edge.
+ * holds their edge (read when they are on more than one edge), else from one `GET /edges/https/<edge>` per edge.
  */
 import { ApiError } from "../model/errors.js";
 import type { DesiredState, LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
@@ -11,7 +11,7 @@ import type { ApiClient, ModuleKind } from "./client.js";
 import { RouteNotFoundError, type MissingRoute } from "./errors.js";
 import { liveRouteOf, liveWeightedBackend, sortLiveState, type ReadRoute } from "./live-state.js";
 import { compareText } from "../model/canonical.js";
-import { readsByListing } from "../model/reads.js";
+import { readsByListing, readsEdgePage } from "../model/reads.js";
 import type { FixtureBackendType } from "../model/wire.js";
 import type { ChildRead, ChildReadResult } from "../model/reads.js";
 
@@ -88,11 +88,15 @@ export interface EdgePage {
 export function startListings(client: ApiClient, options: { edges: boolean }): Listings {
   const weightedBackends = startListing(client);
   if (!options.edges) return { weightedBackends };
-  const page = client.firstEdges().then(
+  return { weightedBackends, edges: readEdgePage(client) };
+}
+
+/** The first page of the edge list, or null when that read failed (each edge is then read by id). Never rejects. */
+function readEdgePage(client: ApiClient): Promise<EdgePage | null> {
+  return client.firstEdges().then(
     ({ edges, complete }) => ({ edges: new Map(edges.map((e) => [e.id, e])), complete }),
     () => null,
   );
-  return { weightedBackends, edges: page };
 }
 
 /**
@@ -134,8 +138,8 @@ export interface FetchTouchedOptions {
 /**
  * Reads again only the given objects (a saved plan's staleness check, the convergence check after apply): the
  * weighted backends by id, or by listing them all when `options.accountWeightedBackends` says that takes fewer
- * requests (one that no longer exists is absent from the result either way), and the modules by route, with one
- * edge read per edge. Modules not asked for are reported as null.
+ * requests (one that no longer exists is absent from the result either way), and the modules by route
+ * (`readRoutes`). Modules not asked for are reported as null.
  */
 export async function fetchTouched(client: ApiClient, touched: TouchedObjects, options: FetchTouchedOptions = {}): Promise<LiveState> {
   const byRoute = new Map<string, RouteRead>();
@@ -160,9 +164,10 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 }
 
 /**
- * Reads the modules of the given routes: from `how.edges`, the first page of the edge list, for the edges it holds
- * (an edge it lacks does not exist when it is the whole list), else one `GET /edges/https/<edge>` per edge, all in
- * parallel (the client's semaphore bounds what is in flight). Routes or edges that do not exist: one
+ * Reads the modules of the given routes: from the first page of the edge list (`how.edges` when it is under way,
+ * else read here when the routes are on more than one edge: one request instead of one per edge) for the edges it
+ * holds (an edge it lacks does not exist when it is the whole list), else one `GET /edges/https/<edge>` per edge,
+ * all in parallel (the client's semaphore bounds what is in flight). Routes or edges that do not exist: one
  * RouteNotFoundError naming them all, or, with `how.missingOk` (modules an inventory records, which may be gone),
  * left out of the result.
  */
@@ -170,7 +175,7 @@ export async function readRoutes(client: ApiClient, reads: RouteRead[], how: { e
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
-  const page = await how.edges;
+  const page = await (how.edges ?? (readsEdgePage(byEdge.size) ? readEdgePage(client) : undefined));
   const results: LiveRoute[] = [];
   const missing: MissingRoute[] = [];
   await Promise.all(

@@ -1,12 +1,13 @@
 /**
  * The estimate of what applying a plan costs when nothing fails (`Plan.estimate`): exactly the requests `apply`
- * sends from its first write to its last convergence read, and about how long they take. The GETs that check the
+ * sends from its first write to its last convergence read (in an account of up to 100 edges), and about how long
+ * they take. The GETs that check the
  * stack lease (one at most every 5 s, so only in a long run) depend on time, not on the plan: they are not counted. It follows what the
  * applier does (src/apply/engine.ts: one request per change; src/apply/verify.ts and src/commands/apply.ts: what the
  * convergence check reads again) with the read counts of src/model/reads.ts, which the client uses as well. Pure.
  */
 import type { Change, Estimate, Plan } from "../model/plan.js";
-import { listPages, readsByListing } from "../model/reads.js";
+import { edgeReads, listPages, readsByListing } from "../model/reads.js";
 import { formatRateLimit, type RateLimit } from "../model/syntax.js";
 
 /** The client's request budget: its rate limit (null for none) and its requests in flight at once. */
@@ -66,12 +67,16 @@ function weightedBackendReads(changes: readonly Change[], accountBefore: number 
   return readsByListing(touched, accountBefore === undefined ? undefined : after) ? listPages(after) : touched;
 }
 
-/** The touched modules (and, for a saved plan, the outputs' SAML modules) are read again: one read per edge. */
+/**
+ * The touched modules (and, for a saved plan, the outputs' SAML modules) are read again: one read for one edge, the
+ * first page of the edge list for more (exact in an account of up to 100 edges; beyond, each touched edge that page
+ * lacks is read by id too).
+ */
 function moduleReads(plan: Pick<Plan, "changes" | "outputs">, input: EstimateInput): number {
   const edges = new Set<string>();
   for (const c of plan.changes) if (c.kind === "saml" || c.kind === "circuit_breaker") edges.add(c.edge);
   if (input.outputRoutes) for (const o of plan.outputs) edges.add(o.edge);
-  return edges.size;
+  return edgeReads(edges.size);
 }
 
 /**

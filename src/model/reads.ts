@@ -33,3 +33,17 @@ export function listPages(count: number): number {
 export function readsByListing(ids: number, accountCount: number | undefined): boolean {
   return ids > 0 && accountCount !== undefined && listPages(accountCount) < ids;
 }
+
+/**
+ * Whether the routes of `edges` edges are read from the first page of the edge list (one request; it holds the
+ * account's 100 newest edges with their routes and modules) rather than with one GET per edge: when they are on more
+ * than one edge. In an account of more than 100 edges, an edge the page lacks is then read by id as well.
+ */
+export function readsEdgePage(edges: number): boolean {
+  return edges > 1;
+}
+
+/** Requests reading the routes of `edges` edges takes, in an account of at most 100 edges. */
+export function edgeReads(edges: number): number {
+  return readsEdgePage(edges) ? 1 : edges;
+}

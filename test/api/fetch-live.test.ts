@@ -136,10 +136,10 @@ const manifests = desired([
 const sorted = (rs: Recorded[]): string[] => rs.map((r) => `${r.method} ${r.url}`).sort();
 
 describe("fetchLive", () => {
-  it("reads one edge per edge with a managed module, plus the list", async () => {
+  it("reads the routes of several edges from the first page of the edge list, beside the list", async () => {
     const { stub, client } = await setup();
     const live = await fetchLive(client, manifests);
-    expect(sorted(stub.requests)).toEqual([`GET /backends/weighted?limit=100`, `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort());
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100"]);
     expect(live.weightedBackends.map((w) => w.id)).toEqual([idOf("bkdwd", 1)]);
     // R4 has no managed module: not in the live state. Unmanaged modules are null whatever the server holds.
     expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([
@@ -148,7 +148,29 @@ describe("fetchLive", () => {
       [R3, false, false],
     ]);
     expect(live.routes[0]?.fingerprints).toEqual({ saml: fingerprintOf(SAML_MODULE), circuit_breaker: fingerprintOf(CB) });
-    expect(client.stats().requests).toBe(3);
+    expect(client.stats().requests).toBe(2);
+  });
+
+  it("reads the routes of one edge by id: one request, whatever the account holds", async () => {
+    const { stub, client } = await setup();
+    const live = await fetchLive(client, desired([edgeRoute(E1, R1, "present", "present"), edgeRoute(E1, R2, "unmanaged", "present")]));
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", `GET /edges/https/${E1}`]);
+    expect(live.routes.map((r) => [r.route, r.saml !== null, r.circuit_breaker !== null])).toEqual([
+      [R1, true, true],
+      [R2, false, false],
+    ]);
+  });
+
+  it("reads each edge by id when its own page of the edge list fails, and by id an edge that a page going on lacks", async () => {
+    const failing = await setup("fail");
+    await fetchLive(failing.client, manifests);
+    expect(sorted(failing.stub.requests)).toEqual(
+      ["GET /backends/weighted?limit=100", "GET /edges/https?limit=100", `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort(),
+    );
+    const paged = await setup({ perPage: 1 });
+    const live = await fetchLive(paged.client, manifests);
+    expect(sorted(paged.stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100", `GET /edges/https/${E2}`].sort());
+    expect(live.routes.map((r) => r.route)).toEqual([R1, R2, R3]);
   });
 
   it("issues only the list when no route module is managed", async () => {
@@ -218,10 +240,10 @@ describe("fetchLive with the first page of the edge list read beside the listing
     expect(modulesOf(live)).toEqual(EXPECTED);
   });
 
-  it("reads no page of edges when asked for the weighted backends alone", async () => {
+  it("reads no page of edges beside the listing when asked for the weighted backends alone", async () => {
     const { stub, client } = await setup();
-    await fetchLive(client, manifests, { listings: startListings(client, { edges: false }) });
-    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", `GET /edges/https/${E1}`, `GET /edges/https/${E2}`].sort());
+    await fetchLive(client, desired([edgeRoute(E1, R1, "present", "present")]), { listings: startListings(client, { edges: false }) });
+    expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", `GET /edges/https/${E1}`]);
   });
 });
 

@@ -74,9 +74,11 @@ describe("fleet arithmetic", () => {
 
   it("counts the fewest requests of a plan and an apply", () => {
     // plan: 1 page (80 objects) + the first page of the edge list, which holds both edges; apply: its lease (a
-    // create, 1 page, a delete), 1 page and one read per edge, 190 changes, then 2 pages (160 objects) and the one
-    // edge whose routes changed.
-    expect(fleetRequests(spec)).toEqual({ plan: 2, apply: 3 + 3 + 190 + 3 });
+    // create, 1 page, a delete), 1 page and the first page of the edge list, 190 changes, then 2 pages (160
+    // objects) and the one edge whose routes changed, by id.
+    expect(fleetRequests(spec)).toEqual({ plan: 2, apply: 3 + 2 + 190 + 3 });
+    expect(fleetRequests({ ...spec, edges: 1 })).toEqual({ plan: 2, apply: 3 + 2 + 190 + 3 });
+    expect(fleetRequests({ ...spec, edges: 150, changedRoutes: 10 })).toEqual({ plan: 52, apply: 3 + 52 + 200 + 3 });
   });
 });
 
