@@ -1,17 +1,11 @@
 /**
- * Turns wire objects as read from the API into the `live` side of a plan, with the fingerprint of each object.
- * A fingerprint is the sha256 of the object's canonical JSON: a saved plan is stale when one of its objects no
- * longer has the fingerprint it was planned against.
+ * Turns wire objects as read from the API into the `live` side of a plan (the fingerprints of the objects a change
+ * touches are taken when the change is built: `weightedBackendFingerprint`, `moduleFingerprint`).
  */
 import { createHash } from "node:crypto";
-import { canonicalJson, compareText } from "../model/canonical.js";
+import { compareText } from "../model/canonical.js";
 import type { LiveRoute, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CircuitBreakerModule, SamlModule, WeightedBackend } from "../model/wire.js";
-
-/** sha256 (hex) of the canonical JSON of `value`; `null` (an unset module) has a fingerprint too. */
-export function fingerprintOf(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value)).digest("hex");
-}
 
 /** The modules of one route as read (null: unset, or not managed). */
 export interface ReadRoute {
@@ -21,20 +15,14 @@ export interface ReadRoute {
   circuit_breaker: CircuitBreakerModule | null;
 }
 
-/** The fields of a weighted backend that a fingerprint covers (its `uri` depends on the server's base URL). */
+/** The fields of a weighted backend that a plan reads (its `uri` depends on the server's base URL). */
 export function liveWeightedBackend(wb: WeightedBackend): LiveWeightedBackend {
   const { id, created_at, description, metadata, backends } = wb;
-  return { id, created_at, description, metadata, backends, fingerprint: fingerprintOf({ id, created_at, description, metadata, backends }) };
+  return { id, created_at, description, metadata, backends };
 }
 
 export function liveRoute(edge: string, route: string, saml: SamlModule | null, circuit_breaker: CircuitBreakerModule | null): LiveRoute {
-  const live: LiveRoute = {
-    edge,
-    route,
-    saml,
-    circuit_breaker,
-    fingerprints: { saml: fingerprintOf(saml), circuit_breaker: fingerprintOf(circuit_breaker) },
-  };
+  const live: LiveRoute = { edge, route, saml, circuit_breaker };
   const sha = saml ? certificateSha256(saml.request_signing_certificate_pem) : undefined;
   if (sha) live.samlCertificateSha256 = sha;
   return live;
@@ -63,7 +51,7 @@ export function buildLiveState(weightedBackends: WeightedBackend[], routes: Read
   return sortLiveState(weightedBackends.map(liveWeightedBackend), routes.map(liveRouteOf));
 }
 
-/** A route's modules as read, to the live route with its fingerprints. */
+/** A route's modules as read, to the live route. */
 export function liveRouteOf(r: ReadRoute): LiveRoute {
   return liveRoute(r.edge, r.route, r.saml, r.circuit_breaker);
 }

@@ -8,7 +8,7 @@ import type { TouchedObjects } from "../api/fetch-live.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { StalePlanError } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
-import type { LiveState } from "../model/state.js";
+import { moduleFingerprint, weightedBackendFingerprint, type LiveState } from "../model/state.js";
 
 /** One object of a saved plan that no longer is what the plan was made against. */
 export interface StaleObject {
@@ -59,13 +59,14 @@ export function diffStale(plan: Pick<Plan, "changes" | "stack">, live: LiveState
       }
       const now = byId.get(change.id);
       if (!now) stale.push({ address: change.address, id: change.id, reason: "no longer exists" });
-      else if (now.fingerprint !== change.fingerprint) stale.push({ address: change.address, id: change.id, reason: "changed since the plan was made" });
+      else if (weightedBackendFingerprint(now) !== change.fingerprint) stale.push({ address: change.address, id: change.id, reason: "changed since the plan was made" });
       continue;
     }
     if (change.kind === "inventory") {
       const now = change.id === null ? null : byId.get(change.id);
       if (now === undefined) stale.push({ address: change.address, id: change.id, reason: "no longer exists" });
-      else if (now !== null && now.fingerprint !== change.fingerprint) stale.push({ address: change.address, id: change.id, reason: "changed since the plan was made" });
+      else if (now !== null && weightedBackendFingerprint(now) !== change.fingerprint)
+        stale.push({ address: change.address, id: change.id, reason: "changed since the plan was made" });
       continue;
     }
     const route = routes.get(`${change.edge}/${change.route}`);
@@ -73,7 +74,7 @@ export function diffStale(plan: Pick<Plan, "changes" | "stack">, live: LiveState
       stale.push({ address: change.address, id: null, reason: "could not be read again" });
       continue;
     }
-    if (route.fingerprints[change.kind] === change.fingerprint) continue;
+    if (moduleFingerprint(route, change.kind) === change.fingerprint) continue;
     const module = route[change.kind];
     const reason = module === null ? "was deleted since the plan was made" : change.before === null ? "was set since the plan was made" : "changed since the plan was made";
     stale.push({ address: change.address, id: null, reason });

@@ -72,26 +72,18 @@ export function mergeLive(before: LiveState, touched: TouchedObjects, reread: Li
 /** Routes as read before with the touched modules as read again; `add`: a touched route not read before is added. */
 function mergeRoutes(before: readonly LiveRoute[], touched: TouchedObjects, reread: LiveState, add: boolean): LiveRoute[] {
   const rereadRoutes = new Map(reread.routes.map((r) => [routeKey(r), r]));
-  const routes = new Map(before.map((r) => [routeKey(r), { ...r, fingerprints: { ...r.fingerprints } }]));
+  const routes = new Map(before.map((r) => [routeKey(r), { ...r }]));
   for (const m of touched.modules) {
     if (!add && !routes.has(routeKey(m))) continue;
     const now = rereadRoutes.get(routeKey(m));
     if (!now) continue;
-    const route: LiveRoute = routes.get(routeKey(m)) ?? {
-      edge: m.edge,
-      route: m.route,
-      saml: null,
-      circuit_breaker: null,
-      fingerprints: { saml: now.fingerprints.saml, circuit_breaker: now.fingerprints.circuit_breaker },
-    };
+    const route: LiveRoute = routes.get(routeKey(m)) ?? { edge: m.edge, route: m.route, saml: null, circuit_breaker: null };
     if (m.module === "saml") {
       route.saml = now.saml;
-      route.fingerprints.saml = now.fingerprints.saml;
       if (now.samlCertificateSha256 !== undefined) route.samlCertificateSha256 = now.samlCertificateSha256;
       else delete route.samlCertificateSha256;
     } else {
       route.circuit_breaker = now.circuit_breaker;
-      route.fingerprints.circuit_breaker = now.fingerprints.circuit_breaker;
     }
     routes.set(routeKey(m), route);
   }

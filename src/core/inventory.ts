@@ -10,7 +10,7 @@ import { compareText } from "../model/canonical.js";
 import { packInventory, buildInventoryBody, type Inventory, type InventoryEntries, type InventoryEntry } from "../model/inventory.js";
 import { inventoryAddress, moduleAddress, type Change, type FieldDiff, type InventoryChange, type ModuleChange, type ModuleKind, type Orphan } from "../model/plan.js";
 import { weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
-import type { LiveRoute } from "../model/state.js";
+import { moduleFingerprint, type LiveRoute } from "../model/state.js";
 import { buildModuleDelete, moduleSpec } from "../kinds/module.js";
 import type { PlanProblems } from "./plan-index.js";
 import type { RoutePair } from "./routes.js";
@@ -124,7 +124,7 @@ function planModuleOrphans(input: OwnershipInput, ours: InventoryEntries, declar
     orphans.push({ address, id: recordedBy.get(address) ?? "", name: address, protected: isProtected, action: remove ? "delete" : "keep", reason });
     if (!remove) continue;
     delete ours[address];
-    const change = buildModuleDelete(moduleSpec(at.kind), at.edge, at.route, live, route.fingerprints[at.kind]);
+    const change = buildModuleDelete(moduleSpec(at.kind), at.edge, at.route, live, moduleFingerprint(route, at.kind));
     change.notes.push("no manifest declares it any more, and the inventory of this stack records it (an orphan)");
     deletes.push(change);
   }

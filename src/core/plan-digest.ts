@@ -3,9 +3,7 @@
  * merges are the same. Both sides compute it here, from the changes only (never a timestamp, the estimate or the
  * order a renderer shows), so that the same changes give the same digest on any runner. Pure.
  */
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { canonicalJson, compareText } from "../model/canonical.js";
+import { canonicalJson, compareText, digestOf } from "../model/canonical.js";
 import type { Change, Plan } from "../model/plan.js";
 
 /** Hex characters of a change's digest in the record: 64 bits tell two versions of one change apart. */
@@ -49,11 +47,6 @@ function reviewedPart(change: Change): unknown {
   return { ...common, before: change.before, after: change.after };
 }
 
-/** sha256 (hex) of canonical JSON. */
-function hash(value: unknown): string {
-  return bytesToHex(sha256(utf8ToBytes(canonicalJson(value))));
-}
-
 /**
  * The record of a plan: the same changes (in any order) give the same record; a change that would send another
  * request, or start from other live values, gives another. The stack is part of the whole digest.
@@ -61,9 +54,9 @@ function hash(value: unknown): string {
 export function buildPlanRecord(plan: Plan): PlanRecord {
   const changes: Record<string, string> = {};
   for (const change of [...plan.changes].sort((a, b) => compareText(a.address, b.address))) {
-    changes[change.address] = hash(reviewedPart(change)).slice(0, CHANGE_DIGEST_CHARS);
+    changes[change.address] = digestOf(reviewedPart(change)).slice(0, CHANGE_DIGEST_CHARS);
   }
-  return { digest: hash({ stack: plan.stack, changes }), changes };
+  return { digest: digestOf({ stack: plan.stack, changes }), changes };
 }
 
 /** What differs between the reviewed record and the record of the plan at merge, each list sorted. */

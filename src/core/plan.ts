@@ -11,7 +11,7 @@ import { parseInventory, type Inventory } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanEnvironment } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
-import type { DesiredState, LiveState } from "../model/state.js";
+import { weightedBackendFingerprint, type DesiredState, type LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
 import { matchedIds, resolveAllChildren, type Resolved } from "./children.js";
 import { buildDependencies, buildLiveParents } from "./graph.js";
@@ -79,7 +79,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const inventories: Inventory[] = [];
   const own = live.weightedBackends.filter((l) => {
     const inventory = parseInventory(l);
-    if (inventory !== null) inventories.push(inventory);
+    if (inventory !== null) inventories.push({ ...inventory, fingerprint: weightedBackendFingerprint(l) });
     return inventory === null && !isLeaseObject(l);
   });
   const index = indexPlanInput(desired, { ...live, weightedBackends: own }, options.stack);

@@ -5,7 +5,7 @@
 import { compareText } from "../model/canonical.js";
 import { InternalError } from "../model/errors.js";
 import type { Change } from "../model/plan.js";
-import { formatPos, type DesiredEdgeRoute, type LiveRoute } from "../model/state.js";
+import { formatPos, moduleFingerprint, type DesiredEdgeRoute, type LiveRoute } from "../model/state.js";
 import { CIRCUIT_BREAKER } from "../kinds/circuit-breaker.js";
 import { buildModuleChange } from "../kinds/module.js";
 import { SAML } from "../kinds/saml.js";
@@ -52,7 +52,7 @@ function buildPairChanges({ desired: r, live: lr }: RoutePair, ignored: IgnoredC
   const changes: Change[] = [];
   for (const spec of [SAML, CIRCUIT_BREAKER]) {
     const { intent, ignored: paths } = ignoreModuleFields(spec, r, lr, ignored);
-    const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], () => lr.fingerprints[spec.kind]);
+    const change = buildModuleChange(spec, r.edge, r.route, intent, lr[spec.kind], () => moduleFingerprint(lr, spec.kind));
     if (!change) continue;
     if (spec.kind === "saml" && r.saml.state === "present" && r.saml.idpMetadataFile) change.notes.push(`IdP metadata from ${r.saml.idpMetadataFile}`);
     ignored.noteOn(change, paths);

@@ -2,9 +2,7 @@
  * The rollout state of the weighted backend kind: how it is read from and written into the owner marker, and the
  * digest that tells one rollout's target from another's. Pure.
  */
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { canonicalJson, isJsonObject as isObject } from "../model/canonical.js";
+import { digestOf, isJsonObject as isObject } from "../model/canonical.js";
 import type { RolloutState } from "../model/state.js";
 import { LIMITS } from "../model/wire.js";
 
@@ -16,7 +14,7 @@ const DIGEST_CHARS = 16;
  * other manifests stay names, so a child created by the same plan keeps the digest the same across runs).
  */
 export function rolloutTargetDigest(backends: Readonly<Record<string, number>>): string {
-  return bytesToHex(sha256(utf8ToBytes(canonicalJson(backends)))).slice(0, DIGEST_CHARS);
+  return digestOf(backends).slice(0, DIGEST_CHARS);
 }
 
 const isWeights = (v: unknown): v is Record<string, number> =>

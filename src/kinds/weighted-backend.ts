@@ -9,7 +9,15 @@ import type { FieldDiff, JsonValue, WeightChange, WeightedBackendBody, WeightedB
 import { weightedBackendAddress, type WeightedBackendAction } from "../model/plan.js";
 import { weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
 import { pickFields } from "../model/wire.js";
-import { formatPos, MARKER_KEY, type DesiredWeightedBackend, type LiveWeightedBackend, type OwnerMarker, type RolloutState } from "../model/state.js";
+import {
+  formatPos,
+  MARKER_KEY,
+  weightedBackendFingerprint,
+  type DesiredWeightedBackend,
+  type LiveWeightedBackend,
+  type OwnerMarker,
+  type RolloutState,
+} from "../model/state.js";
 import { buildFieldDiff, diffRecords } from "./diff.js";
 import { parseRolloutState } from "./weighted-backend-rollout.js";
 
@@ -272,7 +280,7 @@ export function buildWeightedBackendChange(input: WeightedBackendChangeInput): W
   }
   const request = { method: "PATCH" as const, path: weightedBackendPath(live.id), body: buildWeightedBackendBody(after) };
   const diffs = diffWeightedBackend(before, after);
-  return { ...common, action: input.action, id: live.id, previous_owner: input.previous, fingerprint: live.fingerprint, before, diffs, weights, request };
+  return { ...common, action: input.action, id: live.id, previous_owner: input.previous, fingerprint: weightedBackendFingerprint(live), before, diffs, weights, request };
 }
 
 /** The delete of an orphan: a live object of the stack that no manifest names. */
@@ -291,7 +299,7 @@ export function buildWeightedBackendDelete(
     name: marker.name,
     id: live.id,
     previous_owner: marker,
-    fingerprint: live.fingerprint,
+    fingerprint: weightedBackendFingerprint(live),
     source: null,
     before,
     after: null,

@@ -1,10 +1,17 @@
 /** Canonical JSON: object keys sorted at every depth, no spacing. Same value, same bytes. And the orderings and
  * shape checks that every part of the plan shares. Pure. */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { JsonValue } from "./plan.js";
 
 /** Canonical JSON of a value. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
+}
+
+/** sha256 (hex) of the canonical JSON of a value: the same value, the same digest. */
+export function digestOf(value: unknown): string {
+  return bytesToHex(sha256(utf8ToBytes(canonicalJson(value))));
 }
 
 function sortKeys(value: unknown): unknown {

@@ -25,14 +25,17 @@ export interface Inventory {
   id: string;
   stack: string;
   entries: InventoryEntries;
-  /** Fingerprint of the object as read (a saved plan's write to it is stale when it changes). */
+  /**
+   * Fingerprint of the object as read (a saved plan's write to it is stale when it changes); empty until the plan
+   * takes it (`weightedBackendFingerprint`).
+   */
   fingerprint: string;
 }
 
 const MODULE_ADDRESS = /^edge_route\.edghts_[A-Za-z0-9]+\/edghtsrt_[A-Za-z0-9]+\.(saml|circuit_breaker)$/;
 
 /** The inventory an object holds, or null when it is not an inventory object. Entries that are not module addresses are dropped. */
-export function parseInventory(wb: { id: string; metadata: string; fingerprint?: string }): Inventory | null {
+export function parseInventory(wb: { id: string; metadata: string }): Inventory | null {
   const found = bookkeepingRecord(wb.metadata, "inventory");
   if (found === null) return null;
   const marker = { stack: found.stack, inventory: found.record };
@@ -45,7 +48,7 @@ export function parseInventory(wb: { id: string; metadata: string; fingerprint?:
       entries[address] = value.protect === true ? { protect: true } : {};
     }
   }
-  return { id: wb.id, stack: marker.stack, entries, fingerprint: wb.fingerprint ?? "" };
+  return { id: wb.id, stack: marker.stack, entries, fingerprint: "" };
 }
 
 /** Whether an object is an inventory object (of any stack): plans, exports and prunes leave these out. */
@@ -54,7 +57,7 @@ export function isInventoryObject(wb: { id: string; metadata: string }): boolean
 }
 
 /** The inventory objects of `stack` among `objects`, oldest (smallest id) first. */
-export function inventoriesOf(objects: readonly { id: string; metadata: string; fingerprint?: string }[], stack: string): Inventory[] {
+export function inventoriesOf(objects: readonly { id: string; metadata: string }[], stack: string): Inventory[] {
   const found: Inventory[] = [];
   for (const wb of objects) {
     const inv = parseInventory(wb);

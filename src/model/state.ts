@@ -2,6 +2,7 @@
  * The two sides every plan compares: `desired` (what the manifests say, normalised) and `live` (what the API
  * holds, as read). Both are plain data; the manifest loader builds the first, the API client the second.
  */
+import { digestOf } from "./canonical.js";
 import type { CircuitBreakerModule, CircuitBreakerSettings, SamlModule, SamlSettings } from "./wire.js";
 
 /** Where a manifest value was written: 1-based line and column, as the `yaml` package reports them. */
@@ -171,8 +172,6 @@ export interface LiveWeightedBackend {
   /** Metadata exactly as the API holds it (a string, usually JSON). */
   metadata: string;
   backends: Record<string, number>;
-  /** sha256 (hex) of the canonical JSON of the object as read: a saved plan is stale when this changes. */
-  fingerprint: string;
 }
 
 export interface LiveRoute {
@@ -180,10 +179,23 @@ export interface LiveRoute {
   route: string;
   saml: SamlModule | null;
   circuit_breaker: CircuitBreakerModule | null;
-  /** Fingerprints of each module as read (of `null` when the module is unset). */
-  fingerprints: { saml: string; circuit_breaker: string };
   /** SHA-256 fingerprint (colon-separated hex, as IdPs show it) of the SAML request-signing certificate. */
   samlCertificateSha256?: string;
+}
+
+/**
+ * The fingerprint of a weighted backend as read: the digest of its fields (not its `uri`, which depends on the
+ * server's base URL). A plan records the fingerprint of each object a change touches, and a saved plan is stale when
+ * the object no longer has it; the objects a plan leaves alone need none.
+ */
+export function weightedBackendFingerprint(wb: LiveWeightedBackend): string {
+  const { id, created_at, description, metadata, backends } = wb;
+  return digestOf({ id, created_at, description, metadata, backends });
+}
+
+/** The fingerprint of a route's module as read (an unset module, `null`, has one too). */
+export function moduleFingerprint(route: LiveRoute, kind: "saml" | "circuit_breaker"): string {
+  return digestOf(route[kind]);
 }
 
 export interface LiveState {

@@ -11,6 +11,7 @@ import { liveWeightedBackend } from "../../src/api/live-state.js";
 import { buildLiveValue, buildWeightedBackendBody, buildWeights, diffWeightedBackendSides } from "../../src/kinds/weighted-backend.js";
 import type { ModuleChange, Plan, WeightedBackendChange } from "../../src/model/plan.js";
 import { closeWorlds, EDGE, HR1, HR2, IDP_XML, R1, R2, seed, startWorld, wbYaml, type World } from "./e2e.js";
+import { weightedBackendFingerprint } from "../../src/model/state.js";
 
 afterAll(closeWorlds);
 
@@ -249,7 +250,7 @@ describe.concurrent("apply --plan: a tampered saved plan is refused, and the ser
     const after = x.after as NonNullable<WeightedBackendChange["after"]>;
     Object.assign(x, {
       id: other.id,
-      fingerprint: live.fingerprint,
+      fingerprint: weightedBackendFingerprint(live),
       before,
       diffs: diffWeightedBackendSides(before, after),
       weights: buildWeights(before.backends, after.backends, new Map(), new Set()),

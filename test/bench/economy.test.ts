@@ -170,9 +170,7 @@ describe("buildPlan drops unchanged objects early, with the same verdicts", () =
   const pos = { file: "m.yaml", line: 1, col: 1 };
   const child = "bkdhr_2rFLmpE8q3WRHfs3a2LFkfhVsOU";
   const live = (metadata: string): LiveState => ({
-    weightedBackends: [
-      { id: "bkdwd_32ELHcDT2RYt50eSIeXINRyuhnf", created_at: "2025-09-04T10:11:37Z", description: "d", metadata, backends: { [child]: 100 }, fingerprint: "f" },
-    ],
+    weightedBackends: [{ id: "bkdwd_32ELHcDT2RYt50eSIeXINRyuhnf", created_at: "2025-09-04T10:11:37Z", description: "d", metadata, backends: { [child]: 100 } }],
     routes: [],
   });
   const desired = (metadata: Record<string, unknown>, weight = 100): DesiredState => ({

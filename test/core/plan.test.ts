@@ -24,6 +24,7 @@ import {
   wbChange,
   wbId,
 } from "./builders.js";
+import { weightedBackendFingerprint, type LiveWeightedBackend } from "../../src/model/state.js";
 
 const SAML_ADDR = `edge_route.${EDGE}/${ROUTE}.saml`;
 const CB_ADDR = `edge_route.${EDGE}/${ROUTE}.circuit_breaker`;
@@ -269,7 +270,7 @@ describe("orphans, prune and protect", () => {
       ["weighted_backend.gone", "delete", "no manifest names it; deleted because --prune is given"],
       ["weighted_backend.kept", "keep", "protected (its marker says protect: true): never deleted until a manifest takes it back with protect: false"],
     ]);
-    expect(wbChange(p, "weighted_backend.gone").fingerprint).toBe(live.wbs[0]?.fingerprint);
+    expect(wbChange(p, "weighted_backend.gone").fingerprint).toBe(weightedBackendFingerprint(live.wbs[0] as LiveWeightedBackend));
   });
 
   it("keeps an orphan that an object staying in place still references", () => {

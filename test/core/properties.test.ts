@@ -11,7 +11,7 @@ import { buildPlan, type PlanOptions } from "../../src/core/plan.js";
 import { resolveWeightedBackendBody } from "../../src/kinds/weighted-backend.js";
 import { ManifestError } from "../../src/model/errors.js";
 import type { Plan, WeightedBackendBody, WeightedBackendChange } from "../../src/model/plan.js";
-import type { DesiredState, DesiredWeightedBackend, LiveState } from "../../src/model/state.js";
+import { weightedBackendFingerprint, type DesiredState, type DesiredWeightedBackend, type LiveState, type LiveWeightedBackend } from "../../src/model/state.js";
 import type { CircuitBreakerSettings, SamlModule } from "../../src/model/wire.js";
 import { renderJson } from "../../src/render/json.js";
 import { renderMarkdown } from "../../src/render/markdown.js";
@@ -255,7 +255,7 @@ describe("plan properties", () => {
         const liveById = new Map(input.live.weightedBackends.map((l) => [l.id, l]));
         const touching = p.changes.filter((c): c is WeightedBackendChange => c.kind === "weighted_backend" && c.id !== null);
         // Every change of a live object names it as it was read.
-        expect(touching.map((c) => c.fingerprint)).toEqual(touching.map((c) => liveById.get(c.id as string)?.fingerprint));
+        expect(touching.map((c) => c.fingerprint)).toEqual(touching.map((c) => weightedBackendFingerprint(liveById.get(c.id as string) as LiveWeightedBackend)));
         // A delete: only with --prune, of an unprotected object of this stack.
         const deletes = touching.filter((c) => c.action === "delete");
         expect(deletes.map((c) => [input.options.prune, c.previous_owner?.stack, c.previous_owner?.protect])).toEqual(deletes.map(() => [true, "default", undefined]));
