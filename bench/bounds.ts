@@ -4,6 +4,7 @@
  * what a run may spend on top (the targets allow 1.2 times the bound). Pure.
  */
 import { CONFIRM_MS } from "../src/apply/lease.js";
+import { readsEdgePage } from "../src/model/reads.js";
 
 /**
  * A chain of `chain` requests that must run one after the other (list pages: each names the next) beside
@@ -42,11 +43,12 @@ export function planEdgeReads(edges: number, pageSize = 100): number {
 }
 
 /**
- * The edge reads of `apply` and of its convergence check, which know the edges they read (src/model/reads.ts): one
- * read for one edge, else the first page of the edge list, then one read per named edge beyond that page.
+ * The edge reads of `apply` and of its convergence check, which know the edges they read: when `readsEdgePage` says
+ * so (src/model/reads.ts, the client's rule), the first page of the edge list and one read per named edge beyond it,
+ * else one read per edge.
  */
 export function applyEdgeReads(edges: number, pageSize = 100): number {
-  return edges <= 1 ? edges : planEdgeReads(edges, pageSize);
+  return readsEdgePage(edges) ? planEdgeReads(edges, pageSize) : edges;
 }
 
 /** Pages a list of `items` takes at `pageSize` (an empty list still takes one). */
