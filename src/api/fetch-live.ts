@@ -45,7 +45,7 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, option
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
   const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listings?.weightedBackends ?? listLive(client));
-  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads, { edges: options.listings?.edges })]);
+  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads, { edges: options.listings?.edges ?? edgePageSource(client) })]);
   return sortLiveState(weightedBackends, routes);
 }
 
@@ -69,9 +69,26 @@ export function startListing(client: ApiClient): Promise<LiveWeightedBackend[]> 
  * edges (each with its routes and modules), which holds every edge of most accounts (100 or fewer) in one request.
  */
 export interface Listings {
-  weightedBackends: Promise<LiveWeightedBackend[]>;
-  /** Null when not read, or when that read failed: every edge is then read by id. */
-  edges?: Promise<EdgePage | null>;
+  /** Absent when not under way: `fetchLive` then lists them itself. */
+  weightedBackends?: Promise<LiveWeightedBackend[]>;
+  /** The run's first page of the edge list, read at once or when first needed. */
+  edges: EdgePageSource;
+}
+
+/**
+ * The first page of the edge list for the reads of one run, read at most once: at once (`startListings`), or by the
+ * first read of routes on several edges (`readsEdgePage`), after which every later read of routes takes it too. It
+ * gives null when that read failed: every edge is then read by id.
+ */
+export type EdgePageSource = (edges: number) => Promise<EdgePage | null> | undefined;
+
+/** An `EdgePageSource`; `now`: its read starts at once. */
+export function edgePageSource(client: ApiClient, now = false): EdgePageSource {
+  let page = now ? readEdgePage(client) : undefined;
+  return (edges) => {
+    if (!page && readsEdgePage(edges)) page = readEdgePage(client);
+    return page;
+  };
 }
 
 /** Edges of the first page of the edge list by id, and whether that page is the whole list. */
@@ -86,9 +103,7 @@ export interface EdgePage {
  * raised where it is awaited, and the edge page is only a shortcut (a failure leaves each edge to its own read).
  */
 export function startListings(client: ApiClient, options: { edges: boolean }): Listings {
-  const weightedBackends = startListing(client);
-  if (!options.edges) return { weightedBackends };
-  return { weightedBackends, edges: readEdgePage(client) };
+  return { weightedBackends: startListing(client), edges: edgePageSource(client, options.edges) };
 }
 
 /** The first page of the edge list, or null when that read failed (each edge is then read by id). Never rejects. */
@@ -164,18 +179,18 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 }
 
 /**
- * Reads the modules of the given routes: from the first page of the edge list (`how.edges` when it is under way,
- * else read here when the routes are on more than one edge: one request instead of one per edge) for the edges it
+ * Reads the modules of the given routes: from the first page of the edge list (`how.edges`, the run's, when it is
+ * read or the routes are on more than one edge: one request instead of one per edge) for the edges it
  * holds (an edge it lacks does not exist when it is the whole list), else one `GET /edges/https/<edge>` per edge,
  * all in parallel (the client's semaphore bounds what is in flight). Routes or edges that do not exist: one
  * RouteNotFoundError naming them all, or, with `how.missingOk` (modules an inventory records, which may be gone),
  * left out of the result.
  */
-export async function readRoutes(client: ApiClient, reads: RouteRead[], how: { edges?: Promise<EdgePage | null>; missingOk?: boolean } = {}): Promise<LiveRoute[]> {
+export async function readRoutes(client: ApiClient, reads: RouteRead[], how: { edges?: EdgePageSource; missingOk?: boolean } = {}): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
-  const page = await (how.edges ?? (readsEdgePage(byEdge.size) ? readEdgePage(client) : undefined));
+  const page = await (how.edges ?? edgePageSource(client))(byEdge.size);
   const results: LiveRoute[] = [];
   const missing: MissingRoute[] = [];
   await Promise.all(

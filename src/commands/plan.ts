@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
-import { fetchChildBackends, fetchLive, readRoutes, startListing, startListings, type Listings } from "../api/fetch-live.js";
+import { edgePageSource, fetchChildBackends, fetchLive, readRoutes, startListing, startListings, type Listings } from "../api/fetch-live.js";
 import { checkChildIds, childIdsToRead } from "../core/child-ids.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
@@ -113,16 +113,15 @@ export async function fetchForPlan(
   const scoped = scopeDesired(desired, scope);
   const reachesWeightedBackends = scopeReachesKind(scope, "weighted_backend");
   const forInventory = !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
-  const live = await fetchLive(client, scoped, {
-    weightedBackends: reachesWeightedBackends,
-    ...(listings ? { listings } : {}),
-  }).catch((err: unknown) => {
+  // One page of the edge list serves the routes of the manifests and those of recorded modules.
+  const reads: Listings = listings ?? { edges: edgePageSource(client) };
+  const live = await fetchLive(client, scoped, { weightedBackends: reachesWeightedBackends, listings: reads }).catch((err: unknown) => {
     throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
   });
   if (forInventory) live.weightedBackends = (await forInventory).filter(isInventoryObject);
   const inventories = live.weightedBackends.flatMap((wb) => parseInventory(wb) ?? []);
-  const reads = recordedReads(inventories, options.stack, declaredModules(scoped.edgeRoutes), (address) => inScope(scope, address));
-  if (reads.length > 0) live.recorded = await readRoutes(client, reads, { missingOk: true, ...(listings?.edges ? { edges: listings.edges } : {}) });
+  const recorded = recordedReads(inventories, options.stack, declaredModules(scoped.edgeRoutes), (address) => inScope(scope, address));
+  if (recorded.length > 0) live.recorded = await readRoutes(client, recorded, { missingOk: true, edges: reads.edges });
   checkChildIds(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)));
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }
