@@ -114,14 +114,14 @@ export async function fetchForPlan(
   const reachesWeightedBackends = scopeReachesKind(scope, "weighted_backend");
   const forInventory = !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
   // One page of the edge list serves the routes of the manifests and those of recorded modules.
-  const reads: Listings = listings ?? { edges: edgePageSource(client) };
-  const live = await fetchLive(client, scoped, { weightedBackends: reachesWeightedBackends, listings: reads }).catch((err: unknown) => {
+  const shared: Listings = listings ?? { edges: edgePageSource(client) };
+  const live = await fetchLive(client, scoped, { weightedBackends: reachesWeightedBackends, listings: shared }).catch((err: unknown) => {
     throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
   });
   if (forInventory) live.weightedBackends = (await forInventory).filter(isInventoryObject);
   const inventories = live.weightedBackends.flatMap((wb) => parseInventory(wb) ?? []);
   const recorded = recordedReads(inventories, options.stack, declaredModules(scoped.edgeRoutes), (address) => inScope(scope, address));
-  if (recorded.length > 0) live.recorded = await readRoutes(client, recorded, { missingOk: true, edges: reads.edges });
+  if (recorded.length > 0) live.recorded = await readRoutes(client, recorded, { missingOk: true, edges: shared.edges });
   checkChildIds(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)));
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }
