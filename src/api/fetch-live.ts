@@ -71,12 +71,12 @@ export function startListing(client: ApiClient): Promise<LiveWeightedBackend[]> 
 export interface Listings {
   /** Absent when not under way: `fetchLive` then lists them itself. */
   weightedBackends?: Promise<LiveWeightedBackend[]>;
-  /** The run's first page of the edge list, read at once or when first needed. */
+  /** The plan's first page of the edge list, read at once or when first needed. */
   edges: EdgePageSource;
 }
 
 /**
- * The first page of the edge list for the reads of one run, read at most once: at once (`startListings`), or by the
+ * The first page of the edge list for the reads of one plan, read at most once: at once (`startListings`), or by the
  * first read of routes on several edges (`readsEdgePage`), after which every later read of routes takes it too. It
  * gives null when that read failed: every edge is then read by id.
  */
