@@ -45,7 +45,7 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, option
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
   const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listings?.weightedBackends ?? listLive(client));
-  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads, { edges: options.listings?.edges ?? edgePageSource(client) })]);
+  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads, { edges: options.listings?.edges })]);
   return sortLiveState(weightedBackends, routes);
 }
 
@@ -179,8 +179,8 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
 }
 
 /**
- * Reads the modules of the given routes: from the first page of the edge list (`how.edges`, the run's, when it is
- * read or the routes are on more than one edge: one request instead of one per edge) for the edges it
+ * Reads the modules of the given routes: from the first page of the edge list (`how.edges`, the plan's, when it
+ * is read or the routes are on more than one edge: one request instead of one per edge) for the edges it
  * holds (an edge it lacks does not exist when it is the whole list), else one `GET /edges/https/<edge>` per edge,
  * all in parallel (the client's semaphore bounds what is in flight). Routes or edges that do not exist: one
  * RouteNotFoundError naming them all, or, with `how.missingOk` (modules an inventory records, which may be gone),
