@@ -78,6 +78,14 @@ export async function bundleAction(outfile = BUNDLE) {
 /** Where the CLI's bundle goes: `edgeplan.js` (the `bin`) and the chunks of the commands it imports lazily. */
 export const CLI_DIR = "dist/cli";
 
+/**
+ * Left as packages: better-sqlite3 (native) and pg (its optional native part), and the SAML certificate's
+ * @peculiar/x509 with reflect-metadata, which must load first (src/server/saml-certificate.ts imports them in that
+ * order; bundled into chunks, the order is not kept and the first SAML PUT fails). These, and only these, are the
+ * package's `dependencies`: everything else is in the bundle.
+ */
+export const CLI_EXTERNAL = ["better-sqlite3", "pg", "@peculiar/x509", "reflect-metadata"];
+
 /** Writes the CLI's bundle to `outdir` (relative to the repository root, or absolute). */
 export async function bundleCli(outdir = CLI_DIR) {
   // Chunks are named by their content: the ones of an earlier build would stay behind.
@@ -87,10 +95,7 @@ export async function bundleCli(outdir = CLI_DIR) {
     entryPoints: { edgeplan: "src/cli.ts" },
     outdir,
     splitting: true,
-    // Left as packages: better-sqlite3 (native) and pg (its optional native part), and the SAML certificate's
-    // @peculiar/x509 with reflect-metadata, which must load first (src/server/saml-certificate.ts imports them in
-    // that order; bundled into chunks, the order is not kept and the first SAML PUT fails).
-    external: ["better-sqlite3", "pg", "@peculiar/x509", "reflect-metadata"],
+    external: CLI_EXTERNAL,
     banner: { js: REQUIRE_BANNER },
   });
 }

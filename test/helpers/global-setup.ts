@@ -1,13 +1,13 @@
 /**
  * vitest global setup: end-to-end tests run the built CLI, which vitest does not build. `npm test` builds first
  * (pretest); a bare `npx vitest` without a build stops here with the fix instead of failing test by test. The
- * bundled action's tests also run it with Node 24, installed here once (test/helpers/node24.ts).
+ * bundled action's tests also run it with Node 24, installed here once (test/helpers/node-release.ts).
  */
 import { existsSync } from "node:fs";
 import type { TestProject } from "vitest/node";
 import { POSTGRES_SKIPPED, postgresTestsRun } from "../../bench/postgres-cluster.js";
 import { CLI } from "./cli-path.js";
-import { ensureNode24 } from "./node24.js";
+import { ensureNode24 } from "./node-release.js";
 
 declare module "vitest" {
   export interface ProvidedContext {

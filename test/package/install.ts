@@ -6,10 +6,11 @@
 import { execFile } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { expect } from "vitest";
 import { nodeModulesAbove } from "../action/run-cli.js";
+import { ensureNode, nodeRelease } from "../helpers/node-release.js";
 import { REPO_ROOT } from "../helpers/server.js";
 
 const run = promisify(execFile);
@@ -28,6 +29,21 @@ export interface InstalledPackage {
   app: string;
   /** The installed `edgeplan` command. */
   bin: string;
+  /** `cleanEnv()` with the Node release under test first on PATH: what runs `npm` and the `edgeplan` command. */
+  env: NodeJS.ProcessEnv;
+  /** The lines npm printed as warnings while it installed the package (an engine it does not support, ...). */
+  warnings: string[];
+}
+
+/**
+ * The Node release the package is installed and run with: this process's, or the major release that
+ * EDGEPLAN_TEST_NODE_MAJOR names (`.ci/run` runs this suite again with 22 and 24), fetched from npm once; `headers`
+ * is where that release's C headers are, for the native binding, which is then built rather than copied.
+ */
+function nodeUnderTest(): { bin: string; headers?: string } {
+  const major = process.env.EDGEPLAN_TEST_NODE_MAJOR;
+  if (major === undefined || major === "") return { bin: process.execPath };
+  return { bin: ensureNode(Number(major)), headers: nodeRelease(Number(major)).headers };
 }
 
 /**
@@ -40,7 +56,8 @@ export interface InstalledPackage {
  */
 export async function installPackage(): Promise<InstalledPackage> {
   const work = mkdtempSync(join(tmpdir(), "edgeplan-pack-"));
-  const env = cleanEnv();
+  const node = nodeUnderTest();
+  const env = { ...cleanEnv(), PATH: [dirname(node.bin), process.env.PATH].join(delimiter) };
   // The folder holds the package and nothing else, and no node_modules above it could lend a module.
   const app = join(work, "app");
   mkdirSync(app);
@@ -50,23 +67,29 @@ export async function installPackage(): Promise<InstalledPackage> {
   expect(tgz).toBe(`edgeplan-${VERSION}.tgz`);
   expect(readdirSync(app)).toEqual([tgz]);
 
-  const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", "--ignore-scripts"];
-  await run("npm", ["install", `./${tgz}`, ...flags], { cwd: app, env, timeout: 280_000 });
-  await provideSqliteBinding(app, env);
-  return { work, app, bin: join(app, "node_modules", ".bin", "edgeplan") };
+  const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=warn", "--ignore-scripts"];
+  const installed = await run("npm", ["install", `./${tgz}`, ...flags], { cwd: app, env, timeout: 280_000 });
+  await provideSqliteBinding(app, env, node);
+  const warnings = installed.stderr.split("\n").filter((line) => /^npm warn/i.test(line));
+  return { work, app, bin: join(app, "node_modules", ".bin", "edgeplan"), env, warnings };
 }
 
 const BINDING = join("build", "Release", "better_sqlite3.node");
 
-/** better-sqlite3's binding in an install made with --ignore-scripts: copied when the versions match, else built. */
-async function provideSqliteBinding(app: string, env: NodeJS.ProcessEnv): Promise<void> {
+/**
+ * better-sqlite3's binding in an install made with --ignore-scripts: copied when the package's version and the Node
+ * ABI match ours, else built (against the headers of the Node release under test: nothing is downloaded).
+ */
+async function provideSqliteBinding(app: string, env: NodeJS.ProcessEnv, node: { bin: string; headers?: string }): Promise<void> {
   const ours = join(REPO_ROOT, "node_modules", "better-sqlite3");
   const theirs = join(app, "node_modules", "better-sqlite3");
   const version = (dir: string): string => (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version;
-  if (existsSync(join(ours, BINDING)) && version(ours) === version(theirs)) {
+  if (node.bin === process.execPath && existsSync(join(ours, BINDING)) && version(ours) === version(theirs)) {
     mkdirSync(join(theirs, "build", "Release"), { recursive: true });
     copyFileSync(join(ours, BINDING), join(theirs, BINDING));
     return;
   }
-  await run("npm", ["rebuild", "better-sqlite3", "--loglevel=error"], { cwd: app, env: { ...env, JOBS: "max" }, timeout: 280_000 });
+  // With the release's headers at hand, build from them: no prebuilt binary or headers are fetched from the network.
+  const local = node.headers === undefined ? { flags: [], env: {} } : { flags: ["--build-from-source"], env: { npm_config_nodedir: node.headers } };
+  await run("npm", ["rebuild", "better-sqlite3", ...local.flags, "--loglevel=error"], { cwd: app, env: { ...env, ...local.env, JOBS: "max" }, timeout: 280_000 });
 }
