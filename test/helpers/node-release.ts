@@ -40,7 +40,8 @@ export function ensureNode(major: number): string {
     throw new Error(`installing Node ${major} (npm install node@${major} into ${dir}) failed: ${(err as { stderr?: Buffer }).stderr?.toString() ?? String(err)}`);
   }
   const version = versionOf(node);
-  if (!existsSync(node) || !version?.startsWith(`v${major}.`)) throw new Error(`${node} is not Node ${major} after npm install node@${major} (it says ${version ?? "nothing"})`);
+  if (!existsSync(node) || !version?.startsWith(`v${major}.`))
+    throw new Error(`${node} is not Node ${major} after npm install node@${major} (it says ${version ?? "nothing"})`);
   return node;
 }
 
