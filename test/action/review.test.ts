@@ -4,7 +4,14 @@ import { parseCommands } from "../../src/action/acks.js";
 import { findStickyComment, type IssueComment } from "../../src/action/github.js";
 import { renderAcknowledgements, replaceAcknowledgements } from "../../src/render/action.js";
 
-const comment = (id: number, login: string, body: string): IssueComment => ({ id, login, body, createdAt: "2026-11-25T13:04:00Z", url: `u${id}` });
+const comment = (id: number, login: string, body: string, type = login.endsWith("[bot]") ? "Bot" : "User"): IssueComment => ({
+  id,
+  login,
+  type,
+  body,
+  createdAt: "2026-11-25T13:04:00Z",
+  url: `u${id}`,
+});
 
 describe("comment commands", () => {
   it("take known rules and hex digests from lines that start with /edgeplan, nothing else", () => {
@@ -13,6 +20,24 @@ describe("comment commands", () => {
       digests: ["6e4e6463abc6"],
     });
     expect(parseCommands("> /edgeplan ack traffic-shift\nplease /edgeplan ack no-traffic\n/edgeplan accept xyz\n/edgeplan accept 6e4e")).toEqual({ rules: [], digests: [] });
+  });
+
+  it("bind an acknowledgement to a plan with --digest, and ignore one that names no digest after the flag", () => {
+    expect(parseCommands("/edgeplan ack traffic-shift mass-delete --digest 6e4e6463abc6")).toEqual({
+      rules: [],
+      digests: [],
+      bound: [
+        { rule: "traffic-shift", digest: "6e4e6463abc6" },
+        { rule: "mass-delete", digest: "6e4e6463abc6" },
+      ],
+    });
+    expect(parseCommands("/edgeplan ack traffic-shift --digest\n/edgeplan ack no-traffic --digest 6e4e")).toEqual({ rules: [], digests: [] });
+  });
+
+  it("ignore a command inside an HTML comment, which nobody sees once the comment is rendered", () => {
+    const hidden = "LGTM <!-- just in case:\n/edgeplan ack traffic-shift\n/edgeplan accept 6e4e6463abc6\n-->\n<!--\n/edgeplan ack auth-removal";
+    expect(parseCommands(hidden)).toEqual({ rules: [], digests: [] });
+    expect(parseCommands(`${hidden.slice(0, hidden.lastIndexOf("<!--"))}/edgeplan ack mass-delete`)).toEqual({ rules: ["mass-delete"], digests: [] });
   });
 
   it("take the name of a policy of level ack when the reviewed plan has it as a risk", () => {
@@ -30,6 +55,8 @@ describe("the sticky comment", () => {
     expect(findStickyComment([forged, own], marker, "github-actions[bot]")).toBe(own);
     expect(findStickyComment([forged], marker, "github-actions[bot]")).toBeUndefined();
     expect(findStickyComment([forged, own], marker, "edgeplan-app[bot]")).toBeUndefined();
+    // A person's account is never the action, whatever its login.
+    expect(findStickyComment([comment(3, "github-actions[bot]", `${marker}\nplan`, "User")], marker, "github-actions[bot]")).toBeUndefined();
   });
 
   it("shows each risk with who acknowledged it, and only that part is rewritten", () => {
