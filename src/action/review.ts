@@ -13,6 +13,7 @@
  */
 import * as core from "@actions/core";
 import { buildPlanRecord, diffPlanRecords, type PlanRecord } from "../core/plan-digest.js";
+import { compareText } from "../model/canonical.js";
 import { EdgeplanError } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import {
@@ -59,15 +60,9 @@ export class UnreviewedPlanError extends EdgeplanError {
  */
 export function reviewedEntries(plan: Plan): string[] {
   const changed = new Set(plan.changes.map((c) => c.address));
-  const entries = new Set<string>();
-  for (const change of plan.changes) {
-    if (change.kind !== "inventory") continue;
-    const before = change.before ?? {};
-    const after = change.after ?? {};
-    for (const a of Object.keys(after)) if (JSON.stringify(after[a]) !== JSON.stringify(before[a])) entries.add(a);
-    for (const a of Object.keys(before)) if (!(a in after)) entries.add(a);
-  }
-  return [...entries].filter((a) => !changed.has(a) && /^[^\s,>]+$/.test(a)).sort();
+  // An inventory write's diffs are its entries, one per module recorded, forgotten or changed.
+  const entries = plan.changes.flatMap((c) => (c.kind === "inventory" ? c.diffs.map((d) => d.path) : []));
+  return [...new Set(entries)].filter((a) => !changed.has(a) && /^[^\s,>]+$/.test(a)).sort(compareText);
 }
 
 /** A plan of the pull request as its sticky comment records it. */
