@@ -1,7 +1,7 @@
 /** Comment commands and the sticky comment's author: what the action trusts in a pull request's conversation. */
 import { describe, expect, it } from "vitest";
-import { parseCommands } from "../../src/action/acks.js";
-import { findStickyComment, type IssueComment } from "../../src/action/github.js";
+import { parseCommands, readCommands } from "../../src/action/acks.js";
+import { findStickyComment, type IssueComment, type Octokit } from "../../src/action/github.js";
 import { renderAcknowledgements, replaceAcknowledgements } from "../../src/render/action.js";
 
 const comment = (id: number, login: string, body: string, type = login.endsWith("[bot]") ? "Bot" : "User"): IssueComment => ({
@@ -44,6 +44,30 @@ describe("comment commands", () => {
     const body = "/edgeplan ack two-live-children destroy-all";
     expect(parseCommands(body, ["two-live-children"])).toEqual({ rules: ["two-live-children"], digests: [] });
     expect(parseCommands(body)).toEqual({ rules: [], digests: [] });
+  });
+});
+
+describe("an acknowledgement's plan", () => {
+  // Everyone here may merge: what is tested is which plan each acknowledgement counts for.
+  const octokit = { rest: { repos: { getCollaboratorPermissionLevel: async () => ({ data: { permission: "write" } }) } } } as unknown as Octokit;
+  const repo = { owner: "acme", repo: "routes" };
+  const [d1, d2] = ["1".repeat(64), "2".repeat(64)];
+  const comments = [
+    comment(10, "alice", "/edgeplan ack traffic-shift"),
+    comment(20, "bob", `/edgeplan ack mass-delete --digest ${d1.slice(0, 12)}`),
+    comment(30, "carol", `/edgeplan ack auth-removal --digest ${d2.slice(0, 12)}`),
+  ];
+  const counted = async (plan: { digest: string; after: number | undefined } | undefined) => {
+    const commands = await readCommands(octokit, repo, comments, "github-actions[bot]", [], plan);
+    return { acks: commands.acks.map((a) => `${a.rule}:${a.login}`), stale: commands.stale };
+  };
+
+  it("is the plan shown when it was written, or the digest it names, and no other", async () => {
+    // The plan of d1 was shown after comment 25: alice's acknowledgement was for an earlier plan.
+    expect(await counted({ digest: d1, after: 25 })).toEqual({ acks: ["mass-delete:bob"], stale: ["alice", "carol"] });
+    expect(await counted({ digest: d1, after: 5 })).toEqual({ acks: ["traffic-shift:alice", "mass-delete:bob"], stale: ["carol"] });
+    expect(await counted({ digest: d2, after: undefined })).toEqual({ acks: ["auth-removal:carol"], stale: ["alice", "bob"] });
+    expect(await counted(undefined)).toEqual({ acks: [], stale: ["alice", "bob", "carol"] });
   });
 });
 
