@@ -65,6 +65,12 @@ export function reviewedEntries(plan: Plan): string[] {
   return [...new Set(entries)].filter((a) => !changed.has(a) && /^[^\s,>]+$/.test(a)).sort(compareText);
 }
 
+/** The action's sticky comment of the stack among `comments`, and the record of the plan it shows. */
+function shownPlan(comments: readonly IssueComment[], run: ActionRun): { sticky: IssueComment | undefined; reviewed: ReviewedRecord | undefined } {
+  const sticky = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
+  return { sticky, reviewed: sticky ? parseReviewedMarker(sticky.body) : undefined };
+}
+
 /** A plan of the pull request as its sticky comment records it. */
 export interface PlanToRecord {
   record: PlanRecord;
@@ -78,8 +84,7 @@ export interface PlanToRecord {
  * already has the same digest: then it is the same plan, and the acknowledgements written for it still count.
  */
 export async function reviewPlanComment(octokit: Octokit, repo: RepoRef, comments: readonly IssueComment[], run: ActionRun, plan: PlanToRecord): Promise<string> {
-  const shown = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
-  const previous = shown ? parseReviewedMarker(shown.body) : undefined;
+  const previous = shownPlan(comments, run).reviewed;
   const last = Math.max(0, ...comments.map((c) => c.id));
   const after = previous?.digest === plan.record.digest && previous.after !== undefined ? previous.after : last;
   const line = reviewedMarker(plan.record, plan.risks, { head: (run.pr?.headSha ?? "").toLowerCase(), after, entries: plan.entries });
@@ -98,8 +103,7 @@ export async function reviewAcknowledgements(
   comments: readonly IssueComment[],
   run: ActionRun,
 ): Promise<{ sticky: IssueComment; section: string } | undefined> {
-  const sticky = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
-  const reviewed = sticky ? parseReviewedMarker(sticky.body) : undefined;
+  const { sticky, reviewed } = shownPlan(comments, run);
   if (!sticky || !reviewed || reviewed.rules.length === 0) return undefined;
   const commands = await readCommands(octokit, repo, comments, run.inputs.commentAuthor, reviewed.rules, reviewed);
   return { sticky, section: acknowledgementsOf(reviewed.rules, commands, reviewed.digest) };
@@ -129,8 +133,7 @@ export async function loadMergeReview(run: ActionRun): Promise<MergeReview | und
     number = merged.number;
     const issue = { ...ctx.repository, number };
     const comments = await listIssueComments(octokit, issue);
-    const sticky = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
-    const reviewed = sticky ? parseReviewedMarker(sticky.body) : undefined;
+    const { sticky, reviewed } = shownPlan(comments, run);
     const commands = await readCommands(octokit, ctx.repository, comments, run.inputs.commentAuthor, reviewed?.rules ?? [], reviewed);
     core.info(`edgeplan: commit ${ctx.sha.slice(0, 7)} merged pull request #${number}; ${reviewed ? "its reviewed plan is the reference" : "it holds no reviewed plan"}`);
     return { octokit, issue, head: merged.headSha, sticky, reviewed, commands };
