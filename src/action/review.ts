@@ -182,7 +182,8 @@ export function reviewCheck(review: MergeReview, run: ActionRun): (plan: Plan) =
       core.warning(`${why}; applied anyway, as the on-difference input says`, { title: "edgeplan" });
       return;
     }
-    throw new UnreviewedPlanError(`${why}. Nothing was written. ${whatToDo(now.digest)}`, renderActionPlan(plan));
+    const otherHead = review.reviewed !== undefined && review.reviewed.head !== review.head;
+    throw new UnreviewedPlanError(`${why}. Nothing was written. ${whatToDo(now.digest, otherHead)}`, renderActionPlan(plan));
   };
 }
 
@@ -203,9 +204,12 @@ function unreviewed(review: MergeReview, run: ActionRun, now: PlanRecord): strin
   return `the plan at merge is not the plan reviewed in ${pr}: ${describeDifference(diff)}`;
 }
 
-function whatToDo(digest: string): string {
+function whatToDo(digest: string, otherHead: boolean): string {
+  const retry = otherHead
+    ? "If the plan of the merged commit had not finished, re-run this job once it has. "
+    : "If it differs because another merge's apply had not finished, re-run this job once that apply is done. ";
   return (
-    "The plan at merge is posted to the pull request. If it differs because another merge's apply had not finished, re-run this job once that apply is done. " +
+    `The plan at merge is posted to the pull request. ${retry}` +
     `To apply the plan at merge as it is, a person who may merge comments \`/edgeplan accept ${digest.slice(0, ACCEPT_DIGEST_CHARS)}\` in the pull request, then re-runs this job.`
   );
 }

@@ -136,12 +136,14 @@ describe("the apply of a merge is bound to the commit reviewed", () => {
     const run = await merge("head", ws, 51, "51cc51cc51cc", "51bb51bb51bb");
     expect(run.outcome.exitCode).toBe(1);
     expect(errorOf(run)).toMatch(
-      /^the plan reviewed in pull request #51 was made for commit 51aa51a, but it merged head commit 51cc51c: nobody saw a plan of what was merged \(a push after the last plan, or a plan that had not finished\)\. Nothing was written\. /,
+      /^the plan reviewed in pull request #51 was made for commit 51aa51a, but it merged head commit 51cc51c: nobody saw a plan of what was merged \(a push after the last plan, or a plan that had not finished\)\. Nothing was written\. The plan at merge is posted to the pull request\. If the plan of the merged commit had not finished, re-run this job once it has\. To apply the plan at merge as it is, a person who may merge comments `\/edgeplan accept [0-9a-f]{12}` in the pull request, then re-runs this job\.$/,
     );
     expect(await weightsOf("head")).toEqual([]);
     expect(stickyOf(51)).toContain("**The apply failed.**");
-    // The same head applies.
-    expect((await merge("head", ws, 51, "51aa51aa51aa", "51bb51bb51bb")).outcome.exitCode).toBe(0);
+    // A person who may merge reads the plan at merge and accepts it by its digest: the re-run applies it.
+    const digest = /`\/edgeplan accept ([0-9a-f]{12})`/.exec(errorOf(run)!)![1]!;
+    gh.comment(`${REPO}#51`, "alice", `/edgeplan accept ${digest}`);
+    expect((await merge("head", ws, 51, "51cc51cc51cc", "51bb51bb51bb")).outcome.exitCode).toBe(0);
     expect(await weightsOf("head")).toEqual([{ [STABLE]: 9000, [CANARY]: 1000 }]);
   });
 });
