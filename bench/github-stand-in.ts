@@ -22,6 +22,8 @@ export interface StandInPull {
   merged_at: string | null;
   merge_commit_sha: string | null;
   base: { ref: string };
+  /** The head commit the pull request merged. */
+  head?: { sha: string };
 }
 
 export interface StandInIssue {

@@ -80,6 +80,8 @@ export interface IssueComment {
   id: number;
   body: string;
   login: string;
+  /** The author's account type: `Bot` for the workflow's token and for a GitHub App, `User` for a person. */
+  type: string;
   /** RFC 3339, as GitHub gives it. */
   createdAt: string;
   url: string;
@@ -92,18 +94,26 @@ export async function listIssueComments(octokit: Octokit, issue: IssueRef): Prom
   const comments: IssueComment[] = [];
   let page = 0;
   for await (const { data } of pages) {
-    for (const c of data) comments.push({ id: c.id, body: c.body ?? "", login: c.user?.login ?? "", createdAt: c.created_at, url: c.html_url });
+    for (const c of data) comments.push({ id: c.id, body: c.body ?? "", login: c.user?.login ?? "", type: c.user?.type ?? "", createdAt: c.created_at, url: c.html_url });
     if (++page >= MAX_PAGES) break;
   }
   return comments;
 }
 
 /**
- * The sticky comment among `comments`: the first whose body starts with `marker` and that `author` wrote. Anyone
+ * True when the action wrote `comment`: its author is `author` (the comment-author input) and a `Bot` account (the
+ * workflow's token or a GitHub App). A person's account is never the action, whatever its login.
+ */
+export function isOwnComment(comment: IssueComment, author: string): boolean {
+  return comment.login === author && comment.type === "Bot";
+}
+
+/**
+ * The sticky comment among `comments`: the first whose body starts with `marker` and that the action wrote. Anyone
  * may write a comment that starts with the marker; only the action's own is read back or edited.
  */
 export function findStickyComment(comments: readonly IssueComment[], marker: string, author: string): IssueComment | undefined {
-  return comments.find((c) => c.login === author && startsWithMarker(c.body, marker));
+  return comments.find((c) => isOwnComment(c, author) && startsWithMarker(c.body, marker));
 }
 
 /** Edits the sticky comment `existing` in place, or creates it when there is none. */
@@ -129,15 +139,24 @@ export async function canMerge(octokit: Octokit, repo: RepoRef, login: string): 
   }
 }
 
+/** A merged pull request: its number and the head commit it merged (undefined when GitHub did not say). */
+export interface MergedPullRequest {
+  number: number;
+  headSha: string | undefined;
+}
+
 /**
  * The pull request merged into `branch` by commit `sha` (GitHub's "list pull requests associated with a commit"),
  * or undefined for a push no pull request made.
  */
-export async function findMergedPullRequest(octokit: Octokit, repo: RepoRef, sha: string, branch: string | undefined): Promise<number | undefined> {
+export async function findMergedPullRequest(octokit: Octokit, repo: RepoRef, sha: string, branch: string | undefined): Promise<MergedPullRequest | undefined> {
   const { data } = await octokit.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: sha, per_page: 100 });
   const merged = data.filter((pr) => pr.merged_at && (branch === undefined || pr.base.ref === branch));
   // The merge commit names the pull request it merged; a commit also on other merged branches is matched by it first.
-  return (merged.find((pr) => pr.merge_commit_sha === sha) ?? merged[0])?.number;
+  const pr = merged.find((p) => p.merge_commit_sha === sha) ?? merged[0];
+  if (!pr) return undefined;
+  const headSha = typeof pr.head?.sha === "string" ? pr.head.sha.toLowerCase() : undefined;
+  return { number: pr.number, headSha };
 }
 
 /** The open drift issue whose body starts with `marker`, if any. */

@@ -10,18 +10,14 @@ import {
   commentMarker,
   driftIssueTitle,
   driftMarker,
-  renderAcknowledgements,
   renderComment,
   renderDrift,
   renderDriftResolved,
   replaceAcknowledgements,
-  reviewedMarker,
-  parseReviewedMarker,
 } from "../render/action.js";
-import { readCommands } from "./acks.js";
+import type { ActionRun } from "./action-run.js";
 import { createGitHub, findStickyComment, listIssueComments, statusOf, syncDriftIssue, writeStickyComment, type DriftResult, type Octokit } from "./github.js";
-import type { MergeReview } from "./review.js";
-import type { ActionRun } from "./run.js";
+import { acknowledgementsOf, reviewAcknowledgements, reviewPlanComment, type MergeReview } from "./review.js";
 
 export type CommentResult = "created" | "updated" | "skipped" | "forbidden" | "failed";
 
@@ -40,6 +36,8 @@ export interface PostedReport {
   /** What a plan would change, recorded in the comment for the apply on merge; undefined when the plan failed. */
   record?: PlanRecord;
   risks?: string[];
+  /** The modules whose inventory entry the plan writes with no change of their own. */
+  entries?: string[];
 }
 
 /** A client for the run's token, or undefined (with a notice saying why the post is skipped). */
@@ -76,13 +74,8 @@ export async function postPlanComment(run: ActionRun, report: PostedReport, max:
   try {
     const issue = { ...client.repo, number: run.pr.number };
     const comments = await listIssueComments(client.octokit, issue);
-    let preamble: string | undefined;
-    if (report.record) {
-      const rules = report.risks ?? [];
-      const commands = rules.length > 0 ? await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor, rules) : undefined;
-      const acks = commands ? renderAcknowledgements(rules, commands.acks, commands.ignored) : "";
-      preamble = [reviewedMarker(report.record, rules), acks].filter(Boolean).join("\n");
-    }
+    const plan = report.record && { record: report.record, risks: report.risks ?? [], entries: report.entries ?? [] };
+    const preamble = plan ? await reviewPlanComment(client.octokit, client.repo, comments, run, plan) : undefined;
     const body = renderComment({ marker, title: run.title, markdown: report.markdown, preamble, headSha: run.pr.headSha, runUrl: run.ctx.runUrl, max });
     const existing = findStickyComment(comments, marker, run.inputs.commentAuthor);
     return (await writeStickyComment(client.octokit, issue, existing?.id, run.secrets.redact(body))).action;
@@ -100,7 +93,7 @@ export async function postApplyComment(run: ActionRun, review: MergeReview | und
   if (!review) return "skipped";
   const reviewed = review.reviewed;
   const rules = reviewed?.rules ?? [];
-  const acks = renderAcknowledgements(rules, review.commands.acks, review.commands.ignored);
+  const acks = acknowledgementsOf(rules, review.commands, reviewed?.digest);
   const preamble = [reviewed?.line, acks].filter(Boolean).join("\n") || undefined;
   const body = renderComment({
     marker: commentMarker(run.stack, run.environment),
@@ -131,14 +124,13 @@ export async function refreshAcknowledgements(run: ActionRun, number: number): P
   try {
     const issue = { ...client.repo, number };
     const comments = await listIssueComments(client.octokit, issue);
-    const sticky = findStickyComment(comments, commentMarker(run.stack, run.environment), run.inputs.commentAuthor);
-    const rules = sticky ? (parseReviewedMarker(sticky.body)?.rules ?? []) : [];
-    if (!sticky || rules.length === 0) {
+    const acks = await reviewAcknowledgements(client.octokit, client.repo, comments, run);
+    if (!acks) {
       core.info(`edgeplan: pull request #${number} has no plan of stack ${run.stack} with risks to acknowledge`);
       return "skipped";
     }
-    const commands = await readCommands(client.octokit, client.repo, comments, run.inputs.commentAuthor, rules);
-    const body = replaceAcknowledgements(sticky.body, renderAcknowledgements(rules, commands.acks, commands.ignored));
+    const { sticky, section } = acks;
+    const body = replaceAcknowledgements(sticky.body, section);
     if (body === undefined || body === sticky.body) return "skipped";
     return (await writeStickyComment(client.octokit, issue, sticky.id, run.secrets.redact(body))).action;
   } catch (err) {

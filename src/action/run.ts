@@ -12,7 +12,8 @@ import * as core from "@actions/core";
 import type { CommandIO } from "../commands/io.js";
 import { errorOutcome, EXIT, type Diagnostic } from "../model/errors.js";
 import { actionTitle, boundDiagnostic, defaultSummaryLine, outputBlock, renderFailure, renderJobSummary } from "../render/action.js";
-import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext, type PullRequestContext } from "./context.js";
+import type { ActionRun, Secrets } from "./action-run.js";
+import { isPullRequestEvent, loadGitHubContext, resolveCommand, type GitHubContext } from "./context.js";
 import type { PlanRecord } from "../core/plan-digest.js";
 import type { Plan } from "../model/plan.js";
 import { postApplyComment, postDrift, postPlanComment, refreshAcknowledgements, type CommentResult, type DriftReport } from "./post.js";
@@ -20,6 +21,7 @@ import { loadMergeReview, reviewAcks, reviewCheck, reviewTargets, rolloutsOnlyCh
 import { readActionInputs, readInput, type ActionInputs, type InputDefaults, type OutputName } from "./inputs.js";
 
 export type { InputDefaults } from "./inputs.js";
+export type { ActionRun } from "./action-run.js";
 import { createRedactor, type Redactor } from "./redact.js";
 
 /** What the action asks of `plan`: the CLI's flags, with the API key in the environment of `io`. */
@@ -77,6 +79,8 @@ export interface RunResult {
   record?: PlanRecord;
   /** The plan's risk rules, each listed in the comment with its acknowledgement. */
   risks?: string[];
+  /** The modules whose inventory entry the plan writes with no change of their own (reviewedEntries). */
+  entries?: string[];
 }
 
 export type PlanRunner = (options: PlanRunOptions, io: CommandIO) => Promise<RunResult>;
@@ -101,27 +105,6 @@ export interface ActionOutcome {
   outputs: Record<OutputName, string>;
   comment?: CommentResult;
   drift?: DriftReport;
-}
-
-/** The secrets of a run: masked in the log, redacted from everything the action writes itself. */
-interface Secrets {
-  apiKey: string | undefined;
-  githubToken: string | undefined;
-  redact: Redactor;
-}
-
-/** One run, once its inputs are read. */
-export interface ActionRun {
-  command: "plan" | "apply";
-  stack: string;
-  /** The project file's environment the run is in (the environment input, else EDGEPLAN_ENV, else the only one). */
-  environment?: string;
-  title: string;
-  inputs: ActionInputs;
-  ctx: GitHubContext;
-  /** The pull request of a pull-request event. */
-  pr: PullRequestContext | undefined;
-  secrets: Secrets;
 }
 
 /** The command's result as the action reports it. */
@@ -154,7 +137,7 @@ export async function runAction(io: CommandIO, runners: ActionRunners, options: 
     markdown: finished.markdown.trim() || finished.summaryLine,
     summaryLine: finished.summaryLine,
     hasChanges: finished.hasChanges,
-    ...(finished.result.record ? { record: finished.result.record, risks: finished.result.risks ?? [] } : {}),
+    ...(finished.result.record ? { record: finished.result.record, risks: finished.result.risks ?? [], entries: finished.result.entries ?? [] } : {}),
   };
   const comment =
     run.command === "apply" ? await postApplyComment(run, review, report.markdown, options.commentMaxChars) : await postPlanComment(run, report, options.commentMaxChars);

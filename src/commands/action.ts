@@ -5,6 +5,7 @@
  */
 import { buildPlanRecord } from "../core/plan-digest.js";
 import { runAction, type ActionRunners, type ApplyRunner, type InputDefaults, type PlanRunner } from "../action/run.js";
+import { reviewedEntries } from "../action/review.js";
 import { loadProjectFile, type ProjectFileResult } from "../project/project-file.js";
 import { inputEnvName } from "../action/inputs.js";
 import { chooseEnvironment } from "./project.js";
@@ -51,7 +52,14 @@ export function actionRunners(): ActionRunners {
     const result = await runPlan(options, io);
     if (!result.plan) return result;
     const risks = [...new Set(result.plan.risks.map((r) => r.rule))];
-    return { ...result, markdown: renderActionPlan(result.plan), summary: planSummaryLine(result.plan), record: buildPlanRecord(result.plan), risks };
+    return {
+      ...result,
+      markdown: renderActionPlan(result.plan),
+      summary: planSummaryLine(result.plan),
+      record: buildPlanRecord(result.plan),
+      risks,
+      entries: reviewedEntries(result.plan),
+    };
   };
   const apply: ApplyRunner = async (options, io) => {
     const result = await runApply(options, io);

@@ -88,7 +88,14 @@ export function renderActionApply(plan: Plan, applied: string | undefined): stri
 
 /** What the command printed, as a text block: the report of a run that has no Markdown of its own. */
 export function outputBlock(text: string): string | undefined {
-  return text.trim() ? "```text\n" + text.trimEnd() + "\n```" : undefined;
+  return text.trim() ? textBlock(text.trimEnd().split("\n")) : undefined;
+}
+
+/** A `text` code block that no line of the content can close early (its fence is longer than any run inside). */
+export function textBlock(lines: readonly string[]): string {
+  const longest = Math.max(0, ...(lines.join("\n").match(/`{3,}|~{3,}/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `${fence}text\n${lines.join("\n")}\n${fence}`;
 }
 
 /** A failed run: the manifest errors (nothing was sent), or the failure, then what the run had shown. */
@@ -97,9 +104,9 @@ export function renderFailure(command: ActionCommand, diagnostics: Diagnostic[],
   const lines = [`**The ${command} failed.**`, ""];
   if (errors.length > 0) {
     lines.push(`${errors.length} ${errors.length === 1 ? "error" : "errors"} in the manifests; nothing was sent to the API:`, "");
-    lines.push("```text", ...diagnostics.map(formatDiagnostic), "```");
+    lines.push(textBlock(diagnostics.map(formatDiagnostic)));
   }
-  if (failure) lines.push("```text", failure, "```");
+  if (failure) lines.push(textBlock([failure]));
   return [lines.join("\n"), shown?.trim()].filter(Boolean).join("\n\n");
 }
 
@@ -144,32 +151,84 @@ export const RECORD_MAX_CHARS = 20_000;
 /** The length of the digest prefix a person types in `/edgeplan accept`. */
 export const ACCEPT_DIGEST_CHARS = 12;
 
-const REVIEWED = /^<!-- edgeplan:reviewed digest=([0-9a-f]{64}) risks=([a-z0-9,-]*)(?: changes=([^\s>]*))? -->$/m;
+/** What binds a record to the pull request: the head commit planned, and where in the conversation it was shown. */
+export interface RecordBinding {
+  /** The pull request's head commit the plan was made for (lower-case hex). */
+  head: string;
+  /**
+   * The id of the last comment of the conversation when this plan was first shown: an acknowledgement written
+   * after it (a larger id; GitHub's comment ids grow) was written for this plan.
+   */
+  after: number;
+  /**
+   * Modules whose inventory entry the plan writes with no change of their own: the apply on merge targets them too,
+   * so that its inventory write records what the reviewed one did.
+   */
+  entries: string[];
+}
+
+/** The record of a reviewed plan, as the sticky comment's second line holds it. */
+export interface ReviewedRecord {
+  line: string;
+  digest: string;
+  /** Undefined for a record that names no commit (never the same as a merged head). */
+  head: string | undefined;
+  /** Undefined for a record that says nothing of its place: then only an acknowledgement naming its digest counts. */
+  after: number | undefined;
+  rules: string[];
+  /** Undefined when the record lists none. */
+  entries: string[] | undefined;
+  /** Undefined when the list was left out (a very large plan). */
+  changes: Record<string, string> | undefined;
+}
+
+const REVIEWED =
+  /^<!-- edgeplan:reviewed digest=([0-9a-f]{64})(?: head=([0-9a-f]{7,64}))?(?: after=(\d{1,16}))? risks=([a-z0-9,-]*)(?: entries=([^\s>]*))?(?: changes=([^\s>]*))? -->$/;
 
 /**
- * The hidden line of the sticky comment that records what was reviewed: the plan's digest, its risk rules, and
- * (when it fits) one short digest per change, for saying what differs at merge.
+ * The hidden line of the sticky comment that records what was reviewed: the plan's digest, the commit and the place
+ * in the conversation it is bound to, its risk rules, the inventory entries it records without a change of their
+ * own, and (when it fits) one short digest per change, for saying what differs at merge.
  */
-export function reviewedMarker(record: PlanRecord, rules: readonly string[]): string {
+export function reviewedMarker(record: PlanRecord, rules: readonly string[], binding?: RecordBinding): string {
   const changes = Object.entries(record.changes)
     .map(([address, digest]) => `${address}=${digest}`)
     .join(",");
   const list = changes.length <= RECORD_MAX_CHARS ? ` changes=${changes}` : "";
-  return `<!-- edgeplan:reviewed digest=${record.digest} risks=${[...new Set(rules)].join(",")}${list} -->`;
+  const entries = binding && binding.entries.length > 0 ? ` entries=${binding.entries.join(",")}` : "";
+  const head = binding && /^[0-9a-f]{7,64}$/.test(binding.head) ? ` head=${binding.head}` : "";
+  const after = binding ? ` after=${binding.after}` : "";
+  return `<!-- edgeplan:reviewed digest=${record.digest}${head}${after} risks=${[...new Set(rules)].join(",")}${entries}${list} -->`;
 }
 
-/** What a sticky comment's reviewed line records; undefined when it has none. `changes` is undefined when it was left out. */
-export function parseReviewedMarker(body: string): { line: string; digest: string; rules: string[]; changes: Record<string, string> | undefined } | undefined {
-  const m = REVIEWED.exec(body);
+/**
+ * The record of a sticky comment: only its second line, right under the marker, which the action writes itself;
+ * undefined when that line is no record. A record-shaped line anywhere else (quoted from a failed plan) is text.
+ */
+export function parseReviewedMarker(body: string): ReviewedRecord | undefined {
+  const line = body.trimStart().split("\n")[1] ?? "";
+  const m = REVIEWED.exec(line);
   if (!m) return undefined;
-  const rules = (m[2] ?? "").split(",").filter((r) => RULE_NAME.test(r));
-  if (m[3] === undefined) return { line: m[0], digest: m[1] as string, rules, changes: undefined };
+  const rules = (m[4] ?? "").split(",").filter((r) => RULE_NAME.test(r));
+  const entries = m[5] === undefined ? undefined : m[5].split(",").filter(Boolean);
+  const after = m[3] === undefined ? undefined : Number(m[3]);
+  const record = { line, digest: m[1] as string, head: m[2], after, rules, entries };
+  if (m[6] === undefined) return { ...record, changes: undefined };
   const changes: Record<string, string> = {};
-  for (const item of m[3].split(",").filter(Boolean)) {
+  for (const item of m[6].split(",").filter(Boolean)) {
     const eq = item.lastIndexOf("=");
     if (eq > 0) changes[item.slice(0, eq)] = item.slice(eq + 1);
   }
-  return { line: m[0], digest: m[1] as string, rules, changes };
+  return { ...record, changes };
+}
+
+/**
+ * Text a pull request controls (a failed plan's messages, names of files and keys), made unable to hide in or
+ * pose as the action's hidden lines: no `<!--` survives, so nothing of it is invisible once rendered and no line of
+ * it has a record's shape. A zero-width space keeps it readable.
+ */
+export function neutraliseComments(text: string): string {
+  return text.replace(/<!--/g, "<\u200b!--");
 }
 
 /** An acknowledgement as the comment shows it. */
@@ -193,7 +252,12 @@ function shownTime(at: string): string {
  * The risks of the reviewed plan, each with who acknowledged it and when, or the comment that acknowledges it;
  * between two hidden lines, so that a later acknowledgement rewrites this part alone. Empty without risks.
  */
-export function renderAcknowledgements(rules: readonly string[], acks: readonly ShownAck[], ignored: readonly string[]): string {
+export function renderAcknowledgements(
+  rules: readonly string[],
+  acks: readonly ShownAck[],
+  ignored: readonly string[],
+  bound: { digest?: string; stale?: readonly string[] } = {},
+): string {
   if (rules.length === 0) return "";
   const lines = [
     ACKS_START,
@@ -211,6 +275,12 @@ export function renderAcknowledgements(rules: readonly string[], acks: readonly 
     );
   }
   if (ignored.length > 0) lines.push("", `Ignored: the commands of ${ignored.map((l) => `@${l}`).join(", ")}, who may not merge this pull request.`);
+  const stale = bound.stale ?? [];
+  if (stale.length > 0) lines.push("", `Not counted: the acknowledgements of ${stale.map((l) => `@${l}`).join(", ")}, written for another plan than this one.`);
+  if (bound.digest) {
+    const digest = bound.digest.slice(0, ACCEPT_DIGEST_CHARS);
+    lines.push("", `An acknowledgement counts for the plan shown when it is written; \`/edgeplan ack RULE --digest ${digest}\` names this plan.`);
+  }
   lines.push(ACKS_END);
   return lines.join("\n");
 }
@@ -265,7 +335,8 @@ export function renderComment(parts: CommentParts): string {
   const foot = footer ? `\n\n<sub>${footer}</sub>\n` : "\n";
   const where = parts.runUrl ? `the job summary of [this run](${parts.runUrl})` : "the job summary of this run";
   const note = `> [!NOTE]\n> The plan was cut to fit in a comment; the full plan is in ${where}.`;
-  return head + cutMarkdown(parts.markdown.trimEnd(), max - head.length - foot.length, note).trimEnd() + foot;
+  const markdown = neutraliseComments(parts.markdown.trimEnd());
+  return head + cutMarkdown(markdown, max - head.length - foot.length, note).trimEnd() + foot;
 }
 
 /** The title of the drift issue of a stack (in an environment). */

@@ -370,10 +370,11 @@ describe("edgeplan action on push", () => {
 
   it("on a merge: the apply is limited to the reviewed addresses, takes the pull request's acknowledgements and the wait inputs, and posts its result", async () => {
     const sha = "5a5a5a5a5a5a";
-    gh.pulls.set(sha, [{ number: 9, merged_at: "2026-11-25T13:10:00Z", merge_commit_sha: sha, base: { ref: "main" } }]);
+    gh.pulls.set(sha, [{ number: 9, merged_at: "2026-11-25T13:10:00Z", merge_commit_sha: sha, base: { ref: "main" }, head: { sha: "9e9e9e9e9e9e" } }]);
     // GitHub answers `write` for the maintain role.
     gh.permissions.set("alice", "write");
-    const reviewed = reviewedMarker({ digest: "a".repeat(64), changes: { "weighted_backend.checkout": "0123456789abcdef" } }, ["traffic-shift"]);
+    const binding = { head: "9e9e9e9e9e9e", after: 77, entries: [] };
+    const reviewed = reviewedMarker({ digest: "a".repeat(64), changes: { "weighted_backend.checkout": "0123456789abcdef" } }, ["traffic-shift"], binding);
     gh.comments.set("acme/routes#9", [{ id: 77, body: `<!-- edgeplan:plan stack=prod -->\n${reviewed}\n\nplan`, user: { login: "github-actions[bot]", type: "Bot" } }]);
     gh.comment("acme/routes#9", "alice", "/edgeplan ack traffic-shift");
     const { io } = setup({

@@ -62,12 +62,19 @@ async function act(stack: string, workspace: string, options: Partial<RunnerOpti
   return { runner, run };
 }
 
-/** The plan of pull request `number` at `head`. */
-const planPr = (stack: string, ws: string, number: number, head: string) => act(stack, ws, { event: "pull_request", pr: { number, headSha: head } });
+/** The head commit each pull request was last planned at: what its merge merges. */
+const heads = new Map<number, string>();
 
-/** Pull request `number` merged as commit `sha`; the push of that commit runs the apply. */
+/** The plan of pull request `number` at `head`. */
+const planPr = (stack: string, ws: string, number: number, head: string) => {
+  heads.set(number, head);
+  return act(stack, ws, { event: "pull_request", pr: { number, headSha: head } });
+};
+
+/** Pull request `number` (at the head it was last planned at) merged as commit `sha`; the push of that commit runs the apply. */
 function merge(stack: string, ws: string, number: number, sha: string, inputs: Record<string, string> = {}) {
-  gh.pulls.set(sha, [{ number, merged_at: "2026-11-25T13:10:00Z", merge_commit_sha: sha, base: { ref: "main" } }]);
+  const head = { sha: heads.get(number) ?? "0" };
+  gh.pulls.set(sha, [{ number, merged_at: "2026-11-25T13:10:00Z", merge_commit_sha: sha, base: { ref: "main" }, head }]);
   return act(stack, ws, { event: "push", ref: "refs/heads/main", sha, inputs: { command: "apply", ...inputs } });
 }
 
@@ -91,7 +98,7 @@ describe("the pull-request workflow with the bundled action", () => {
     expect(plan.run.code).toBe(0);
     const body = stickyOf(31);
     expect(body).toMatch(
-      /^<!-- edgeplan:plan stack=ack -->\n<!-- edgeplan:reviewed digest=[0-9a-f]{64} risks=traffic-shift changes=weighted_backend\.checkout=[0-9a-f]{16} -->\n<!-- edgeplan:acks -->\n/,
+      /^<!-- edgeplan:plan stack=ack -->\n<!-- edgeplan:reviewed digest=[0-9a-f]{64} head=31aa31aa31aa after=0 risks=traffic-shift changes=weighted_backend\.checkout=[0-9a-f]{16} -->\n<!-- edgeplan:acks -->\n/,
     );
     expect(body).toContain("- `traffic-shift`: **not acknowledged**. To acknowledge it, comment `/edgeplan ack traffic-shift`\n");
 

@@ -129,7 +129,7 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
     const body1 = comments[0]!.body;
     expect(
       body1.startsWith(
-        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [])}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.**\n`,
+        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [], { head: "5e5e5e5e5e5e", after: 0, entries: [] })}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.**\n`,
       ),
     ).toBe(true);
     expect(body1).toContain("weighted_backend.checkout");

@@ -65,7 +65,12 @@ describe("buildPlanRecord", () => {
       changes: record.changes,
     });
     const big = { digest: record.digest, changes: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`weighted_backend.n${i}`, "0123456789abcdef"])) };
-    expect(parseReviewedMarker(reviewedMarker(big, []))).toEqual({ line: reviewedMarker(big, []), digest: record.digest, rules: [], changes: undefined });
+    expect(parseReviewedMarker(`<!-- edgeplan:plan stack=default -->\n${reviewedMarker(big, [])}`)).toEqual({
+      line: reviewedMarker(big, []),
+      digest: record.digest,
+      rules: [],
+      changes: undefined,
+    });
     expect(parseReviewedMarker("> <!-- edgeplan:reviewed digest=abc risks= -->")).toBeUndefined();
   });
 });
