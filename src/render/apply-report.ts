@@ -143,6 +143,8 @@ export function renderApplyMarkdown(report: ApplyReport): string {
 function reportStatus(report: ApplyReport): ApplyReportJson["status"] {
   const { outcome, convergence } = report;
   if (outcome.interrupted || report.interruptedBy?.startsWith("SIG")) return "interrupted";
+  // A rollback that was not written is no halt done: traffic is still at the step's weights.
+  if ((report.halted ?? []).some((h) => h.rollback_failed)) return "failed";
   if ((report.halted ?? []).length > 0) return "halted";
   if ((report.paused ?? []).length > 0) return "paused";
   if (report.timedOut !== undefined) return "timed_out";

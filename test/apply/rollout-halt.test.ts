@@ -131,6 +131,7 @@ describe("a rollout halted by its analysis", () => {
     const rec = io(w, "refused", await refusingProxy(w, FROM));
     const result = await runApply({ paths: ["m"], autoApprove: true, rateLimit: "off" }, rec);
     expect(result.exitCode).toBe(3);
+    expect(result.summaryMarkdown).toContain("**Apply finished with failures: 0 done, 1 failed.**");
     const reason = "analysis errors failed (0.2, not type(result) == double && result < 0.05)";
     expect(rec.out).toContain(
       `halted  weighted_backend.web: ${reason}; the rollback failed (m/web.yaml:1:1: PATCH /backends/weighted/${seeded.id}: 400 ERR_NGROK_400: refused by the test): ` +
