@@ -142,13 +142,13 @@ describe("a rollout halted by its analysis", () => {
     expect(rolloutOf(live)).toMatchObject({ step: 1, halted: reason });
 
     const planned = io(w, "refused");
-    const plan = await runPlan({ paths: ["m"], rateLimit: "off" }, planned);
+    const plan = await runPlan({ paths: ["m"], rateLimit: "off", out: "rollback.json" }, planned);
     expect(planned.out).toContain("weighted_backend.web rollout halted: the weights it started from are written back");
     const change = plan.plan?.changes[0] as WeightedBackendChange;
     expect(change.rollout).toMatchObject({ phase: "halt", status: "due", halted_reason: reason });
     expect(change.after?.backends).toEqual(FROM);
     const retried = io(w, "refused");
-    const again = await runApply({ paths: ["m"], autoApprove: true, rateLimit: "off" }, retried);
+    const again = await runApply({ paths: [], plan: "rollback.json", autoApprove: true, rateLimit: "off" }, retried);
     expect(again.exitCode).toBe(3);
     expect(retried.out).toContain(`halted  weighted_backend.web: rolled back to 10000/0: ${reason}`);
     expect((await w.owned("refused")).get("web")?.backends).toEqual(FROM);
