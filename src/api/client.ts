@@ -432,6 +432,8 @@ class HttpApiClient implements ApiClient {
       const slot = this.limiter ? await this.limiterSlot(inChain) : null;
       if (slot === undefined) return { ms: 0 };
       const started = this.clock.now();
+      const apiClock = this.options.apiClock;
+      const sent = apiClock?.local() ?? 0;
       try {
         const res = await this.pool.request({
           method: method as "GET",
@@ -440,6 +442,7 @@ class HttpApiClient implements ApiClient {
           body: payload ?? null,
           signal: AbortSignal.timeout(this.options.timeoutMs),
         });
+        apiClock?.observe(sent, apiClock.local(), headerOf(res.headers, "date"));
         const result = { status: res.statusCode, headers: res.headers, text: await readBodyText(res.body, MAX_API_ANSWER_BYTES) };
         return { result, ms: this.clock.now() - started };
       } catch (err) {

@@ -8,6 +8,7 @@ import { EdgeplanError, fileErrorReason } from "../model/errors.js";
 import type { Backoff } from "./retry.js";
 import type { Clock } from "./rate-limit.js";
 import type { Reachability } from "./reachability.js";
+import type { ApiClock } from "./api-clock.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 import { isLoopbackHost, SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
 
@@ -33,6 +34,8 @@ export interface ClientOptions {
   backoff?: Backoff;
   /** Time source for the limiter and backoff waits (tests). */
   clock?: Clock;
+  /** Told of every answer's `Date` header: the API's clock, by which rollout steps are timed (src/api/api-clock.ts). */
+  apiClock?: ApiClock;
   /** Random source in [0, 1) for jitter (tests). */
   random?: () => number;
   /**

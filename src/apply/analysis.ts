@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
-import { judgeMeasurement, judgeMetric, type Measurement, type Reading } from "../core/analysis.js";
+import { judgeMeasurement, judgeMetric, readSampleValue, type Measurement, type Reading } from "../core/analysis.js";
 import { parseJsonPath, readJsonPath } from "../model/json-path.js";
 import type { MetricProvider, RolloutMetric } from "../model/state.js";
 import { parseCheckUrl } from "../model/syntax.js";
@@ -16,8 +16,10 @@ import { CHECK_ATTEMPTS } from "./rollout.js";
 export type Analyzer = (metrics: readonly RolloutMetric[], options: AnalysisOptions) => Promise<Measurement[][]>;
 
 export interface AnalysisOptions {
-  /** When the previous step was written (ms since the epoch): `initial_delay` counts from it. */
+  /** When the previous step was written (ms since the epoch, the API's clock): `initial_delay` counts from it. */
   since: number;
+  /** The clock `since` is on (the API's, src/api/api-clock.ts); this machine's when absent. */
+  now?: () => number;
   signal?: AbortSignal;
 }
 
@@ -37,12 +39,25 @@ export function readPrometheusAnswer(answer: unknown): Reading {
   const a = answer as { status?: unknown; error?: unknown; data?: { resultType?: unknown; result?: unknown } };
   if (a?.status !== "success") return { none: `Prometheus answered an error: ${typeof a?.error === "string" ? a.error : "no error text"}` };
   const { resultType, result } = a.data ?? {};
-  if (resultType === "scalar" && Array.isArray(result)) return { value: Number.parseFloat(String(result[1])) };
+  if (resultType === "scalar" && Array.isArray(result)) return { value: sampleValue(result[1]) };
   if (resultType !== "vector" || !Array.isArray(result)) return { none: `the query gave a ${String(resultType)}; it must give one series or a scalar` };
   if (result.length === 0) return { none: "no data" };
   if (result.length > 1) return { none: `query returned ${result.length} series; it must return one` };
   const value = (result[0] as { value?: unknown[] }).value;
-  return Array.isArray(value) ? { value: Number.parseFloat(String(value[1])) } : { none: "the series has no value" };
+  return Array.isArray(value) ? { value: sampleValue(value[1]) } : { none: "the series has no value" };
+}
+
+/** A sample's value as Prometheus' JSON writes it (a string: `"0.5"`, `"+Inf"`, `"NaN"`); anything else that is no number is NaN, no data. */
+function sampleValue(raw: unknown): number {
+  if (typeof raw === "number") return raw;
+  return typeof raw === "string" ? (readSampleValue(raw) ?? Number.NaN) : Number.NaN;
+}
+
+/** JSON has no literal for the infinities and NaN: a string in one of their text forms is that number. */
+function nonFiniteOf(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  const n = readSampleValue(value);
+  return n !== null && !Number.isFinite(n) ? n : value;
 }
 
 /**
@@ -57,14 +72,14 @@ export function readWebAnswer(body: string, jsonPath: string | null): Reading {
   } catch {
     const text = body.trim();
     if (jsonPath !== null) return { none: `the answer is not JSON, so ${jsonPath} cannot be read in it` };
-    return { value: text !== "" && Number.isFinite(Number(text)) ? Number(text) : text };
+    return { value: readSampleValue(text) ?? text };
   }
-  if (jsonPath === null) return { value: parsed };
+  if (jsonPath === null) return { value: nonFiniteOf(parsed) };
   const path = parseJsonPath(jsonPath);
   if ("error" in path) return { none: `json_path: ${path.error}` };
   const found = readJsonPath(parsed, path.steps);
   if (!found.found) return { none: `no data (${found.missing} is not in the answer)` };
-  return found.value === null ? { none: `no data (${jsonPath} is null)` } : { value: found.value };
+  return found.value === null ? { none: `no data (${jsonPath} is null)` } : { value: nonFiniteOf(found.value) };
 }
 
 /** The request a provider sends. */
@@ -148,7 +163,7 @@ async function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
 /** One metric's measurements: after its initial delay, `interval` apart, until its verdict is known (src/core/analysis.ts). */
 async function measureMetric(metric: RolloutMetric, options: AnalysisOptions, read: typeof readProvider): Promise<Measurement[]> {
   const taken: Measurement[] = [];
-  if (!(await pause(options.since + metric.initial_delay_ms - Date.now(), options.signal))) return taken;
+  if (!(await pause(options.since + metric.initial_delay_ms - (options.now ?? Date.now)(), options.signal))) return taken;
   while (judgeMetric(metric, taken) === null) {
     if (taken.length > 0 && !(await pause(metric.interval_ms, options.signal))) break;
     if (options.signal?.aborted) break;

@@ -5,7 +5,7 @@
  * flight finish and starts nothing new. A create whose answer was lost is never sent twice blindly: the engine
  * lists the weighted backends for the owner marker first (./create.ts).
  */
-import { isPauseStep } from "../core/rollout.js";
+import { buildHaltMark, isPauseStep } from "../core/rollout.js";
 import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
 import { NoAnswerError } from "../api/errors.js";
@@ -188,6 +188,9 @@ async function applyChange(
     return null;
   }
   const request = resolveWeightedBackendRequest(change, createdIds);
+  // A halt is recorded before its rollback is written, so that a rollback that fails is retried by the next run.
+  const mark = buildHaltMark(change);
+  if (mark !== null) await client.send(mark);
   if (change.action === "create") {
     const created = await applyCreate(client, request, {
       stack: options.stack,

@@ -6,8 +6,8 @@
  */
 import { request } from "undici";
 import { judgeAnalysis } from "../core/analysis.js";
+import { boundReason } from "../core/halt-record.js";
 import { buildRolloutHalt, buildRolloutPause, promoteCommand } from "../core/rollout.js";
-import { parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { parseRolloutState, stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { formatMs } from "./lease.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
@@ -15,7 +15,8 @@ export type { HeldChange };
 import { isJsonObject } from "../model/canonical.js";
 import { InternalError } from "../model/errors.js";
 import { MARKER_KEY, type RolloutCheck, type RolloutState } from "../model/state.js";
-import type { AnalysisRecord, HeldChange, StoppedRollout } from "../model/apply-report.js";
+import type { AnalysisRecord, ApplyOutcome, HeldChange, StoppedRollout } from "../model/apply-report.js";
+import { parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";
 import type { Analyzer } from "./analysis.js";
 import { parseCheckUrl } from "../model/syntax.js";
 
@@ -127,23 +128,29 @@ async function gateStep(
   signal?: AbortSignal,
 ): Promise<Gate> {
   const r = change.rollout as NonNullable<WeightedBackendChange["rollout"]>;
+  const stop = { address: change.address, name: change.name };
+  const back = { ...stop, weights: r.from };
+  // A halt recorded whose rollback was not written: the verdict is in the marker already, the rollback goes.
+  if (r.phase === "halt") return { send: change, halted: { ...back, reason: r.halted_reason ?? "" } };
   const live = liveRolloutState(change);
   if (live?.promoted !== undefined && live.promoted === live.step) return { send: change };
   const interrupted = { hold: `step ${r.step} of ${r.steps}: the run was interrupted` };
   const verdict = r.check && !signal?.aborted ? await probes.checker(r.check, signal) : ({ ok: true } as const);
   // Ctrl-C while a check runs is no verdict on the rollout: the step is left for the next run, nothing halts.
   if (signal?.aborted) return interrupted;
-  const stop = { address: change.address, name: change.name };
-  const back = { ...stop, weights: r.from };
-  if (!verdict.ok) return { send: buildRolloutHalt(change, verdict.reason, now()), halted: { ...back, reason: verdict.reason } };
+  const halt = (why: string): Gate => {
+    const reason = boundReason(why);
+    return { send: buildRolloutHalt(change, reason, now()), halted: { ...back, reason } };
+  };
+  if (!verdict.ok) return halt(verdict.reason);
   if (!r.analysis) return { send: change };
   const since = Math.max(live ? Date.parse(live.at) : now(), probes.writtenAt?.get(change.address) ?? 0);
-  const measured = await probes.analyzer(r.analysis, { since, ...(signal ? { signal } : {}) });
+  const measured = await probes.analyzer(r.analysis, { since, now, ...(signal ? { signal } : {}) });
   if (signal?.aborted) return interrupted;
   for (const m of measured.flat()) records.push({ address: change.address, step: r.step, steps: r.steps, ...m });
   const outcome = judgeAnalysis(r.analysis, measured);
-  if (outcome.kind === "rollback") return { send: buildRolloutHalt(change, outcome.reason, now()), halted: { ...back, reason: outcome.reason } };
-  if (outcome.kind === "pause") return { send: buildRolloutPause(change, outcome.reason), paused: { ...stop, reason: outcome.reason } };
+  if (outcome.kind === "rollback") return halt(outcome.reason);
+  if (outcome.kind === "pause") return { send: buildRolloutPause(change, outcome.reason), paused: { ...stop, reason: boundReason(outcome.reason) } };
   return { send: change };
 }
 
@@ -185,6 +192,24 @@ export async function prepareRolloutRun(
     run.push(gate.send);
   }
   return { changes: holdDependents(run, held), held: [...held.values()], ...prepared };
+}
+
+/**
+ * The rollouts a run halted, as its writes came out: a halt whose write failed has no weights written back but
+ * `rollback_failed`, with the weights traffic is still at (those before the write). The next plan writes it again
+ * when the halt was recorded (`buildHaltMark`), else judges the step again.
+ */
+export function settleRollbacks(run: Pick<RolloutRun, "changes" | "halted">, outcome: ApplyOutcome): StoppedRollout[] {
+  const results = new Map(outcome.results.map((r) => [r.address, r]));
+  const sent = new Map(run.changes.map((c) => [c.address, c]));
+  return run.halted.map((h) => {
+    const result = results.get(h.address);
+    if (result?.status === "done") return h;
+    const change = sent.get(h.address);
+    const still = change?.kind === "weighted_backend" && change.before ? sortedBackends(change.before.backends) : {};
+    const { weights: _written, ...rest } = h;
+    return { ...rest, rollback_failed: { message: result?.message ?? "the write was not sent", weights: still } };
+  });
 }
 
 /** Why a rollout change is held back at `at`, or null when it goes. */

@@ -13,8 +13,8 @@ import type { ApplyOutcome } from "../model/apply-report.js";
 import { applyPlan, type ApplyOptions } from "./engine.js";
 import { promoteCommand } from "../core/rollout.js";
 import type { Analyzer } from "./analysis.js";
-import { pauseLine } from "../render/apply-report.js";
-import { prepareRolloutRun, type Checker, type HeldChange, type RolloutRun } from "./rollout.js";
+import { pauseLine, rollbackFailedLine } from "../render/apply-report.js";
+import { prepareRolloutRun, settleRollbacks, type Checker, type HeldChange, type RolloutRun } from "./rollout.js";
 
 /** What one round did: the engine's outcome, the changes held back, the rollouts it halted or paused, the measurements. */
 export interface Round {
@@ -39,8 +39,8 @@ export async function applyRound(changes: readonly Change[], client: ApiClient, 
   const prepared = await prepareRolloutRun(changes, options.checker, options.now, options.signal, options);
   const outcome = await applyPlan(prepared.changes, client, options);
   recordWrites(outcome, options.writtenAt, options.now());
-  const { held, halted, paused, analysis } = prepared;
-  return { outcome, held, halted, paused, analysis };
+  const { held, paused, analysis } = prepared;
+  return { outcome, held, halted: settleRollbacks(prepared, outcome), paused, analysis };
 }
 
 /** Records the time of every rollout write a run did (`initial_delay` of the next step's analysis counts from it). */
@@ -158,6 +158,7 @@ export function idleRollouts(plan: Plan, now: number): { lines: string[]; halted
 /** What a halted rollout says on stderr: which check or analysis failed, what was done, how to go on. */
 export function haltMessage(h: Round["halted"][number]): string {
   const what = h.reason.startsWith("analysis ") ? "the analysis" : "the check";
+  if (h.rollback_failed) return `${h.address}: the rollout is halted (${h.reason}), but ${rollbackFailedLine(h.rollback_failed)}`;
   return (
     `${h.address}: the rollout is halted: ${h.reason}. The weights it started from were written back. ` +
     `Fix what ${what} reports, then change the manifest or run apply --retry-rollout ${h.name} to start it again.`

@@ -28,7 +28,7 @@ import {
   APPROVAL_QUESTION,
 } from "../apply/approval.js";
 import { applyPlan } from "../apply/engine.js";
-import { prepareRolloutRun, runRolloutCheck, type Checker, type HeldChange } from "../apply/rollout.js";
+import { prepareRolloutRun, runRolloutCheck, settleRollbacks, type Checker, type HeldChange } from "../apply/rollout.js";
 import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, pauseMessage, recordWrites, waitForRollouts, type Round } from "../apply/wait.js";
 import { runRolloutAnalysis, type Analyzer } from "../apply/analysis.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
@@ -178,7 +178,8 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
           desired as DesiredState,
           {
             ...planOptionsFrom(options, session.stack),
-            now: Date.now(),
+            // The lease's answers told the API's clock: a step's interval is measured by it (src/api/api-clock.ts).
+            now: session.clock.now(),
             retryRollouts: options.retryRollout ?? [],
             environment: planEnvironment(options.environment, session),
           },
@@ -196,7 +197,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
     }
-    const idle = idleRollouts(plan, Date.now());
+    const idle = idleRollouts(plan, session.clock.now());
     if (idle !== null && options.wait !== true) {
       await showPlanOnly(plan, format, options, io);
       io.stderr(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`);
@@ -464,7 +465,7 @@ async function runChanges(
     checker: options.checker ?? runRolloutCheck,
     analyzer: options.analyzer ?? runRolloutAnalysis,
     writtenAt: new Map<string, number>(),
-    now: () => Date.now(),
+    now: () => session.clock.now(),
   };
   try {
     const prepared = await prepareRolloutRun(plan.changes, rollouts.checker, rollouts.now, stop.signal, rollouts);
@@ -488,7 +489,7 @@ async function runChanges(
       progress?.stop();
     }
     recordWrites(outcome, rollouts.writtenAt, rollouts.now());
-    const first: Round = { outcome, held: prepared.held, halted: prepared.halted, paused: prepared.paused, analysis: prepared.analysis };
+    const first: Round = { outcome, held: prepared.held, halted: settleRollbacks(prepared, outcome), paused: prepared.paused, analysis: prepared.analysis };
     const result: RunResult = { ...first, interruptedBy: stop.by(), ran: prepared.changes, timedOut: null, finalPlan: null };
     const { fromManifests } = ctx;
     const { failed, skipped, not_started } = outcome.counts;
@@ -503,11 +504,11 @@ async function runChanges(
       ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }),
     };
     const waited = await waitForRollouts({
-      deadline: Date.now() + ctx.waitMs,
+      deadline: rollouts.now() + ctx.waitMs,
       now: rollouts.now,
       signal: stop.signal,
       replan: async () => {
-        const planOptions = { ...fromManifests.planOptions, now: Date.now(), retryRollouts: [] };
+        const planOptions = { ...fromManifests.planOptions, now: rollouts.now(), retryRollouts: [] };
         const { desired, live, routes } = await fetchForPlan(session.client, fromManifests.desired, planOptions);
         return buildPlan(desired, live, planOptions, routes);
       },

@@ -138,10 +138,11 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   if (!PLAN_FORMATS.includes(format)) throw new EdgeplanError(`--format: expected one of ${PLAN_FORMATS.join(", ")}, got "${format}"`);
   const { loaded, session, listings } = await loadWhileListing(options, io);
   try {
-    // The time decides which rollout steps are due; the plan itself sends no check.
-    const planOptions = { ...planOptionsFrom(options, session.stack), now: options.now ?? Date.now(), environment: planEnvironment(options.environment, session) };
+    const planOptions = { ...planOptionsFrom(options, session.stack), environment: planEnvironment(options.environment, session) };
     const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listings);
-    const plan = buildPlan(desired, live, { ...planOptions, budget: session.budget }, routes);
+    // The time decides which rollout steps are due (the plan itself sends no check): the API's, as its answers to
+    // the reads just made tell it, since the marker's step times are the API's too.
+    const plan = buildPlan(desired, live, { ...planOptions, now: options.now ?? session.clock.now(), budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     const denied = deniedResults(plan);
     if (denied.length > 0) {

@@ -52,7 +52,7 @@ export async function runRolloutStatus(name: string | undefined, given: RolloutC
     const listing = await session.client.listWeightedBackends();
     const owned = name === undefined ? findRollouts(listing, session.stack) : [findRollout(listing, session.stack, name)];
     const desired = await quietManifests(options.paths, io, options.environment ?? null);
-    const steps = desired === null ? new Map<string, RolloutStep>() : plannedSteps(planFromListing(desired, listing, session.stack));
+    const steps = desired === null ? new Map<string, RolloutStep>() : plannedSteps(planFromListing(desired, listing, session.stack, session.clock.now()));
     const statuses = owned.map((o) => buildRolloutStatus(o, steps.get(o.address)));
     io.stdout(format === "json" ? renderRolloutStatusJson(session.stack, statuses) : renderRolloutStatusText(session.stack, statuses));
     return EXIT.ok;
@@ -71,10 +71,10 @@ async function quietManifests(paths: string[], io: CommandIO, vars: ChosenEnviro
   return null;
 }
 
-/** The plan of the manifests' weighted backends against the listing (no route is read): where each rollout stands now. */
-function planFromListing(desired: DesiredState, listing: readonly WeightedBackend[], stack: string): Plan {
+/** The plan of the manifests' weighted backends against the listing (no route is read): where each rollout stands at `now` (the API's clock). */
+function planFromListing(desired: DesiredState, listing: readonly WeightedBackend[], stack: string, now: number): Plan {
   const scoped: DesiredState = { weightedBackends: desired.weightedBackends, edgeRoutes: [] };
-  return buildPlan(scoped, buildLiveState([...listing], []), { stack, prune: false, takeover: false, maxShift: DEFAULT_MAX_SHIFT, now: Date.now() });
+  return buildPlan(scoped, buildLiveState([...listing], []), { stack, prune: false, takeover: false, maxShift: DEFAULT_MAX_SHIFT, now });
 }
 
 function plannedSteps(plan: Plan): Map<string, RolloutStep> {
@@ -87,16 +87,16 @@ function plannedSteps(plan: Plan): Map<string, RolloutStep> {
 export async function runRolloutPromote(name: string, given: RolloutCommandOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: given.manifests ?? [] }, io);
   const desired = options.full === true ? (await loadManifests(options.paths, io, options.environment ?? null)).desired : null;
-  return underLease(options, io, (listing, stack) => {
+  return underLease(options, io, (listing, stack, now) => {
     const owned = findRollout(listing, stack, name);
-    return desired === null ? buildPromote(owned) : buildFullPromote(owned, planFromListing(desired, listing, stack));
+    return desired === null ? buildPromote(owned) : buildFullPromote(owned, planFromListing(desired, listing, stack, now));
   });
 }
 
 /** Runs `rollout abort NAME`: the starting weights written back, the rollout halted. Exit 0. */
 export async function runRolloutAbort(name: string, given: RolloutCommandOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: [] }, io);
-  return underLease(options, io, (listing, stack) => buildAbort(findRollout(listing, stack, name), Date.now()));
+  return underLease(options, io, (listing, stack, now) => buildAbort(findRollout(listing, stack, name), now));
 }
 
 /** Runs `rollout retry NAME`: a halted rollout starts again from the live weights at the next apply. Exit 0. */
@@ -129,7 +129,7 @@ function buildFullPromote(owned: OwnedRollout, plan: Plan): RolloutWrite {
 async function underLease(
   options: RolloutCommandOptions & { paths: string[]; environment?: ChosenEnvironment | null },
   io: CommandIO,
-  build: (listing: readonly WeightedBackend[], stack: string) => RolloutWrite,
+  build: (listing: readonly WeightedBackend[], stack: string, now: number) => RolloutWrite,
 ): Promise<number> {
   const lock = lockOptionsFrom(options);
   const session = await openSession(options, io);
@@ -141,7 +141,7 @@ async function underLease(
       onWait: (line) => io.stderr(`${line}\n`),
     });
     try {
-      const write = build(lease.listing, session.stack);
+      const write = build(lease.listing, session.stack, session.clock.now());
       await session.client.send(write.request);
       io.stdout(`${write.done}\n`);
       return EXIT.ok;

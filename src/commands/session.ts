@@ -8,6 +8,7 @@ import { join, relative, resolve } from "node:path";
 import { apiIdentity, type ApiIdentity } from "../api/account.js";
 import { createClient, type ApiClient } from "../api/client.js";
 import { Reachability } from "../api/reachability.js";
+import { ApiClock } from "../api/api-clock.js";
 import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "../api/options.js";
 import type { ApplyBudget } from "../core/estimate.js";
 import type { LoadResult } from "../manifest/load.js";
@@ -50,6 +51,8 @@ export interface Session {
   budget: ApplyBudget;
   /** Whether the API still answers: its `gone` aborts after a few requests in a row got no answer (src/api/reachability.ts). */
   reachability: Reachability;
+  /** The API's clock, from the `Date` of its answers: rollout steps are timed by it, not by this machine's. */
+  clock: ApiClock;
   /** The API and account the client talks to, as a saved plan records them (the key itself is not kept). */
   api: ApiIdentity;
   /** Closes the client, and the embedded server of `--local`. */
@@ -75,10 +78,11 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   const stack = options.stack ?? io.env.EDGEPLAN_STACK ?? "default";
   if (!options.local) {
     const reachability = new Reachability();
-    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability };
+    const clock = new ApiClock();
+    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability, apiClock: clock };
     const client = createClient(clientOptions);
     const api = apiIdentity(client.baseUrl, clientOptions.apiKey);
-    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), reachability, api, close: () => client.close() };
+    return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), reachability, clock, api, close: () => client.close() };
   }
 
   const { startServer, loadFixturesFile, provisionServer } = await import("../server/index.js");
@@ -103,15 +107,18 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     // only slow a local preview down. An explicit --rate-limit is kept.
     const rateLimit = options.rateLimit ?? "off";
     const reachability = new Reachability();
+    const clock = new ApiClock();
     const clientOptions = {
       ...(await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY })),
       reachability,
+      apiClock: clock,
     };
     const client = createClient(clientOptions);
     return {
       client,
       stack,
       reachability,
+      clock,
       concurrency: clientOptions.concurrency,
       budget: budgetOf(clientOptions),
       // The embedded server listens on a new port at each run: its state file is what stays the same.

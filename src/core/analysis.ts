@@ -5,6 +5,7 @@
  */
 import { celValue, compileCel } from "../model/cel.js";
 import type { RolloutMetric } from "../model/state.js";
+import { summarizeValue } from "./halt-record.js";
 
 /** The variables a metric's expressions may use: `result`, of any type (a number stays a double). */
 export const METRIC_CEL_VARIABLES = { result: "dyn" } as const;
@@ -27,6 +28,23 @@ export type Reading = { value: unknown } | { none: string };
 export function showValue(value: unknown): string {
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   return JSON.stringify(value) ?? String(value);
+}
+
+/** Prometheus' forms of the infinities (Go's ParseFloat: `+Inf`, `-Inf`, `Inf`, `infinity`, any case) and of NaN. */
+const INFINITY_TEXT = /^([+-]?)inf(inity)?$/i;
+
+/**
+ * A sample value written as text, as Prometheus writes it: a decimal or exponent number, `+Inf`/`-Inf`/`Inf` (the
+ * infinities are numbers: a `histogram_quantile` in the `+Inf` bucket is above any threshold), or `NaN` (kept NaN:
+ * no data). Null when the text is not a number at all.
+ */
+export function readSampleValue(text: string): number | null {
+  const t = text.trim();
+  const inf = INFINITY_TEXT.exec(t);
+  if (inf) return inf[1] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  if (/^nan$/i.test(t)) return Number.NaN;
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t) && !/^0x[0-9a-f]+$/i.test(t)) return null;
+  return Number(t);
 }
 
 /** `result` for CEL: a number stays a double whatever its value (0.0 < 1 and 1.0 == 1 both hold); other JSON as CEL values. */
@@ -63,6 +81,17 @@ export function judgeMeasurement(metric: RolloutMetric, reading: Reading): Measu
   return { ...base, value, verdict: "inconclusive", why: `neither ${metric.success} nor ${metric.failure}` };
 }
 
+/** A shown value (`showValue`) as a reason may repeat it: numbers as shown, anything else by `summarizeValue`. */
+function shownSummary(shown: string | null): string {
+  if (shown === null) return "no value";
+  if (readSampleValue(shown) !== null) return shown;
+  try {
+    return summarizeValue(JSON.parse(shown));
+  } catch {
+    return "a value that is not a number";
+  }
+}
+
 /** A metric's verdict over its measurements so far, or null while more are to be taken. */
 export type MetricVerdict = "passed" | "failed" | "inconclusive";
 
@@ -90,7 +119,8 @@ export function judgeAnalysis(metrics: readonly RolloutMetric[], measured: Reado
   const failed = verdicts.indexOf("failed");
   if (failed >= 0) {
     const last = (measured[failed] ?? []).filter((m) => m.verdict === "failure").at(-1) as Measurement;
-    return { kind: "rollback", reason: `analysis ${last.metric} failed (${last.value}, ${last.why})` };
+    // The reason is kept in the owner marker: it says what the value was like, never the value when it is a body.
+    return { kind: "rollback", reason: `analysis ${last.metric} failed (${shownSummary(last.value)}, ${last.why})` };
   }
   const open = verdicts.findIndex((v) => v !== "passed");
   if (open >= 0) {

@@ -185,7 +185,7 @@ function rolloutProblem(change: WeightedBackendChange): string | null {
   const before = change.before?.backends ?? {};
   const after = change.after?.backends ?? {};
   if (r === undefined) return null;
-  if (r.phase === "halt") return "a halt is written by apply when a check fails; a plan never holds one";
+  if (r.phase === "halt") return rollbackProblem(change);
   if (r.phase === "pause") return "a pause is written by apply when an analysis is inconclusive; a plan never holds one";
   const liveMarker = isJsonObject(change.before?.metadata) ? change.before.metadata[MARKER_KEY] : undefined;
   const liveFrom = isJsonObject(liveMarker) ? parseRolloutState(liveMarker.rollout)?.from : undefined;
@@ -205,6 +205,23 @@ function rolloutProblem(change: WeightedBackendChange): string | null {
   if (r.phase === "step" && (steps.length !== r.steps || !sameWeights(after, steps[r.step - 1] ?? {}))) {
     return `the weights written are not step ${r.step} of ${r.steps} from rollout.from to rollout.final`;
   }
+  return null;
+}
+
+/**
+ * A plan holds a halt only as the rollback of a halt the live marker records and whose rollback was not written:
+ * it writes the weights the rollout started from and leaves the marker's rollout state as it is live.
+ */
+function rollbackProblem(change: WeightedBackendChange): string | null {
+  const stateOf = (metadata: unknown) => {
+    const marker = isJsonObject(metadata) ? metadata[MARKER_KEY] : undefined;
+    return isJsonObject(marker) ? parseRolloutState(marker.rollout) : undefined;
+  };
+  const live = stateOf(change.before?.metadata);
+  const written = stateOf(change.after?.metadata);
+  if (live?.halted === undefined) return "a halt is written by apply when a check fails; a plan holds one only to write again a rollback that failed";
+  if (!jsonEqual(live, written)) return "the rollback of a halted rollout keeps the marker's rollout state as it is live";
+  if (!sameWeights(change.after?.backends ?? {}, live.from)) return "the rollback of a halted rollout writes the weights the rollout started from";
   return null;
 }
 

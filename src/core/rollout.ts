@@ -11,6 +11,7 @@ import { MARKER_KEY } from "../model/state.js";
 import { buildRolloutWrite, buildWeights, diffWeightedBackend, exactShareOf, hasTraffic, sameWeights, sortedBackends } from "../kinds/weighted-backend.js";
 import { parseRolloutState, rolloutTargetDigest } from "../kinds/weighted-backend-rollout.js";
 import { LIMITS } from "../model/wire.js";
+import { boundReason } from "./halt-record.js";
 
 type Weights = Readonly<Record<string, number>>;
 
@@ -164,6 +165,7 @@ export function buildRolloutChange(change: WeightedBackendChange, ctx: RolloutCo
   const target = change.after.backends;
   const digest = rolloutTargetDigest(ctx.desired.backends);
   const state = ctx.state?.target === digest ? ctx.state : undefined;
+  if (state?.halted !== undefined && !ctx.retry && isRollbackPending(spec, state, live, target)) return rollbackChange(change, spec, state, ctx.now);
   if (sameWeights(live, target)) {
     // The last step is written; with a check, the rollout ends once the check after it passes.
     if (state && !state.halted && isGated(spec)) {
@@ -280,6 +282,37 @@ function haltedChange(change: WeightedBackendChange, spec: RolloutSpec, state: R
   return { ...change, action: "rollout", notes, diffs: withoutMarkerState(change.diffs), rollout };
 }
 
+/**
+ * True when the marker records a halt but the live weights are still those of the step it halted after: the halt
+ * was recorded and its rollback was not written (refused, or the run ended between the two writes, see
+ * `buildHaltMark`). Weights that are neither (a person set others) are not rolled back.
+ */
+function isRollbackPending(spec: RolloutSpec, state: RolloutState, live: Weights, target: Weights): boolean {
+  if (sameWeights(live, state.from)) return false;
+  const written = rolloutSteps(state.from, target, spec)[state.step - 1];
+  return written !== undefined && sameWeights(written, live);
+}
+
+/** The rollback of a halt that was recorded and not written: the weights the rollout started from, the marker as it is. */
+function rollbackChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState, now: number): WeightedBackendChange {
+  const final = change.after?.backends ?? {};
+  const n = rolloutSteps(state.from, final, spec).length;
+  const rollout: RolloutStep = {
+    ...stepBase(spec, state.from, state.target, final),
+    phase: "halt",
+    step: Math.min(state.step + 1, n),
+    steps: n,
+    status: "due",
+    due_at: iso(now),
+    next_due_at: null,
+    check: null,
+    halted_reason: state.halted ?? null,
+  };
+  const written = withWrite(change, state.from, state, rollout);
+  const note = `halted (${state.halted ?? ""}), and the rollback was not written: the weights it started from are written back`;
+  return { ...written, notes: [...written.notes, note] };
+}
+
 /** A rollout that waits for a person before step `k`: nothing is written until `edgeplan rollout promote NAME`. */
 function pausedChange(change: WeightedBackendChange, spec: RolloutSpec, state: RolloutState, input: StepInput & { reason: string }): WeightedBackendChange {
   const rollout: RolloutStep = {
@@ -365,9 +398,10 @@ function sameOwner(a: unknown, b: unknown): boolean {
 }
 
 /**
- * The write that halts a rollout whose check failed: the weights it started from, in one request, and the marker's
- * rollout state marked halted with the reason (at `now`, the time of the failure). Made by apply from a due
- * rollout change; the rollout is not tried again until its manifest changes or `apply --retry-rollout NAME`.
+ * The write that halts a rollout whose check failed: the weights it started from, and the marker's rollout state
+ * marked halted with the reason (bounded, `boundReason`; at `now`, the time of the failure). Made by apply from a
+ * due rollout change; the rollout is not tried again until its manifest changes or `apply --retry-rollout NAME`.
+ * The engine sends `buildHaltMark` before it, so that a rollback that fails is known to the next run.
  */
 export function buildRolloutHalt(change: WeightedBackendChange, reason: string, now: number): WeightedBackendChange {
   const r = change.rollout;
@@ -375,12 +409,27 @@ export function buildRolloutHalt(change: WeightedBackendChange, reason: string, 
     throw new InternalError(`${change.address}: only a rollout step can be halted`);
   }
   const lastWritten = r.phase === "confirm" ? r.step : Math.max(1, r.step - 1);
-  const state: RolloutState = { from: r.from, target: r.target, step: lastWritten, at: iso(now), halted: reason };
+  const halted = boundReason(reason);
+  const state: RolloutState = { from: r.from, target: r.target, step: lastWritten, at: iso(now), halted };
   const { after, request } = buildRolloutWrite(change, r.from, state);
   const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
   const weights = buildWeights(change.before.backends, after.backends, { get: (id) => names.get(id) }, new Set());
-  const rollout: RolloutStep = { ...r, phase: "halt", status: "due", next_due_at: null, halted_reason: reason };
+  const rollout: RolloutStep = { ...r, phase: "halt", status: "due", next_due_at: null, halted_reason: halted };
   return { ...change, after, weights, request, refs: {}, rollout };
+}
+
+/**
+ * The first of a halt's two writes: the marker of the halt (`after`'s) with the live weights unchanged, or null
+ * when the live marker records the halt already (a rollback planned again). Written first, it makes a rollback
+ * that then fails visible to every later plan (`isRollbackPending`): a process killed between the writes, or a
+ * rollback the API refuses, is rolled back by the next run, never stepped on.
+ */
+export function buildHaltMark(change: WeightedBackendChange): WeightedBackendChange["request"] | null {
+  const body = change.request.body;
+  if (change.rollout?.phase !== "halt" || !change.before || body === null) return null;
+  const live = parseRolloutState(parseMarkerRollout(change.before.metadata));
+  if (live?.halted !== undefined) return null;
+  return { ...change.request, body: { ...body, backends: sortedBackends(change.before.backends) } };
 }
 
 /**
@@ -396,7 +445,7 @@ export function buildRolloutPause(change: WeightedBackendChange, reason: string)
     throw new InternalError(`${change.address}: only a rollout step under way can be paused`);
   }
   const { promoted: _promoted, ...rest } = live;
-  const state: RolloutState = { ...rest, paused: reason };
+  const state: RolloutState = { ...rest, paused: boundReason(reason) };
   const { after, request } = buildRolloutWrite(change, change.before.backends, state);
   const names = new Map(change.weights.map((w) => [w.child, w.name ?? undefined] as const));
   const weights = buildWeights(change.before.backends, after.backends, { get: (id) => names.get(id) }, new Set());

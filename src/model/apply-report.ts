@@ -94,6 +94,8 @@ export interface StoppedRollout {
   reason: string;
   /** A halt: the weights written back (those the rollout started from), children by id. */
   weights?: Record<string, number>;
+  /** A halt whose rollback write failed: why, and the weights traffic is still at (the step's), children by id. */
+  rollback_failed?: { message: string; weights: Record<string, number> };
 }
 
 /** One measurement of a rollout's analysis: before which step of which object, the metric, the value, the verdict and why. */

@@ -43,6 +43,10 @@ export const ApplyReportJsonSchema = z.object({
       name: z.string(),
       reason: z.string(),
       weights: z.record(z.string(), z.number().int()).optional().describe("the weights written back: those the rollout started from"),
+      rollback_failed: z
+        .object({ message: z.string(), weights: z.record(z.string(), z.number().int()) })
+        .optional()
+        .describe("the rollback write failed: why, and the weights traffic is still at; the next run writes the rollback again"),
     }),
   ),
   paused: z

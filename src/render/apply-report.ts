@@ -84,12 +84,22 @@ function rolloutReportLines(report: ApplyReport): string[] {
   );
   lines.push(...(report.held ?? []).map((h) => `${h.status}  ${h.address}: ${h.message}`));
   for (const h of report.halted ?? []) {
+    if (h.rollback_failed) {
+      lines.push(`halted  ${h.address}: ${h.reason}; ${rollbackFailedLine(h.rollback_failed)}`);
+      continue;
+    }
     const back = h.weights ? `rolled back to ${Object.values(h.weights).join("/")}: ` : "";
     lines.push(`halted  ${h.address}: ${back}${h.reason}${h.weights ? "" : "; the weights it started from were written back"}`);
   }
   for (const p of report.paused ?? []) lines.push(`paused  ${p.address}: ${pauseLine(p.reason, p.name)}`);
   if (report.timedOut) lines.push(`--wait-timeout reached: ${report.timedOut}; run apply again to go on`);
   return lines;
+}
+
+/** `the rollback failed (...): traffic is still at 5000/5000, the step's weights; the next run writes the rollback again` */
+export function rollbackFailedLine(failed: { message: string; weights: Record<string, number> }): string {
+  const at = Object.values(failed.weights).join("/");
+  return `the rollback failed (${failed.message}): traffic is still at ${at}, the step's weights; the next run writes the rollback again`;
 }
 
 /** Why a rollout paused and the two ways on: `inconclusive (error-rate: no data); run "edgeplan rollout promote web" ...`. */
@@ -133,6 +143,8 @@ export function renderApplyMarkdown(report: ApplyReport): string {
 function reportStatus(report: ApplyReport): ApplyReportJson["status"] {
   const { outcome, convergence } = report;
   if (outcome.interrupted || report.interruptedBy?.startsWith("SIG")) return "interrupted";
+  // A rollback that was not written is no halt done: traffic is still at the step's weights.
+  if ((report.halted ?? []).some((h) => h.rollback_failed)) return "failed";
   if ((report.halted ?? []).length > 0) return "halted";
   if ((report.paused ?? []).length > 0) return "paused";
   if (report.timedOut !== undefined) return "timed_out";

@@ -38,6 +38,17 @@ describe("an HTTP answer", () => {
     expect(readWebAnswer('{"ratio":null}', "$.ratio")).toEqual({ none: "no data ($.ratio is null)" });
   });
 
+  it("reads Prometheus' infinities as numbers, in its answers, in plain text and in JSON strings; NaN stays NaN", () => {
+    const vector = (v: string) => ({ status: "success", data: { resultType: "vector", result: [{ metric: {}, value: [1, v] }] } });
+    for (const text of ["+Inf", "Inf", "inf", "+Infinity"]) expect(readPrometheusAnswer(vector(text))).toEqual({ value: Number.POSITIVE_INFINITY });
+    expect(readPrometheusAnswer(vector("-Inf"))).toEqual({ value: Number.NEGATIVE_INFINITY });
+    expect(readPrometheusAnswer({ status: "success", data: { resultType: "scalar", result: [1, "+Inf"] } })).toEqual({ value: Number.POSITIVE_INFINITY });
+    expect(readPrometheusAnswer(vector("NaN"))).toEqual({ value: Number.NaN });
+    expect(readWebAnswer("+Inf\n", null)).toEqual({ value: Number.POSITIVE_INFINITY });
+    expect(readWebAnswer('{"p99":"-Inf","ratio":"0.5"}', "$.p99")).toEqual({ value: Number.NEGATIVE_INFINITY });
+    expect(readWebAnswer('{"p99":"-Inf","ratio":"0.5"}', "$.ratio")).toEqual({ value: "0.5" });
+  });
+
   it("reads plain text as a number when it is one, else as text", () => {
     expect(readWebAnswer("0.003\n", null)).toEqual({ value: 0.003 });
     expect(readWebAnswer("ok", null)).toEqual({ value: "ok" });

@@ -101,7 +101,7 @@ describe("checkPlan names each edit of a saved plan", () => {
   it("a takeover without --takeover, a rollout halt, and a rollout step larger than its max_step", () => {
     expect(edited("017-takeover", (p) => (p.options.takeover = false)).own).toEqual([`${CHECKOUT}: a takeover needs --takeover, and the plan was made without it`]);
     expect(edited("039-rollout-first-step", (p) => Object.assign(wb(p).rollout ?? {}, { phase: "halt" })).own).toEqual([
-      `${CHECKOUT}: a halt is written by apply when a check fails; a plan never holds one`,
+      `${CHECKOUT}: a halt is written by apply when a check fails; a plan holds one only to write again a rollback that failed`,
     ]);
     expect(edited("039-rollout-first-step", (p) => Object.assign(wb(p).rollout ?? {}, { max_step: 1 })).own).toEqual([
       `${CHECKOUT}: the step moves a share of traffic by more than its max_step, 1 points`,

@@ -4,6 +4,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { checkPlan } from "../../src/core/plan-check.js";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
 import { buildListSteps, buildRolloutHalt, buildRolloutSteps } from "../../src/core/rollout.js";
 import { rolloutTargetDigest } from "../../src/kinds/weighted-backend-rollout.js";
@@ -277,5 +278,39 @@ describe("the plan of a rollout", () => {
     expect(only(plan(desired(target), null)).action).toBe("create");
     expect(only(plan({ ...desired(target), description: "x" }, live(target))).action).toBe("update");
     expect(only(plan(desired(target), live({ [A]: 0, [B]: 0 }))).action).toBe("update");
+  });
+});
+
+describe("a halt whose rollback was not written", () => {
+  const [A, B] = [hrId(1), hrId(2)];
+  const target = { [A]: 0, [B]: 100 };
+  const spec: RolloutSpec = { max_step: 50, shares: null, interval: "1m", interval_ms: 60_000, check: null, analysis: [] };
+  const NOW = Date.parse("2026-01-01T00:00:00Z");
+
+  /** The plan of `web` whose live weights are `live` and whose marker records a halt after `step`. */
+  function planned(live: Record<string, number>, step: number) {
+    const state: RolloutState = { from: { [A]: 100, [B]: 0 }, target: rolloutTargetDigest(target), step, at: "2025-12-31T23:59:00.000Z", halted: "HTTP 503" };
+    const metadata = JSON.stringify({ edgeplan: { name: "web", stack: "default", rollout: state } });
+    const plan = buildPlan(
+      { weightedBackends: [{ ...desiredWb("web", { backends: target }), rollout: spec }], edgeRoutes: [] },
+      { weightedBackends: [liveWb(1, { backends: live, metadata })], routes: [] },
+      { stack: "default", prune: false, takeover: false, maxShift: DEFAULT_MAX_SHIFT, now: NOW },
+    );
+    return { plan, change: plan.changes[0] as WeightedBackendChange, state };
+  }
+
+  it("is planned as the rollback on the step's weights (a step, or the last one being confirmed), the marker kept as it is", () => {
+    for (const [live, step] of [[{ [A]: 5000, [B]: 5000 }, 1] as const, [target, 2] as const]) {
+      const { plan, change, state } = planned(live, step);
+      expect(change.rollout).toMatchObject({ phase: "halt", status: "due", halted_reason: "HTTP 503", due_at: "2026-01-01T00:00:00.000Z" });
+      expect(change.request.body?.backends).toEqual({ [A]: 100, [B]: 0 });
+      expect(JSON.parse(change.request.body?.metadata ?? "").edgeplan.rollout).toEqual(state);
+      expect(checkPlan(plan)).toEqual([]);
+    }
+  });
+
+  it("is left halted, nothing written, on weights a person set (neither the step's nor the starting ones)", () => {
+    const { change } = planned({ [A]: 7000, [B]: 3000 }, 1);
+    expect(change.rollout).toMatchObject({ phase: "step", status: "halted" });
   });
 });
