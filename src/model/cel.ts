@@ -1,7 +1,8 @@
 /**
  * CEL (Common Expression Language) expressions, as policies and rollout analysis write them: compiled once with
- * bounds on their size and nesting, type-checked against the variables they may use, and evaluated over plain data.
- * The evaluator is `@marcbachmann/cel-js` (no dependencies, no prototype access: a map's keys are its own). Pure.
+ * bounds on their size and nesting, type-checked against the variables they may use, and evaluated over plain data
+ * within a budget of steps, value sizes and time (`cel-budget.ts`), `matches()` in RE2 (`cel-regex.ts`). The
+ * evaluator is `@marcbachmann/cel-js` (no dependencies, no prototype access: a map's keys are its own). Pure.
  */
 import { Environment } from "@marcbachmann/cel-js";
 import { CelMeter, meterAst } from "./cel-budget.js";
