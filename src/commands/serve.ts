@@ -204,15 +204,16 @@ function exitOnSecondSignal(server: RunningServer, flush: () => void): () => voi
   };
 }
 
-/** SIGHUP reloads the TLS certificate and key (a bad file is logged and the old ones kept). Returns the remover. */
+/**
+ * SIGHUP reloads the TLS certificate and key, read without blocking the server (a bad file is logged and the old
+ * ones kept). Returns the remover.
+ */
 function reloadOnHangup(server: RunningServer): () => void {
   const reload = (): void => {
-    try {
-      server.reloadTls();
-      server.logger.write("info", "SIGHUP: the TLS certificate and key were read again; new connections get them");
-    } catch (err) {
-      server.logger.write("error", `SIGHUP: ${(err as Error).message}; the previous certificate and key stay in use`);
-    }
+    server.reloadTls().then(
+      () => server.logger.write("info", "SIGHUP: the TLS certificate and key were read again; new connections get them"),
+      (err: unknown) => server.logger.write("error", `SIGHUP: ${(err as Error).message}; the previous certificate and key stay in use`),
+    );
   };
   process.on("SIGHUP", reload);
   return () => process.off("SIGHUP", reload);

@@ -5,6 +5,7 @@
  * NAME`), `deny` refuses the plan. Plan and apply (a saved plan included) compute them here from the changes. Pure.
  */
 import { celValue, compileCel, type CelProblem, type CelProgram, type CelVariables } from "../model/cel.js";
+import { CelMeter } from "../model/cel-budget.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Plan, PlanPolicies, PlanSummary, PolicyLevel, PolicyResult, Risk } from "../model/plan.js";
 import { POLICY_LEVELS, RISK_RULES } from "../model/plan.js";
@@ -64,11 +65,18 @@ function environmentMatches(match: PolicyMatch, env: PolicyEnv): boolean {
   return env !== null && match.environments.includes(env.name);
 }
 
-/** The result of one evaluation, or null when the expression held. */
-function judge(policy: Policy, address: string | null, vars: Record<string, unknown>): PolicyResult | null {
-  const outcome = policy.program.run(vars);
+/**
+ * The result of one evaluation on `meter` (the policy's over the plan), or null when the expression held. Over its
+ * budget is a violation that says so; once the meter is spent, the policy's other checks of the plan are not made.
+ */
+function judge(policy: Policy, address: string | null, vars: Record<string, unknown>, meter: CelMeter): PolicyResult | null {
+  const outcome = policy.program.run(vars, meter);
   if ("value" in outcome && outcome.value) return null;
   const base = { rule: policy.name, level: policy.level, address };
+  if ("error" in outcome && outcome.overBudget) {
+    const rest = meter.exhausted ? "; the policy's other checks of this plan were not made" : "";
+    return { ...base, message: `the expression went ${outcome.error}${rest}`, error: true };
+  }
   if ("error" in outcome) return { ...base, message: `the expression could not be evaluated: ${outcome.error}`, error: true };
   return { ...base, message: policy.description, error: false };
 }
@@ -86,17 +94,19 @@ export function buildPolicyResults(policies: readonly Policy[], plan: Pick<Plan,
   const results: PolicyResult[] = [];
   let evaluated = 0;
   for (const policy of policies) {
+    // One meter per policy over the plan: the number of changes cannot multiply what one evaluation may cost.
+    const meter = new CelMeter();
     if (policy.match.scope === "plan") {
       if (!environmentMatches(policy.match, env)) continue;
       evaluated++;
-      const result = judge(policy, null, { plan: planValue, env: envValue });
+      const result = judge(policy, null, { plan: planValue, env: envValue }, meter);
       if (result) results.push(result);
       continue;
     }
     for (const [i, change] of changes.entries()) {
-      if (!matches(policy.match, change, env)) continue;
+      if (!matches(policy.match, change, env) || meter.exhausted) continue;
       evaluated++;
-      const result = judge(policy, change.address, { change: values[i], plan: planValue, env: envValue });
+      const result = judge(policy, change.address, { change: values[i], plan: planValue, env: envValue }, meter);
       if (result) results.push(result);
     }
   }
@@ -182,7 +192,7 @@ export function judgeCase(policies: readonly Policy[], input: PolicyCaseInput): 
       verdicts.set(policy.name, { verdict: "skip" });
       continue;
     }
-    const result = judge(policy, plansOnly ? null : (given?.address ?? null), plansOnly ? { plan, env } : { change, plan, env });
+    const result = judge(policy, plansOnly ? null : (given?.address ?? null), plansOnly ? { plan, env } : { change, plan, env }, new CelMeter());
     verdicts.set(policy.name, result ? { verdict: "fail", message: result.message } : { verdict: "pass" });
   }
   return verdicts;

@@ -1,9 +1,12 @@
 /**
  * CEL (Common Expression Language) expressions, as policies and rollout analysis write them: compiled once with
- * bounds on their size and nesting, type-checked against the variables they may use, and evaluated over plain data.
- * The evaluator is `@marcbachmann/cel-js` (no dependencies, no prototype access: a map's keys are its own). Pure.
+ * bounds on their size and nesting, type-checked against the variables they may use, and evaluated over plain data
+ * within a budget of steps, value sizes and time (`cel-budget.ts`), `matches()` in RE2 (`cel-regex.ts`). The
+ * evaluator is `@marcbachmann/cel-js` (no dependencies, no prototype access: a map's keys are its own). Pure.
  */
 import { Environment } from "@marcbachmann/cel-js";
+import { CelMeter, meterAst } from "./cel-budget.js";
+import { RE2_MATCHES_SIGNATURE, re2Matcher, userFunctionName, useRe2Matches } from "./cel-regex.js";
 
 /**
  * Bounds of one expression: longer or deeper ones are refused when compiled, before they can cost time.
@@ -52,10 +55,20 @@ export interface CelProblem {
   end: number;
 }
 
-/** A compiled expression: `run` answers true or false, or why it could not (an error of evaluation, never a throw). */
+/** Why an evaluation gave no value; `overBudget` when it went over its budget (`CEL_BUDGET`). */
+export interface CelFailure {
+  error: string;
+  overBudget?: true;
+}
+
+/**
+ * A compiled expression: `run` answers true or false, or why it could not (an error of evaluation, or a budget
+ * spent: never a throw, never longer than the budget). `meter` counts its cost; by default its own, so that one
+ * evaluation is bounded; a caller that runs it many times over one plan passes one meter to bound them all.
+ */
 export interface CelProgram {
   readonly source: string;
-  run(vars: Readonly<Record<string, unknown>>): { value: boolean } | { error: string };
+  run(vars: Readonly<Record<string, unknown>>, meter?: CelMeter): { value: boolean } | CelFailure;
 }
 
 interface CelErrorLike {
@@ -66,7 +79,7 @@ interface CelErrorLike {
 
 function problemOf(err: unknown, source: string): CelProblem {
   const e = err as CelErrorLike;
-  const message = (e.summary ?? e.message ?? String(err)).split("\n")[0] as string;
+  const message = userFunctionName((e.summary ?? e.message ?? String(err)).split("\n")[0] as string);
   return { message, start: e.range?.start ?? 0, end: e.range?.end ?? source.length };
 }
 
@@ -80,12 +93,20 @@ export function compileCel(source: string, variables: CelVariables): { program: 
     return { problem: { message: `the expression is ${source.length} characters long; at most ${CEL_LIMITS.maxChars} are allowed`, start: 0, end: 0 } };
   }
   const { maxChars: _, maxComprehensionNesting: __, ...limits } = CEL_LIMITS;
+  // The meter of the evaluation under way: evaluations are synchronous, so one slot per expression is enough.
+  let current = new CelMeter();
   let env = new Environment({ limits, homogeneousAggregateLiterals: false });
+  env = env.registerFunction(
+    RE2_MATCHES_SIGNATURE,
+    re2Matcher((units) => current.charge(units)),
+  );
   for (const [name, type] of Object.entries(variables)) env = env.registerVariable(name, type);
   try {
     const parsed = env.parse(source);
-    const nested = nestedComprehension((parsed as { ast?: unknown }).ast);
-    if (nested) return { problem: nested };
+    const ast = (parsed as { ast?: unknown }).ast;
+    const refused = nestedComprehension(ast) ?? useRe2Matches(ast);
+    if (refused) return { problem: refused };
+    meterAst(ast, () => current);
     const checked = parsed.check();
     if (!checked.valid) return { problem: problemOf(checked.error, source) };
     if (checked.type !== "bool" && checked.type !== "dyn") {
@@ -97,18 +118,27 @@ export function compileCel(source: string, variables: CelVariables): { program: 
         },
       };
     }
-    return { program: { source, run: (vars) => runParsed(parsed, vars) } };
+    const run = (vars: Readonly<Record<string, unknown>>, meter = new CelMeter()): { value: boolean } | CelFailure => {
+      current = meter;
+      return runParsed(parsed, vars, meter);
+    };
+    return { program: { source, run } };
   } catch (err) {
     return { problem: problemOf(err, source) };
   }
 }
 
-function runParsed(parsed: (vars: Record<string, unknown>) => unknown, vars: Readonly<Record<string, unknown>>): { value: boolean } | { error: string } {
+/** One evaluation on `meter`: over budget wins over any value (CEL's `||` and `&&` may absorb an error). */
+function runParsed(parsed: (vars: Record<string, unknown>) => unknown, vars: Readonly<Record<string, unknown>>, meter: CelMeter): { value: boolean } | CelFailure {
+  if (meter.exhausted) return { error: meter.exhausted, overBudget: true };
+  meter.begin();
   try {
     const value = parsed({ ...vars });
+    if (meter.overBudget) return { error: meter.overBudget, overBudget: true };
     if (typeof value === "boolean") return { value };
     return { error: `the expression gave ${typeof value === "bigint" ? `${value}` : (JSON.stringify(value) ?? String(value))}, not true or false` };
   } catch (err) {
+    if (meter.overBudget) return { error: meter.overBudget, overBudget: true };
     return { error: problemOf(err, "").message };
   }
 }

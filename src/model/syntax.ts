@@ -22,10 +22,16 @@ export interface RateLimit {
  * e.g. `500ms`, `30s`, `1.5s`, `5m`, `1h`. Undefined when the text is not one.
  */
 export function parseDuration(text: string): number | undefined {
+  const ms = durationMs(text);
+  return ms !== undefined && ms >= 1 ? ms : undefined;
+}
+
+/** A duration's whole milliseconds, zero included (`0s`); undefined when the text is not one. */
+function durationMs(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim());
   if (!m) return undefined;
   const ms = Number(m[1]) * (DURATION_UNITS_MS[m[2] as string] as number);
-  return Number.isSafeInteger(ms) && ms >= 1 ? ms : undefined;
+  return Number.isSafeInteger(ms) ? ms : undefined;
 }
 
 /** A whole number from `min` to `max` (digits only, no sign or fraction). */
@@ -39,10 +45,13 @@ export function parseWholeNumber(flag: string, value: string | number, min: numb
   return n;
 }
 
-/** A timeout: whole milliseconds (`30000`) or a duration (`30s`, `500ms`), from `minMs` (default 1) to `maxMs`. */
+/**
+ * A timeout: whole milliseconds (`30000`) or a duration (`30s`, `500ms`), from `minMs` (default 1) to `maxMs`. A zero
+ * is the same written either way (`0`, `0s`): allowed exactly when `minMs` is 0.
+ */
 export function parseTimeout(flag: string, value: string | number, maxMs = TIMEOUT_MAX_MS, minMs = 1): number {
   const text = String(value).trim();
-  const ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
+  const ms = /^\d+$/.test(text) ? Number(text) : durationMs(text);
   if (ms === undefined || !Number.isSafeInteger(ms) || ms < minMs || ms > maxMs) {
     throw new EdgeplanError(`${flag}: expected milliseconds from ${minMs} to ${maxMs} (or a duration such as 30s), got "${text}"`);
   }

@@ -103,6 +103,12 @@ export function createRequestListener(o: AppOptions): (req: IncomingMessage, res
     const path = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? "" : url.slice(q + 1);
     if (isOpsPath(o.ops, path)) {
+      const refused = path === "/metrics" ? keyRefusal(o.keys, req) : undefined;
+      if (refused) {
+        answer(req, res, refused, operationId, o.ops.closing());
+        logRequest(o.logger, refused, method, path, operationId, started);
+        return;
+      }
       serveOps(o.ops, req, res, path).catch(() => req.socket.destroy());
       return;
     }
@@ -191,6 +197,21 @@ async function runHandler(o: AppOptions, handler: Handler, request: RequestConte
     if (!(err instanceof CertificateNeeded)) throw err;
     const signingCertificate = await o.context.makeSigningCertificate(err.entityId);
     return o.store.transaction((tx) => handler(o.context, tx, { ...request, signingCertificate }));
+  }
+}
+
+/**
+ * The 401 of a request to `/metrics` on the API port without a valid key; undefined when its key is valid. The
+ * metrics name the server's routes, load and store; the API port may face more than the operators, so they take a
+ * key there (on `--admin-listen`, a private address, they take none).
+ */
+function keyRefusal(keys: KeyRing, req: IncomingMessage): Outcome | undefined {
+  try {
+    authenticate(keys, req);
+    return undefined;
+  } catch (err) {
+    if (err instanceof HttpError) return { status: err.status, headers: err.headers, error: err };
+    throw err;
   }
 }
 

@@ -3,7 +3,6 @@
  * tests run. It listens on node's HTTP stack, keeps its state in SQLite (a file, or memory) or in PostgreSQL (shared
  * by several replicas), and answers every request through the pipeline of app.ts.
  */
-import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -20,6 +19,7 @@ import { createAdminListener, Readiness, type OpsOptions } from "./ops.js";
 import { makeSigningCertificate } from "./saml-certificate.js";
 import { openSqliteStore } from "./sqlite-store.js";
 import type { Store } from "./store.js";
+import { readTlsFiles, tlsError } from "./tls-files.js";
 
 export { accountForKey } from "./auth.js";
 export {
@@ -131,8 +131,11 @@ export interface RunningServer {
   drain(options: DrainOptions): Promise<void>;
   /** A drain without delay and with 5 s for the requests in flight. */
   close(): Promise<void>;
-  /** Reads the TLS certificate and key files again for new connections; throws an EdgeplanError (the old ones kept). */
-  reloadTls(): void;
+  /**
+   * Reads the TLS certificate and key files again, without blocking, for new connections; rejects with an
+   * EdgeplanError (a file that cannot be read, is not a regular file, is too large, or is not PEM), the old ones kept.
+   */
+  reloadTls(): Promise<void>;
 }
 
 type ApiServer = Server | TlsServer;
@@ -226,28 +229,14 @@ export async function openStore(options: Pick<ServerOptions, "dataFile" | "datab
   return openPgStore(options.databaseUrl, options.poolSize ?? DEFAULT_POOL_SIZE);
 }
 
-/** The certificate and key of `tls`, read; an EdgeplanError names the file that cannot be read. */
-function readTls(tls: { certFile: string; keyFile: string }): { cert: Buffer; key: Buffer } {
-  const read = (flag: string, file: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (err) {
-      throw new EdgeplanError(`cannot read ${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; give a readable PEM file`, { cause: err });
-    }
-  };
-  return { cert: read("--tls-cert", tls.certFile), key: read("--tls-key", tls.keyFile) };
-}
-
-/** A TLS error of node (bad PEM, key and certificate that do not match) as an EdgeplanError naming both files. */
-function tlsError(tls: { certFile: string; keyFile: string }, err: unknown): EdgeplanError {
-  // OpenSSL's messages start with a code and a library name (error:05800074:x509 certificate routines::...).
-  const reason = (err as Error).message.replace(/^error:[0-9A-F]+:[^:]*::/, "");
-  const why =
-    reason === "key values mismatch" ? "the key is not the certificate's" : reason === "unsupported" || reason === "no start line" ? `a file is not PEM (${reason})` : reason;
-  return new EdgeplanError(`cannot use --tls-cert ${tls.certFile} with --tls-key ${tls.keyFile}: ${why}; give a PEM certificate and its private key`, { cause: err });
-}
-
-function createApiServer(options: ServerOptions, settings: Settings, store: Store, context: ServerContext, parts: ServerParts): ApiServer {
+function createApiServer(
+  options: ServerOptions,
+  settings: Settings,
+  store: Store,
+  context: ServerContext,
+  parts: ServerParts,
+  tlsFiles?: { cert: Buffer; key: Buffer },
+): ApiServer {
   const listener = createRequestListener({
     context,
     store,
@@ -272,11 +261,10 @@ function createApiServer(options: ServerOptions, settings: Settings, store: Stor
     keepAliveTimeout: 5_000,
   };
   let server: ApiServer;
-  if (options.tls) {
+  if (options.tls && tlsFiles) {
     try {
-      server = createTlsServer({ ...httpOptions, ...readTls(options.tls) }, listener);
+      server = createTlsServer({ ...httpOptions, ...tlsFiles }, listener);
     } catch (err) {
-      if (err instanceof EdgeplanError) throw err;
       throw tlsError(options.tls, err);
     }
   } else {
@@ -408,7 +396,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     store.observer = parts.metrics;
     const fixtures = settings.fixtures ? await applyFixtures(store, settings.account, settings.fixtures) : undefined;
     const context: ServerContext = { baseUrl: "", spBase: settings.spBase, makeSigningCertificate: (entityId) => makeSigningCertificate(entityId) };
-    const server = createApiServer(options, settings, store, context, parts);
+    const tlsFiles = options.tls ? await readTlsFiles(options.tls) : undefined;
+    const server = createApiServer(options, settings, store, context, parts, tlsFiles);
     const port = await listen(server, settings.host, settings.port);
     const url = `${options.tls ? "https" : "http"}://${urlHost(settings.host)}:${port}`;
     context.baseUrl = settings.publicUrl ?? url;
@@ -439,9 +428,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 }
 
 /** New connections get the certificate and key the files hold now; on any error the old ones stay. */
-function reloadTls(server: ApiServer, options: ServerOptions): void {
+async function reloadTls(server: ApiServer, options: ServerOptions): Promise<void> {
   if (!options.tls || !("setSecureContext" in server)) throw new EdgeplanError("the server does not use TLS: give --tls-cert and --tls-key");
-  const files = readTls(options.tls);
+  const files = await readTlsFiles(options.tls);
   try {
     server.setSecureContext(files);
   } catch (err) {

@@ -1,8 +1,9 @@
 /**
- * The operations endpoints, without a key, never rate-limited, never faulted: `GET /healthz` (the process answers),
- * `GET /readyz` (this replica should get traffic: started, not draining, its store answering within a short time)
- * and `GET /metrics` (Prometheus text). A load balancer or an orchestrator probes them; they are served on the API
- * port and on `--admin-listen`.
+ * The operations endpoints, never rate-limited, never faulted: `GET /healthz` (the process answers), `GET /readyz`
+ * (this replica should get traffic: started, not draining, its store answering within a short time), both without a
+ * key, and `GET /metrics` (Prometheus text), which takes the API key on the API port (app.ts) and none on
+ * `--admin-listen`. A load balancer or an orchestrator probes them; they are served on the API port and on
+ * `--admin-listen`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "./log.js";

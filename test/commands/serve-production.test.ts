@@ -5,6 +5,7 @@
  */
 import { createServer } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
+import { drainOptions } from "../../src/commands/serve.js";
 import { apiClient, http, runCli, spawnServer, type SpawnedServer } from "../helpers/server.js";
 
 const running: SpawnedServer[] = [];
@@ -131,6 +132,11 @@ describe("flags", () => {
       const said = message.startsWith("error:") ? (r.stderr.split("\n")[0] as string) : r.stderr;
       expect([r.code, said], args.join(" ")).toEqual([1, message]);
     }
+  });
+
+  it("--drain-delay and --drain-timeout take 0s wherever they take 0", () => {
+    expect(drainOptions({ drainDelay: "0s", drainTimeout: "0s" })).toEqual({ delayMs: 0, timeoutMs: 0 });
+    expect(drainOptions({ drainDelay: "0", drainTimeout: "0ms" })).toEqual({ delayMs: 0, timeoutMs: 0 });
   });
 
   it("says when the admin address is in use", async () => {

@@ -1,7 +1,8 @@
 /**
  * `edgeplan serve --tls-cert --tls-key` (the built CLI): HTTPS with a self-signed certificate made here with
- * openssl, keep-alive as over HTTP, SIGHUP reading the files again (a bad file keeps the old pair), and a key that
- * does not match its certificate refused at start.
+ * openssl, keep-alive as over HTTP, SIGHUP reading the files again (a bad file keeps the old pair; a FIFO in place
+ * of the certificate is refused without blocking the server), and a key that does not match its certificate refused
+ * at start.
  */
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -109,6 +110,24 @@ describe("TLS", () => {
     );
     expect(await presented(s.url)).toBe(second.fingerprint);
     agent.destroy();
+    expect(await s.stop()).toBe(0);
+  });
+
+  it("SIGHUP with a FIFO in place of the certificate: refused without a wait, the old pair kept, /healthz answering", async () => {
+    const pair = selfSigned("fifo");
+    const [certFile, keyFile] = [join(dir, "fifo-live.crt"), join(dir, "fifo-live.key")];
+    copyFileSync(pair.cert, certFile);
+    copyFileSync(pair.key, keyFile);
+    const s = await spawnServer(["--tls-cert", certFile, "--tls-key", keyFile]);
+    running.push(s);
+    rmSync(certFile);
+    execFileSync("mkfifo", [certFile]); // reading it would wait for a writer that never comes
+    s.proc.kill("SIGHUP");
+    const refused = `"level":"error","msg":"SIGHUP: cannot read --tls-cert ${certFile}: it is a FIFO, not a regular file; give a readable PEM file; the previous certificate and key stay in use"`;
+    await until(async () => s.stderr().includes(refused));
+    expect(s.stderr()).toContain(refused);
+    expect(await get(s.url, "/healthz", pair.cert, new Agent(), s.apiKey)).toEqual({ status: 200, reused: false });
+    expect(await presented(s.url)).toBe(pair.fingerprint);
     expect(await s.stop()).toBe(0);
   });
 

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { buildPolicyResults, compilePolicyExpression, deniedResults, judgeCase, withPolicies, type Policy, type PolicyMatch } from "../../src/core/policies.js";
+import { CEL_BUDGET } from "../../src/model/cel-budget.js";
 import type { PolicyLevel } from "../../src/model/plan.js";
 import { desiredWb, hrId, liveWb, markerMetadata, plan } from "./builders.js";
 
@@ -88,6 +89,33 @@ describe("policies over a plan", () => {
     expect(judged.risks.map((r) => r.message)).toEqual(["weighted_backend.one: two-live holds. Apply with --ack two-live if that is intended."]);
     expect(judged.policies?.evaluated).toBe(2);
     expect(withPolicies(forged, undefined, null)).not.toHaveProperty("policies");
+  });
+});
+
+describe("policies whose cost the data decides", () => {
+  const REWRITE = "write it to read each list once and to build no list or string by concatenation (docs/policies.md, Budgets)";
+
+  it("end within 2 s over 200 changes, each as its policy's violation (a backtracking pattern, a list built by concatenation)", () => {
+    const wbs = Array.from({ length: 200 }, (_, i) => desiredWb(`w${i}`, { description: i === 7 ? `${"a".repeat(41)}!` : `Split ${i}`, backends: { [hrId(1)]: 100 } }));
+    const policies = [
+      policy("plain", "deny", "change.after.description.matches('^([A-Za-z0-9]+ ?)*$')"),
+      policy("quadratic", "warn", `plan.changes.map(c, plan.changes${" + plan.changes".repeat(7)}).size() > 0`),
+    ];
+    const start = performance.now();
+    const p = plan({ wbs }, {}, { policies });
+    expect(performance.now() - start).toBeLessThan(2000);
+    const quadratic = p.policies?.results.filter((r) => r.rule === "quadratic") ?? [];
+    const once = `the expression went over budget: one evaluation may take ${CEL_BUDGET.evaluationCost} steps and this one takes more; ${REWRITE}`;
+    // Each evaluation goes over its own budget until the policy's budget over the plan is spent: the rest is not run.
+    expect(quadratic.slice(0, -1).map((r) => r.message)).toEqual(Array(quadratic.length - 1).fill(once));
+    expect(quadratic.at(-1)).toMatchObject({
+      level: "warn",
+      message: `the expression went over budget: its evaluations over this plan took more than ${CEL_BUDGET.meterCost} steps; ${REWRITE}; the policy's other checks of this plan were not made`,
+      error: true,
+    });
+    expect(quadratic.length).toBe(5);
+    expect(deniedResults(p).map((r) => [r.rule, r.address, r.message])).toEqual([["plain", "weighted_backend.w7", "plain holds."]]);
+    expect(p.policies?.evaluated).toBe(200 + 5);
   });
 });
 

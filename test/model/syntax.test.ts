@@ -52,6 +52,11 @@ describe("parseTimeout and parseWholeNumber", () => {
     expect(() => parseWholeNumber("--max-inflight", "0", 1)).toThrow('--max-inflight: expected a whole number of at least 1, got "0"');
     expect(() => parseWholeNumber("--port", "2.5", 0, 65535)).toThrow('--port: expected a whole number from 0 to 65535, got "2.5"');
   });
+  it("take a zero written as a duration exactly where they take 0", () => {
+    for (const zero of ["0", "0s", "0ms", "0.0s", "0m"]) expect(parseTimeout("--drain-delay", zero, 600_000, 0), zero).toBe(0);
+    expect(() => parseTimeout("--timeout", "0s")).toThrow('--timeout: expected milliseconds from 1 to 600000 (or a duration such as 30s), got "0s"');
+    expect(parseDuration("0s")).toBeUndefined(); // a rate limit's window or an interval is never zero
+  });
 });
 
 /** What each command makes of a string: the parsed value, or the message of its refusal. */

@@ -68,7 +68,7 @@ describe("readiness", () => {
     const s: TestServer = await startTestServer({ databaseUrl: await createDatabase(cluster.url), poolSize: 3, metrics: true });
     cleanup.push(() => s.close());
     expect((await http(s.url, "GET", "/readyz")).json).toEqual({ status: "ready" });
-    const metrics = (await http(s.url, "GET", "/metrics")).text;
+    const metrics = (await apiClient(s.url, s.apiKey).get("/metrics")).text;
     expect(sample(metrics, "edgeplan_store_pool_connections", { state: "max" })).toBe(3);
 
     cluster.halt();

@@ -10,7 +10,7 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { retryLostRaces, StoreContentionError } from "../../src/server/contention.js";
 import { sample } from "../helpers/metrics.js";
-import { apiClient, http, startTestServer, TEST_STORE } from "../helpers/server.js";
+import { apiClient, startTestServer, TEST_STORE } from "../helpers/server.js";
 
 class Lost extends Error {
   code = "40P01";
@@ -129,7 +129,7 @@ describe.skipIf(TEST_STORE === "postgres")("a store that stays contended past th
       expect(line?.status).toBe(503);
       expect(line?.error).toMatch(/^the transaction lost \d+ races? with concurrent ones in \d+ ms \(last: database is locked\)$/);
       const lost = Number(/lost (\d+) race/.exec(line?.error as string)?.[1]);
-      const metrics = (await http(s.url, "GET", "/metrics")).text;
+      const metrics = (await api.get("/metrics")).text;
       expect(sample(metrics, "edgeplan_store_lost_races_total", { reason: "database_busy" })).toBe(lost);
       expect(sample(metrics, "edgeplan_store_transaction_duration_seconds_count", { outcome: "contended" })).toBe(1);
       expect(sample(metrics, "edgeplan_http_requests_total", { route: "/backends/weighted/{id}", method: "PATCH", status: "503" })).toBe(1);

@@ -88,7 +88,7 @@ describe("metrics", () => {
     const sent = 5 + 5 + 3 + 1 + 1 + 1 + 1 + 16 + 2;
     const refusedBy = (code: string): number => [...burst, ...late].filter((r) => r.json.error_code === code).length;
     const [inflightRefused, rateRefused] = [refusedBy("ERR_NGROK_225"), refusedBy("ERR_NGROK_226")];
-    const text = (await http(s.url, "GET", "/metrics")).text;
+    const text = (await api.get("/metrics")).text;
 
     const count = (route: string, method: string, status: string): number | undefined => sample(text, "edgeplan_http_requests_total", { route, method, status });
     expect(count("/backends/weighted", "POST", "201")).toBe(5);
@@ -121,10 +121,22 @@ describe("metrics", () => {
     expect(check.code).toBe(0);
   });
 
+  it("take the API key on the API port (401 without one, as any API path), and none on the admin address", async () => {
+    const s = await server({ metrics: true, adminListen: { host: "127.0.0.1", port: 0 } });
+    const open = await http(s.url, "GET", "/metrics");
+    expect([open.status, open.headers["www-authenticate"], open.json.error_code]).toEqual([401, "Bearer", "ERR_NGROK_200"]);
+    expect(open.text).not.toContain("edgeplan_");
+    expect((await apiClient(s.url, "not-the-key").get("/metrics")).status).toBe(401);
+    const keyed = await apiClient(s.url, s.apiKey).get("/metrics");
+    expect([keyed.status, sample(keyed.text, "edgeplan_ready")]).toEqual([200, 1]);
+    expect((await http(s.adminUrl as string, "GET", "/metrics")).status).toBe(200);
+    expect((await http(s.url, "GET", "/healthz")).status).toBe(200);
+  });
+
   it("are per server: two servers in one process count apart", async () => {
     const [a, b] = [await server({ metrics: true }), await server({ metrics: true })];
     await apiClient(a.url, a.apiKey).get("/backends/weighted");
-    const [ta, tb] = [(await http(a.url, "GET", "/metrics")).text, (await http(b.url, "GET", "/metrics")).text];
+    const [ta, tb] = [(await apiClient(a.url, a.apiKey).get("/metrics")).text, (await apiClient(b.url, b.apiKey).get("/metrics")).text];
     expect(total(ta, "edgeplan_http_requests_total")).toBe(1);
     expect(total(tb, "edgeplan_http_requests_total")).toBe(0);
   });
