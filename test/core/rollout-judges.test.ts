@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { buildPlan, DEFAULT_MAX_SHIFT } from "../../src/core/plan.js";
+import { checkPlan } from "../../src/core/plan-check.js";
 import { buildPlanRecord, diffPlanRecords } from "../../src/core/plan-digest.js";
 import { compilePolicyExpression, deniedResults, type Policy } from "../../src/core/policies.js";
 import { reviewedMarker } from "../../src/render/action.js";
@@ -146,5 +147,18 @@ describe("the review record of a rollout", () => {
     expect(rolloutOf(next)).toMatchObject({ step: 2, status: "due" });
     expect(buildPlanRecord(next)).toEqual(record);
     expect(reviewedMarker(record, [])).not.toContain(TOKEN);
+  });
+});
+
+describe("a saved plan of a rollout", () => {
+  it("is refused when the check or analysis before its step is not the rollout's own", () => {
+    const state: RolloutState = { from: { [A]: 9000, [B]: 1000 }, target: rolloutTargetDigest(TARGET), step: 1, at: new Date(NOW).toISOString() };
+    const saved = plan(desired(), { [A]: 4500, [B]: 5500 }, { rollout: state, now: NOW + 600_000 });
+    expect(checkPlan(saved)).toEqual([]);
+    const edited = JSON.parse(JSON.stringify(saved)) as Plan; // as read from its file
+    const r = (edited.changes[0] as WeightedBackendChange).rollout;
+    if (!r?.analysis?.[0]) throw new Error("the step has no analysis");
+    r.analysis[0] = { ...r.analysis[0], provider: { ...METRIC.provider, url: "https://collector.example.net/" } as RolloutMetric["provider"] };
+    expect(checkPlan(edited)).toEqual([{ address: "weighted_backend.web", what: "the check or analysis before this step is not the rollout's (rollout.gates)" }]);
   });
 });
