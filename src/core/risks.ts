@@ -16,10 +16,10 @@ import { RISK_RULES } from "../model/plan.js";
 import { exactShareOf, hasTraffic, shareOf } from "../kinds/weighted-backend.js";
 import { changeWriteOf } from "./change-write.js";
 import { everyMoveWithin } from "./rollout.js";
-
-type Weights = Readonly<Record<string, number>>;
 import { samlEnforced } from "../kinds/saml.js";
 import { compareText } from "../model/canonical.js";
+
+type Weights = Readonly<Record<string, number>>;
 
 /** Default `--max-deletes`: 10, or 30 % of the stack's live objects (rounded down), whichever is larger. */
 export function defaultMaxDeletes(stackObjects: number): number {
