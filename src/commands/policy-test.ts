@@ -84,7 +84,10 @@ async function runCase(absolute: string, file: string, policies: readonly Policy
 function caseInput(data: PolicyCase, name: string): PolicyCaseInput {
   const { change } = data;
   const input: PolicyCaseInput = { env: data.env ? { name: data.env.name, vars: data.env.vars ?? {} } : null };
-  if (change) input.change = { address: change.address ?? name, kind: change.kind, action: change.action, before: change.before ?? null, after: change.after ?? null };
+  if (change) {
+    const after = change.after ?? null;
+    input.change = { address: change.address ?? name, kind: change.kind, action: change.action, before: change.before ?? null, after, final: change.final ?? after };
+  }
   if (data.plan) input.plan = data.plan;
   return input;
 }

@@ -197,6 +197,9 @@ function rolloutProblem(change: WeightedBackendChange): string | null {
   if (state !== undefined && (!sameWeights(state.from, r.from) || state.target !== r.target || state.step !== r.step || state.halted !== undefined)) {
     return "the rollout state written into the owner marker is not this step's";
   }
+  if ((r.check !== null && !jsonEqual(r.check, r.gates.check)) || (r.analysis !== undefined && !jsonEqual(r.analysis, r.gates.analysis))) {
+    return "the check or analysis before this step is not the rollout's (rollout.gates)";
+  }
   if (r.status === "halted" || r.status === "paused") return null;
   if (r.phase === "confirm" && !(sameWeights(before, after) && sameWeights(after, r.final))) return "a confirmation writes the weights as they are, the final ones";
   if (r.phase === "return" && !(sameWeights(after, r.from) && sameWeights(r.final, r.from))) return "a return writes the weights the rollout started from";

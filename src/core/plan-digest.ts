@@ -5,6 +5,7 @@
  */
 import { canonicalJson, compareText, digestOf } from "../model/canonical.js";
 import type { Change, Plan } from "../model/plan.js";
+import { changeWriteOf } from "./change-write.js";
 
 /** Hex characters of a change's digest in the record: 64 bits tell two versions of one change apart. */
 const CHANGE_DIGEST_CHARS = 16;
@@ -27,8 +28,11 @@ export interface PlanDifference {
 
 /**
  * What of a change is reviewed: what it does (action, before, after, the request's method and path) and nothing
- * about when. A rollout step is recorded by its destination (the target digest and the weights it starts from), not
- * by its step: steps advance on their own schedule between review and merge, and each is the reviewed rollout.
+ * about when. A rollout step is recorded by what it commits to (`changeWriteOf`): where it starts, the end state, and
+ * everything that decides each write on the way (pace, interval, the check and the analysis with their URLs, headers
+ * and bodies), not by its step: steps advance on their own schedule between review and merge, and each is the
+ * reviewed rollout. Header values and URLs may hold `${EDGEPLAN_VAR_*}` values: they only ever enter a sha256, and the
+ * record holds nothing but digests.
  */
 function reviewedPart(change: Change): unknown {
   if (change.kind === "inventory") {
@@ -41,8 +45,10 @@ function reviewedPart(change: Change): unknown {
     return { address: change.address, records: Object.fromEntries(records.sort(compareText).map((a) => [a, after[a]])), forgets: forgets.sort(compareText) };
   }
   const common = { address: change.address, action: change.action, method: change.request.method, path: change.request.path };
-  if (change.kind === "weighted_backend" && change.action === "rollout" && change.rollout) {
-    return { ...common, target: change.rollout.target, from: change.rollout.from };
+  const write = changeWriteOf(change);
+  if (change.kind === "weighted_backend" && change.rollout && write.rollout) {
+    const { pace, gates } = write.rollout;
+    return { ...common, target: change.rollout.target, from: change.rollout.from, end: write.end, pace, gates };
   }
   return { ...common, before: change.before, after: change.after };
 }

@@ -9,6 +9,8 @@ import { CelMeter } from "../model/cel-budget.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Plan, PlanPolicies, PlanSummary, PolicyLevel, PolicyResult, Risk } from "../model/plan.js";
 import { POLICY_LEVELS, RISK_RULES } from "../model/plan.js";
+import { jsonEqual } from "../model/json-equal.js";
+import { changeWriteOf } from "./change-write.js";
 import { buildSummary } from "./summary.js";
 
 /** Which changes a policy judges; an absent list matches everything. `scope: plan` judges the plan once instead. */
@@ -44,9 +46,22 @@ export function compilePolicyExpression(source: string, scope: PolicyMatch["scop
   return compileCel(source, scope === "plan" ? PLAN_VARIABLES : CHANGE_VARIABLES);
 }
 
-/** A change as policies see it: the fields the plan shows, numbers as CEL values. */
+/**
+ * A change as policies see it: the fields the plan shows, and `final`, what it commits to (`after` for a plain
+ * change, a rollout's end state for a rollout step), numbers as CEL values.
+ */
 export function policyChangeOf(change: Change): Record<string, unknown> {
-  return celValue({ address: change.address, kind: change.kind, action: change.action, before: change.before, after: change.after }) as Record<string, unknown>;
+  const { address, kind, action, before, after } = change;
+  return celValue({ address, kind, action, before, after, final: changeWriteOf(change).end }) as Record<string, unknown>;
+}
+
+/**
+ * A rollout is an update made in steps, so a policy over updates judges it; it is judged by what this step writes
+ * (`after`) and by the end state it commits to (`after` set to `final`): a rule written for plain changes sees the
+ * end state as it would see the same change made at once.
+ */
+function actionMatches(actions: readonly string[], action: string): boolean {
+  return actions.includes(action) || (action === "rollout" && actions.includes("update"));
 }
 
 /** The `plan` variable: every change as `policyChangeOf` gives it, and the summary. */
@@ -56,7 +71,7 @@ export function policyPlanOf(changes: readonly Record<string, unknown>[], summar
 
 function matches(match: PolicyMatch, change: Pick<Change, "kind" | "action">, env: PolicyEnv): boolean {
   if (match.kinds && !match.kinds.includes(change.kind)) return false;
-  if (match.actions && !match.actions.includes(change.action)) return false;
+  if (match.actions && !actionMatches(match.actions, change.action)) return false;
   return environmentMatches(match, env);
 }
 
@@ -66,19 +81,37 @@ function environmentMatches(match: PolicyMatch, env: PolicyEnv): boolean {
 }
 
 /**
- * The result of one evaluation on `meter` (the policy's over the plan), or null when the expression held. Over its
- * budget is a violation that says so; once the meter is spent, the policy's other checks of the plan are not made.
+ * The result of one evaluation on `meter` (the policy's over the plan), or null when the expression held; `what`
+ * names the state judged when it is not the change as shown. Over its budget is a violation that says so; once the
+ * meter is spent, the policy's other checks of the plan are not made.
  */
-function judge(policy: Policy, address: string | null, vars: Record<string, unknown>, meter: CelMeter): PolicyResult | null {
+function judge(policy: Policy, address: string | null, vars: Record<string, unknown>, meter: CelMeter, what = ""): PolicyResult | null {
   const outcome = policy.program.run(vars, meter);
   if ("value" in outcome && outcome.value) return null;
   const base = { rule: policy.name, level: policy.level, address };
   if ("error" in outcome && outcome.overBudget) {
     const rest = meter.exhausted ? "; the policy's other checks of this plan were not made" : "";
-    return { ...base, message: `the expression went ${outcome.error}${rest}`, error: true };
+    return { ...base, message: `${what}the expression went ${outcome.error}${rest}`, error: true };
   }
-  if ("error" in outcome) return { ...base, message: `the expression could not be evaluated: ${outcome.error}`, error: true };
-  return { ...base, message: policy.description, error: false };
+  if ("error" in outcome) return { ...base, message: `${what}the expression could not be evaluated: ${outcome.error}`, error: true };
+  return { ...base, message: `${what}${policy.description}`, error: false };
+}
+
+/**
+ * The result of a policy over one change: the change as it is, then, when it commits to something else than it
+ * writes now (a rollout step), the change with `after` set to its end state. One result at most: the first violation.
+ */
+function judgeChange(
+  policy: Policy,
+  address: string | null,
+  change: Record<string, unknown>,
+  vars: { plan: unknown; env: unknown },
+  endDiffers: boolean,
+  meter: CelMeter,
+): PolicyResult | null {
+  const now = judge(policy, address, { ...vars, change }, meter);
+  if (now || !endDiffers || meter.exhausted) return now;
+  return judge(policy, address, { ...vars, change: { ...change, after: change.final } }, meter, "at the end state the rollout commits to (its final weights): ");
 }
 
 /**
@@ -89,6 +122,7 @@ function judge(policy: Policy, address: string | null, vars: Record<string, unkn
 export function buildPolicyResults(policies: readonly Policy[], plan: Pick<Plan, "changes" | "summary">, env: PolicyEnv): PlanPolicies {
   const changes = plan.changes.filter((c) => c.kind !== "inventory");
   const values = changes.map(policyChangeOf);
+  const endDiffers = changes.map((c) => !jsonEqual(changeWriteOf(c).end, c.after));
   const planValue = policyPlanOf(values, plan.summary);
   const envValue = env === null ? null : celValue(env);
   const results: PolicyResult[] = [];
@@ -106,7 +140,7 @@ export function buildPolicyResults(policies: readonly Policy[], plan: Pick<Plan,
     for (const [i, change] of changes.entries()) {
       if (!matches(policy.match, change, env) || meter.exhausted) continue;
       evaluated++;
-      const result = judge(policy, change.address, { change: values[i], plan: planValue, env: envValue }, meter);
+      const result = judgeChange(policy, change.address, values[i] as Record<string, unknown>, { plan: planValue, env: envValue }, endDiffers[i] as boolean, meter);
       if (result) results.push(result);
     }
   }
@@ -164,7 +198,8 @@ export type PolicyVerdict = "pass" | "fail" | "skip";
  * change judges only the policies over the whole plan.
  */
 export interface PolicyCaseInput {
-  change?: { address: string; kind: string; action: string; before: unknown; after: unknown };
+  /** `final` (what the change commits to) is `after` when absent. */
+  change?: { address: string; kind: string; action: string; before: unknown; after: unknown; final?: unknown };
   /** Default: a plan of that one change. */
   plan?: { changes: unknown[]; summary: Record<string, number> };
   env: PolicyEnv;
@@ -177,7 +212,7 @@ export interface PolicyCaseInput {
  */
 export function judgeCase(policies: readonly Policy[], input: PolicyCaseInput): Map<string, { verdict: PolicyVerdict; message?: string }> {
   const given = input.change;
-  const change = celValue(given) as Record<string, unknown>;
+  const change = celValue(given ? { ...given, final: given.final === undefined ? given.after : given.final } : given) as Record<string, unknown>;
   const plan = input.plan
     ? { changes: celValue(input.plan.changes), summary: celValue(input.plan.summary) }
     : policyPlanOf(given ? [change] : [], buildSummary(given ? [given as Pick<Change, "kind" | "action">] : [], []));
@@ -192,7 +227,10 @@ export function judgeCase(policies: readonly Policy[], input: PolicyCaseInput): 
       verdicts.set(policy.name, { verdict: "skip" });
       continue;
     }
-    const result = judge(policy, plansOnly ? null : (given?.address ?? null), plansOnly ? { plan, env } : { change, plan, env }, new CelMeter());
+    const meter = new CelMeter();
+    const result = plansOnly
+      ? judge(policy, null, { plan, env }, meter)
+      : judgeChange(policy, given?.address ?? null, change, { plan, env }, given?.final !== undefined && !jsonEqual(given.final, given.after), meter);
     verdicts.set(policy.name, result ? { verdict: "fail", message: result.message } : { verdict: "pass" });
   }
   return verdicts;

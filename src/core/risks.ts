@@ -3,18 +3,23 @@
  * acknowledged on apply (`--ack <rule>`, or `--force`). Rules:
  * - `auth-removal`: a SAML module deleted, or changed from enabled to disabled.
  * - `traffic-shift`: a child's share of a weighted backend's traffic moves by more than `maxShift` percentage
- *   points (shares from the weights before and after); never for a rollout change. Only between two sides that both send traffic: stopping
- *   all traffic is `no-traffic`, and starting it from nothing moves no traffic away from anything.
+ *   points (shares from the live weights and those the change commits to: a rollout's final ones), unless the change
+ *   is a rollout whose every write still to come moves no share more than `maxShift`. Only between two sides that
+ *   both send traffic: stopping all traffic is `no-traffic`, and starting it from nothing moves no traffic away.
  * - `no-traffic`: a write that leaves every weight 0 (or no children), unless the object already had no traffic
  *   and its children do not change (then the write does not change where traffic goes).
  * - `mass-delete`: more deletes (weighted backends and modules) than `maxDeletes`.
  * Pure.
  */
-import type { Change, ModuleChange, Risk, RiskRule, WeightedBackendChange } from "../model/plan.js";
+import type { Change, ModuleChange, Risk, RiskRule, WeightChange, WeightedBackendChange, WeightedBackendValue } from "../model/plan.js";
 import { RISK_RULES } from "../model/plan.js";
-import { exactShareOf, hasTraffic } from "../kinds/weighted-backend.js";
+import { exactShareOf, hasTraffic, shareOf } from "../kinds/weighted-backend.js";
+import { changeWriteOf } from "./change-write.js";
+import { everyMoveWithin } from "./rollout.js";
 import { samlEnforced } from "../kinds/saml.js";
 import { compareText } from "../model/canonical.js";
+
+type Weights = Readonly<Record<string, number>>;
 
 /** Default `--max-deletes`: 10, or 30 % of the stack's live objects (rounded down), whichever is larger. */
 export function defaultMaxDeletes(stackObjects: number): number {
@@ -32,29 +37,34 @@ function childLabel(w: { child: string; name: string | null; known_after_apply: 
 }
 
 function trafficShift(change: WeightedBackendChange, maxShift: number): Risk | null {
-  // A rollout step moves no share more than its max_step, and its return to the starting weights goes back to
-  // what was known to be good: neither waits for an acknowledgement.
-  if (!change.before || !change.after || change.action === "rollout") return null;
-  const total = (side: "before" | "after"): number => change.weights.reduce((s, w) => s + (w[side] ?? 0), 0);
-  const tb = total("before");
-  const ta = total("after");
-  if (tb === 0 || ta === 0) return null;
-  const moved: string[] = [];
-  for (const w of change.weights) {
-    const sb = exactShareOf(w.before ?? 0, tb);
-    const sa = exactShareOf(w.after ?? 0, ta);
-    if (Math.abs(sa - sb) > maxShift) {
-      moved.push(`${childLabel(w)} from ${formatShare(w.share_before ?? 0)} to ${formatShare(w.share_after ?? 0)}`);
-    }
-  }
+  if (!change.before || !change.after) return null;
+  const write = changeWriteOf(change);
+  const live = change.before.backends;
+  // A rollout whose every write still to come stays within --max-shift is its own safety; otherwise the move it
+  // commits to, from the live weights to its final ones, is judged as one plain change would be.
+  if (write.rollout && (write.rollout.steps.length === 0 || everyMoveWithin([live, ...write.rollout.steps], maxShift))) return null;
+  const end = (write.end as WeightedBackendValue).backends;
+  const moved = movedChildren(live, end, change.weights, maxShift);
   if (moved.length === 0) return null;
-  return {
-    rule: "traffic-shift",
-    addresses: [change.address],
-    message:
-      `${change.address}: traffic moves by more than ${maxShift} percentage points: ${moved.join("; ")}. ` +
-      `Check the weights (a gradual rollout moves traffic in smaller steps), then apply with --ack traffic-shift.`,
-  };
+  const fix = write.rollout
+    ? `Lower the rollout's max_step (or the gaps of its steps:) to ${maxShift} points or less, or check the weights and apply with --ack traffic-shift.`
+    : "Check the weights (a gradual rollout moves traffic in smaller steps), then apply with --ack traffic-shift.";
+  const what = write.rollout
+    ? `the rollout moves traffic by more than ${maxShift} percentage points to its final weights, in a step of more than ${maxShift}`
+    : `traffic moves by more than ${maxShift} percentage points`;
+  return { rule: "traffic-shift", addresses: [change.address], message: `${change.address}: ${what}: ${moved.join("; ")}. ${fix}` };
+}
+
+/** `child from 90% to 0%` for each child whose share moves more than `maxShift` points; none when either side sends no traffic. */
+function movedChildren(before: Weights, after: Weights, weights: readonly WeightChange[], maxShift: number): string[] {
+  const total = (w: Weights): number => Object.values(w).reduce((s, x) => s + x, 0);
+  const [tb, ta] = [total(before), total(after)];
+  if (tb === 0 || ta === 0) return [];
+  const labels = new Map(weights.map((w) => [w.child, childLabel(w)] as const));
+  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort(compareText);
+  return keys
+    .filter((k) => Math.abs(exactShareOf(after[k] ?? 0, ta) - exactShareOf(before[k] ?? 0, tb)) > maxShift)
+    .map((k) => `${labels.get(k) ?? k} from ${formatShare(shareOf(before[k] ?? 0, tb))} to ${formatShare(shareOf(after[k] ?? 0, ta))}`);
 }
 
 function noTraffic(change: WeightedBackendChange): Risk | null {

@@ -56,6 +56,12 @@ function withinMaxStep(path: readonly Weights[], keys: readonly string[], maxSte
   return true;
 }
 
+/** True when no child's share of traffic moves more than `maxPoints` percentage points between two consecutive maps of `path`. */
+export function everyMoveWithin(path: readonly Weights[], maxPoints: number): boolean {
+  const keys = [...new Set(path.flatMap((w) => Object.keys(w)))].sort();
+  return withinMaxStep(path, keys, maxPoints);
+}
+
 /**
  * The weights written by each step of a rollout from `from` to `target`: every child's share of the traffic
  * (weight / sum) moves toward its target by at most `maxStep` percentage points per step, in as few steps as the
@@ -337,9 +343,9 @@ function stepBase(
   from: Weights,
   target: string,
   final: Weights,
-): Pick<RolloutStep, "max_step" | "shares" | "interval" | "interval_ms" | "from" | "target" | "final"> {
+): Pick<RolloutStep, "max_step" | "shares" | "interval" | "interval_ms" | "from" | "target" | "final" | "gates"> {
   const pace = { max_step: spec.max_step, shares: spec.shares, interval: spec.interval, interval_ms: spec.interval_ms };
-  return { ...pace, from: sortedBackends(from), target, final: sortedBackends(final) };
+  return { ...pace, from: sortedBackends(from), target, final: sortedBackends(final), gates: { check: spec.check, analysis: spec.analysis } };
 }
 
 function buildStep(

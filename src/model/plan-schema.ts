@@ -79,6 +79,8 @@ const RolloutMetricSchema = z
   })
   .describe("A metric of a rollout's analysis, defaults filled: success and failure are CEL over result");
 
+const RolloutCheckSchema = z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) });
+
 const RolloutStepSchema = z
   .object({
     phase: z.enum(["step", "confirm", "return", "halt", "pause"]),
@@ -95,8 +97,11 @@ const RolloutStepSchema = z
       .nullable(),
     interval: z.string(),
     interval_ms: z.number().int().min(1),
-    check: z.object({ url: z.string(), expect_status: z.number().int().nullable(), timeout_ms: z.number().int().min(1) }).nullable(),
+    check: RolloutCheckSchema.nullable(),
     analysis: z.array(RolloutMetricSchema).min(1).optional().describe("metrics measured before this step is written; absent when the rollout has none"),
+    gates: z
+      .object({ check: RolloutCheckSchema.nullable(), analysis: z.array(RolloutMetricSchema) })
+      .describe("the rollout's own check and analysis, whichever step this is: what guards every later step"),
     from: weightsMap,
     target: z.string(),
     final: weightsMap,

@@ -90,6 +90,13 @@ export interface PlannedRequest<M extends string, B> {
  */
 export type RolloutPhase = "step" | "confirm" | "return" | "halt" | "pause";
 
+/** What a rollout asks before each step after the first, and after the last. */
+export interface RolloutGates {
+  check: RolloutCheck | null;
+  /** Empty: no analysis. */
+  analysis: RolloutMetric[];
+}
+
 /** One step of a progressive rollout: which of how many, when it is due, and what guards it. */
 export interface RolloutStep {
   phase: RolloutPhase;
@@ -114,6 +121,11 @@ export interface RolloutStep {
   check: RolloutCheck | null;
   /** Metrics measured before this step is written (as `check`); absent when the rollout has none. */
   analysis?: RolloutMetric[];
+  /**
+   * The rollout's own check and analysis, whichever step this is (`check` and `analysis` above are this step's, none
+   * for the first): what guards every later step, so that what the rollout commits to is all in the plan.
+   */
+  gates: RolloutGates;
   /** The weights the rollout started from (written back in one request when a check fails). */
   from: Record<string, number>;
   /** Digest of the manifest's weights the rollout moves toward (kept in the owner marker). */

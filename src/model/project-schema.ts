@@ -144,6 +144,7 @@ export const PolicyCaseSchema = z
         action: z.enum(["create", "update", "delete", "adopt", "takeover", "rename", "rollout", "replace"]),
         before: z.unknown().optional().meta({ description: "The object before, as the JSON plan shows it; absent: null." }),
         after: z.unknown().optional().meta({ description: "The object after, as the JSON plan shows it; absent: null." }),
+        final: z.unknown().optional().meta({ description: "What the change commits to (a rollout's end state), as the JSON plan shows it; absent: after." }),
       })
       .optional()
       .meta({ description: "The change judged, as `change` in an expression. Without it, only the policies over the whole plan are judged." }),

@@ -2,12 +2,13 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, FieldDiff, JsonValue, Plan, PlanPolicies, PolicyResult, RolloutStep, SamlOutput, WeightChange } from "../model/plan.js";
+import type { Change, Estimate, FieldDiff, JsonValue, Plan, PlanPolicies, PolicyResult, RolloutStep, SamlOutput, WeightChange, WeightedBackendValue } from "../model/plan.js";
 import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { isPauseStep, promoteCommand } from "../core/rollout.js";
+import { changeWriteOf } from "../core/change-write.js";
 import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
-import type { RolloutMetric } from "../model/state.js";
+import type { RolloutCheck, RolloutMetric } from "../model/state.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -142,15 +143,24 @@ export function rolloutLines(change: Change): string[] {
   const pace =
     r.shares === null ? `at most ${r.max_step} points per step` : `steps at ${r.shares.map((s) => (typeof s === "number" ? `${s}%` : "pause")).join(", ")} of the move`;
   const lines = [`rollout: step ${r.step} of ${r.steps}, ${pace}, at least ${r.interval} apart; ${stepWhen(r)}`];
-  if (r.check) {
-    lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
-  }
+  if (r.check) lines.push(`check before this step: ${checkText(r.check)}`);
   if (r.analysis) lines.push(`analysis before this step: ${r.analysis.map(metricText).join("; ")}`);
+  const write = changeWriteOf(change);
+  const gates = write.rollout?.gates ?? r.gates;
+  // What guards the steps to come is part of what is reviewed: shown when this step has no check of its own.
+  if (!r.check && !r.analysis && (gates.check || gates.analysis.length > 0) && r.phase === "step" && r.step < r.steps) {
+    const asked = [
+      ...(gates.check ? [`check ${checkText(gates.check)}`] : []),
+      ...(gates.analysis.length > 0 ? [`analysis ${gates.analysis.map(metricText).join("; ")}`] : []),
+    ];
+    lines.push(`before each later step: ${asked.join("; ")}`);
+  }
   const names = new Map(change.weights.map((w) => [w.child, w.name] as const));
   // Both ends of the rollout are shown, whichever step this is: the step's weights above, the final ones here.
-  const total = Object.values(r.final).reduce((s, x) => s + x, 0);
-  const finals = Object.entries(r.final).map(([child, weight]) => `${names.get(child) ?? child} ${weight} (${shareOf(weight, total)}%)`);
-  const writesThem = sameWeights(r.final, change.after?.backends ?? {}) && r.status !== "halted" && r.status !== "paused";
+  const final = (write.end as WeightedBackendValue | null)?.backends ?? r.final;
+  const total = Object.values(final).reduce((s, x) => s + x, 0);
+  const finals = Object.entries(final).map(([child, weight]) => `${names.get(child) ?? child} ${weight} (${shareOf(weight, total)}%)`);
+  const writesThem = write.now !== null && sameWeights(final, change.after?.backends ?? {});
   if (finals.length > 0) lines.push(`final: ${finals.join(", ")} (the manifest's weights${writesThem ? "; this step writes them" : ""})`);
   if (r.next_due_at !== null && r.status !== "halted" && isPauseStep(r, r.step + 1, r.steps)) {
     lines.push(`then pause step ${r.step + 1} of ${r.steps}: no step after it until "${promoteCommand(change.name)}" (once this one is written)`);
@@ -158,6 +168,11 @@ export function rolloutLines(change: Change): string[] {
     lines.push(`next step due at ${r.next_due_at} (once this one is written)`);
   }
   return lines;
+}
+
+/** `GET URL (expect 200, timeout 5s)` */
+function checkText(check: RolloutCheck): string {
+  return `GET ${check.url} (expect ${check.expect_status ?? "any 2xx"}, timeout ${msText(check.timeout_ms)})`;
 }
 
 /** `10s`, `1500ms` */

@@ -184,8 +184,8 @@ describe("the plan of a rollout", () => {
     expect(c.request.body?.backends).toEqual({ [A]: 9000, [B]: 1000 });
   });
 
-  it("starts with step 1 due now, needs no --ack traffic-shift, and keeps the state in the marker", () => {
-    const p = plan(desired(target), live({ [A]: 100, [B]: 0 }), { maxShift: 10 });
+  it("starts with step 1 due now, needs no --ack traffic-shift when each step is within --max-shift, and keeps the state in the marker", () => {
+    const p = plan(desired(target), live({ [A]: 100, [B]: 0 }), { maxShift: 25 });
     const c = only(p);
     expect(c.action).toBe("rollout");
     expect(c.rollout).toMatchObject({
