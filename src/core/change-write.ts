@@ -38,14 +38,20 @@ export function changeWriteOf(change: Change): ChangeWrite {
     return { now: change.after as ChangeWrite["now"], end: change.after as ChangeWrite["end"], rollout: null };
   }
   const r = change.rollout;
+  // The rollback of a halt writes the weights the rollout started from, and that is where it ends: no step follows.
+  if (r.phase === "halt") return { now: change.after, end: change.after, rollout: { steps: [], pace: paceOf(r), gates: r.gates } };
   const writes = r.status !== "halted" && r.status !== "paused";
   const end = change.after === null ? null : { ...change.after, metadata: withoutRolloutState(change.after.metadata), backends: { ...r.final } };
   const rollout: RolloutCommitment = {
     steps: writes ? remainingSteps(r) : [],
-    pace: { max_step: r.max_step, shares: r.shares, interval_ms: r.interval_ms },
+    pace: paceOf(r),
     gates: r.gates,
   };
   return { now: writes ? change.after : null, end, rollout };
+}
+
+function paceOf(r: RolloutStep): RolloutCommitment["pace"] {
+  return { max_step: r.max_step, shares: r.shares, interval_ms: r.interval_ms };
 }
 
 /** The writes from this one to the last: a step and those after it; a confirmation or a return is the last write. */

@@ -288,13 +288,13 @@ describe("a halt whose rollback was not written", () => {
   const NOW = Date.parse("2026-01-01T00:00:00Z");
 
   /** The plan of `web` whose live weights are `live` and whose marker records a halt after `step`. */
-  function planned(live: Record<string, number>, step: number) {
+  function planned(live: Record<string, number>, step: number, maxShift = DEFAULT_MAX_SHIFT) {
     const state: RolloutState = { from: { [A]: 100, [B]: 0 }, target: rolloutTargetDigest(target), step, at: "2025-12-31T23:59:00.000Z", halted: "HTTP 503" };
     const metadata = JSON.stringify({ edgeplan: { name: "web", stack: "default", rollout: state } });
     const plan = buildPlan(
       { weightedBackends: [{ ...desiredWb("web", { backends: target }), rollout: spec }], edgeRoutes: [] },
       { weightedBackends: [liveWb(1, { backends: live, metadata })], routes: [] },
-      { stack: "default", prune: false, takeover: false, maxShift: DEFAULT_MAX_SHIFT, now: NOW },
+      { stack: "default", prune: false, takeover: false, maxShift, now: NOW },
     );
     return { plan, change: plan.changes[0] as WeightedBackendChange, state };
   }
@@ -307,6 +307,12 @@ describe("a halt whose rollback was not written", () => {
       expect(JSON.parse(change.request.body?.metadata ?? "").edgeplan.rollout).toEqual(state);
       expect(checkPlan(plan)).toEqual([]);
     }
+  });
+
+  it("needs no --ack: a rollback is judged by the weights it returns to, not by the rollout's end state", () => {
+    const { plan, change } = planned({ [A]: 5000, [B]: 5000 }, 1, 10);
+    expect(change.rollout).toMatchObject({ phase: "halt", status: "due" });
+    expect(plan.risks).toEqual([]);
   });
 
   it("is left halted, nothing written, on weights a person set (neither the step's nor the starting ones)", () => {
