@@ -17,6 +17,7 @@ import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
 import type { ProvisionNeeds } from "../server/index.js";
 import { reportDiagnostics, type CommandIO } from "./io.js";
+import { waitingFor } from "./outcome.js";
 
 /** The account key of the embedded `--local` server. It guards nothing: the server listens on loopback only. */
 const LOCAL_API_KEY = "edgeplan-local";
@@ -75,7 +76,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   const stack = options.stack ?? io.env.EDGEPLAN_STACK ?? "default";
   if (!options.local) {
     const reachability = new Reachability();
-    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability };
+    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability, onPending: waitingFor };
     const client = createClient(clientOptions);
     const api = apiIdentity(client.baseUrl, clientOptions.apiKey);
     return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), reachability, api, close: () => client.close() };
@@ -106,6 +107,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     const clientOptions = {
       ...(await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY })),
       reachability,
+      onPending: waitingFor,
     };
     const client = createClient(clientOptions);
     return {
