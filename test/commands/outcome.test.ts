@@ -41,7 +41,7 @@ describe("guardOutcome", () => {
   it("a settled command keeps its exit code through beforeExit; its error gives errorOutcome's message and code", async () => {
     const proc = fakeProcess();
     const guard = guardOutcome(proc, (m) => proc.said.push(m));
-    await guard.settle(Promise.reject(new ApiError("GET", "/backends/weighted?limit=100", 500, undefined, "injected")));
+    await guard.settle(Promise.reject(new ApiError("GET", "/backends/weighted?limit=100", 500, undefined, "injected", undefined)));
     proc.emit("beforeExit");
     expect({ code: proc.exitCode, said: proc.said }).toEqual({ code: 1, said: ["GET /backends/weighted?limit=100: 500: injected"] });
     const ok = fakeProcess();

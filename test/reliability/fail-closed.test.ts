@@ -329,7 +329,9 @@ describe("every command, each of its requests in turn, each fault", () => {
       const failures: string[] = [];
       const cases = FAULTS.flatMap((fault) => requests.map((request, i) => ({ fault, at: i + 1, request })));
       await inParallel(cases, async ({ fault, at, request }) => {
-        const r = await runThrough(row, fault, at);
+        let r = await runThrough(row, fault, at);
+        // A request before the held one may itself outlast the short timeout on a loaded machine: once more.
+        if (fault === "timeout" && !r.err.includes(request) && /\(TIMEOUT\)/.test(r.err)) r = await runThrough(row, fault, at);
         if (!r.injected) return;
         if (r.code === clean.code && (row.effect ? r.held : r.out === clean.out)) return; // got past it, whole job done
         // A wrong certificate or a stopped server fails the later requests too: one of them may be the one named.
