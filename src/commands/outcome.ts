@@ -53,8 +53,9 @@ export function guardOutcome(proc: OutcomeProcess, say: (message: string) => voi
     const on = waiting.length > 0 ? `, waiting for ${waiting.slice(0, 3).join(", ")}${waiting.length > 3 ? ` and ${waiting.length - 3} more` : ""}` : "";
     return `${command} ended before it finished${on}: ${what}; its work is not complete: run it again (--verbose shows each request)`;
   };
-  const fail = (message: string): never => {
-    say(message);
+  // An error nobody handled may leave work half done: the process ends now, with 1, whether or not it had settled.
+  const unhandled = (err: unknown): never => {
+    say(settled ? errorText(err) : unfinished(`an error was not handled: ${errorText(err)}`));
     return proc.exit(1);
   };
   proc.on("beforeExit", () => {
@@ -63,8 +64,8 @@ export function guardOutcome(proc: OutcomeProcess, say: (message: string) => voi
     say(unfinished("nothing was left to run and it reported no outcome (an internal error of edgeplan)"));
     proc.exitCode = 1;
   });
-  proc.on("uncaughtException", (err) => fail(settled ? errorText(err) : unfinished(`an error was not handled: ${errorText(err)}`)));
-  proc.on("unhandledRejection", (reason) => fail(settled ? errorText(reason) : unfinished(`an error was not handled: ${errorText(reason)}`)));
+  proc.on("uncaughtException", unhandled);
+  proc.on("unhandledRejection", unhandled);
   return {
     running(name) {
       command = name;
