@@ -2,14 +2,16 @@
 /**
  * The command-line adapter: parses flags with commander and hands them to `commands/`. Each command registers in a
  * function of its own; the options several commands share are written once, in the tables below. Command modules
- * are imported lazily so that `edgeplan --version` stays fast. Every error ends here, in one handler.
+ * are imported lazily so that `edgeplan --version` stays fast. Every error ends here, in one handler, which owns the
+ * exit code (src/commands/outcome.ts).
  *
  * Options that the project file (`edgeplan.yaml`) can set have no commander default: left out, they stay undefined
  * so that src/commands/project.ts can tell a flag from nothing, and the built-in default applies last.
  */
 import { readFileSync } from "node:fs";
 import { Argument, Command, Option } from "commander";
-import { EdgeplanError, errorOutcome, EXIT } from "./model/errors.js";
+import { guardOutcome, type CommandOutcome } from "./commands/outcome.js";
+import { EdgeplanError, EXIT } from "./model/errors.js";
 
 // Two folders up from both dist/src/cli.js and the bundle's dist/cli/edgeplan.js.
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -463,7 +465,7 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerCompletion,
 ];
 
-async function main(argv: string[]): Promise<number> {
+async function main(argv: string[], outcome: CommandOutcome): Promise<number> {
   const program = new Command("edgeplan")
     .description("Plan and apply weighted backends and HTTPS edge route modules from YAML manifests")
     .version(pkg.version)
@@ -471,6 +473,12 @@ async function main(argv: string[]): Promise<number> {
     .exitOverride();
   let exitCode: number = EXIT.ok;
   for (const register of COMMANDS) register(program, (code) => (exitCode = code));
+  // `edgeplan rollout status`, as the message of a command that does not finish names it.
+  program.hook("preAction", (_program, command) => {
+    const names: string[] = [];
+    for (let c: Command | null = command; c && c !== program; c = c.parent) names.unshift(c.name());
+    outcome.running(`edgeplan ${names.join(" ")}`);
+  });
   try {
     await program.parseAsync(argv);
   } catch (err) {
@@ -482,13 +490,7 @@ async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
-/** The one handler of errors: the message and exit code that `errorOutcome` gives the error. */
-function reportError(err: unknown): void {
-  const outcome = errorOutcome(err);
-  if (outcome.message) process.stderr.write(`edgeplan: ${outcome.message}\n`);
-  process.exitCode = outcome.exitCode;
-}
-
-main(process.argv).then((code) => {
-  process.exitCode = code;
-}, reportError);
+// The one handler of errors and owner of the exit code (src/commands/outcome.ts): the message and exit code that
+// `errorOutcome` gives an error, and exit 1, never 0, for a command that ends without reporting its outcome.
+const outcome = guardOutcome(process, (message) => void process.stderr.write(`edgeplan: ${message}\n`));
+void outcome.settle(main(process.argv, outcome));

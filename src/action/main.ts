@@ -1,19 +1,13 @@
 /**
- * The entry of the bundled GitHub Action (action.yml `runs.main`): one run with the process's environment, ending
- * with the exit code that `errorOutcome` gives an error that escaped it.
+ * The entry of the bundled GitHub Action (action.yml `runs.main`): one run with the process's environment, its exit
+ * code owned by the guard of src/commands/outcome.ts (an escaped error's `errorOutcome`, and exit 1 for a run that
+ * ends without an outcome), each message an error annotation.
  */
 import { error } from "@actions/core";
 import { runActionCommand } from "../commands/action.js";
 import { processIO } from "../commands/io.js";
-import { errorOutcome } from "../model/errors.js";
+import { guardOutcome } from "../commands/outcome.js";
 
-runActionCommand(processIO()).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    const outcome = errorOutcome(err);
-    error(outcome.message, { title: "edgeplan" });
-    process.exitCode = outcome.exitCode;
-  },
-);
+const outcome = guardOutcome(process, (message) => error(message, { title: "edgeplan" }));
+outcome.running("edgeplan action");
+void outcome.settle(runActionCommand(processIO()));

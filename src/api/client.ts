@@ -4,7 +4,7 @@
  * answer validated with the wire schemas of src/model/wire.ts. The API key is sent in one header and nowhere else:
  * every message built here passes through `redact`.
  */
-import { Pool } from "undici";
+import { Pool, type Dispatcher } from "undici";
 import type { z } from "zod";
 import { ApiError, EdgeplanError, InternalError } from "../model/errors.js";
 import type { ModuleKind, ModuleSettings, PlannedRequest, WeightedBackendBody } from "../model/plan.js";
@@ -192,6 +192,10 @@ class HttpApiClient implements ApiClient {
   private readonly headers: Record<string, string>;
   private readonly counts: ClientStats = { requests: 0, retries: 0, byStatus: {}, status429: 0 };
   private readonly clock;
+  /** The connect failure no retry can mend, once one happened: every request to the origin fails with it. */
+  private broken: { err: unknown } | undefined;
+  /** How to fail each request that waits for the pool, when the pool turns out to be broken. */
+  private readonly waiting = new Set<(err: unknown) => void>();
 
   constructor(private readonly options: ClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl, options.insecureHttp);
@@ -204,6 +208,7 @@ class HttpApiClient implements ApiClient {
       // TLS is verified (undici's default, kept explicit); a connect never waits longer than one attempt may.
       connect: { rejectUnauthorized: true, timeout: Math.min(options.timeoutMs, 10_000) },
     });
+    this.pool.on("connectionError", (_origin, _targets, err) => this.connectionFailed(err));
     this.semaphore = new Semaphore(options.concurrency);
     this.limiter = options.rateLimit ? new SlidingWindowLimiter(options.rateLimit, this.clock) : null;
     this.headers = {
@@ -219,7 +224,48 @@ class HttpApiClient implements ApiClient {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    const ended = this.options.onPending?.(`the close of the connections to ${this.origin}`);
+    try {
+      // A broken pool's close waits for requests it will never send or fail (see `connectionFailed`).
+      await (this.broken ? this.pool.destroy() : this.pool.close());
+    } finally {
+      ended?.();
+    }
+  }
+
+  /**
+   * A connection could not be made. undici 7 leaves a pool's connection unusable after a certificate that names
+   * another host (ERR_TLS_CERT_ALTNAME_INVALID): the requests queued behind the one that failed are neither sent nor
+   * failed, close() waits for them forever, and with nothing else pending the process ends as if the command had
+   * finished. A failure that no retry can mend (a refused certificate, an unknown host) is the answer of every
+   * request to this origin, so the requests waiting for the pool fail with it at once, and so does every later one.
+   */
+  private connectionFailed(err: unknown): void {
+    if (classifyNetworkError(err).kind !== "fatal") return;
+    this.broken ??= { err };
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    for (const fail of waiting) fail(err);
+  }
+
+  /** `pool.request`, failed at once when the pool is or becomes broken (`connectionFailed`). */
+  private poolRequest(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
+    const broken = this.broken;
+    if (broken) return Promise.reject(broken.err);
+    return new Promise((resolve, reject) => {
+      this.waiting.add(reject);
+      this.pool.request(options).then(
+        (res) => {
+          // Failed already: an answer that comes after all the same is read to the end and dropped.
+          if (this.waiting.delete(reject)) resolve(res);
+          else res.body.dump().catch(() => undefined);
+        },
+        (err: unknown) => {
+          this.waiting.delete(reject);
+          reject(err);
+        },
+      );
+    });
   }
 
   /**
@@ -368,6 +414,16 @@ class HttpApiClient implements ApiClient {
   private async exchange(method: string, path: string, body?: unknown, inChain = false): Promise<Answer> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = payload === undefined ? this.headers : { ...this.headers, "content-type": "application/json" };
+    const ended = this.options.onPending?.(`${method} ${path}`);
+    try {
+      return await this.exchangeWithRetries(method, path, payload, headers, inChain);
+    } finally {
+      ended?.();
+    }
+  }
+
+  /** `exchange`'s loop: one attempt after another, as the retry policy decides. */
+  private async exchangeWithRetries(method: string, path: string, payload: string | undefined, headers: Record<string, string>, inChain: boolean): Promise<Answer> {
     const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
     const reach = this.options.reachability;
     let afterUnknown = false;
@@ -435,7 +491,7 @@ class HttpApiClient implements ApiClient {
       const apiClock = this.options.apiClock;
       const sent = apiClock?.local() ?? 0;
       try {
-        const res = await this.pool.request({
+        const res = await this.poolRequest({
           method: method as "GET",
           path: this.prefix + path,
           headers,

@@ -43,6 +43,12 @@ export interface ClientOptions {
    * and the requests waiting to retry fail at once. Without it, every request retries on its own.
    */
   reachability?: Reachability;
+  /**
+   * Told of what the client starts waiting for (a request's answer, `METHOD /path`; the close of its connections);
+   * the returned function when it ends. The outcome guard (src/commands/outcome.ts) names what was still waited for
+   * when a command ends before it finished.
+   */
+  onPending?: (what: string) => () => void;
 }
 
 /** The common flags as commander hands them over (values are strings unless a caller passes numbers). */

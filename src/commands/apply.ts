@@ -246,8 +246,11 @@ function showWhyStopped(run: RunResult, session: Session, io: CommandIO): void {
   if (noAnswer?.error && session.reachability.cause() === null) io.stderr(`edgeplan: ${noAnswer.error.message}\n`);
 }
 
-/** Says when this run's lease is left behind (the API did not answer its delete), how long it holds, and how to remove it. */
-function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO): void {
+/**
+ * Says when this run's lease is left behind (the API did not answer its delete), how long it holds, and how to remove
+ * it. Every command that takes the stack's lease (apply, state release, the rollout actions) says it so.
+ */
+export function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO): void {
   if (left === null) return;
   const until = new Date(left.validUntil).toISOString().replace(/\.\d{3}Z$/, "Z");
   io.stderr(

@@ -17,7 +17,7 @@ import type { Plan, RolloutStep } from "../model/plan.js";
 import type { DesiredState } from "../model/state.js";
 import type { WeightedBackend } from "../model/wire.js";
 import { renderRolloutStatusJson, renderRolloutStatusText } from "../render/rollout-status.js";
-import { lockOptionsFrom } from "./apply.js";
+import { lockOptionsFrom, showLeftLease } from "./apply.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession } from "./session.js";
@@ -146,7 +146,7 @@ async function underLease(
       io.stdout(`${write.done}\n`);
       return EXIT.ok;
     } finally {
-      await lease.release();
+      showLeftLease(await lease.release(), session.stack, io);
     }
   } finally {
     await session.close();

@@ -18,6 +18,7 @@ import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
 import type { ProvisionNeeds } from "../server/index.js";
 import { reportDiagnostics, type CommandIO } from "./io.js";
+import { waitingFor } from "./outcome.js";
 
 /** The account key of the embedded `--local` server. It guards nothing: the server listens on loopback only. */
 const LOCAL_API_KEY = "edgeplan-local";
@@ -79,7 +80,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   if (!options.local) {
     const reachability = new Reachability();
     const clock = new ApiClock();
-    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability, apiClock: clock };
+    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability, apiClock: clock, onPending: waitingFor };
     const client = createClient(clientOptions);
     const api = apiIdentity(client.baseUrl, clientOptions.apiKey);
     return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), reachability, clock, api, close: () => client.close() };
@@ -112,6 +113,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
       ...(await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY })),
       reachability,
       apiClock: clock,
+      onPending: waitingFor,
     };
     const client = createClient(clientOptions);
     return {

@@ -6,6 +6,7 @@
  */
 import type { CommonCliOptions } from "../api/options.js";
 import { acquireLease, currentHolder } from "../apply/lease.js";
+import { showLeftLease } from "./apply.js";
 import { buildRelease, buildStackState, type StackState } from "../core/state-list.js";
 import { closest } from "../model/suggest.js";
 import { EdgeplanError, EXIT } from "../model/errors.js";
@@ -55,7 +56,7 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
     io.stdout(`${release.done}\n`);
     return EXIT.ok;
   } finally {
-    await lease.release();
+    showLeftLease(await lease.release(), session.stack, io);
     await session.close();
   }
 }
