@@ -34,11 +34,18 @@ function rolloutPlan(spec: Partial<RolloutSpec>): Plan {
   );
 }
 
-/** The merge of pull request #7, whose comment records the plan `reviewed`, with no acknowledgement or acceptance. */
+const HEAD = "0123456789abcdef0123456789abcdef01234567";
+
+/**
+ * The merge of pull request #7 at the head that was planned, whose comment records the plan `reviewed` (the record on
+ * the comment's second line, as the action writes it), with no acknowledgement or acceptance.
+ */
 function check(reviewed: Plan): (plan: Plan) => void {
+  const comment = `<!-- edgeplan:plan stack=default -->\n${reviewedMarker(buildPlanRecord(reviewed), [], { head: HEAD, after: 1, entries: [] })}`;
   const review = {
     issue: { number: 7 },
-    reviewed: parseReviewedMarker(reviewedMarker(buildPlanRecord(reviewed), [])),
+    head: HEAD,
+    reviewed: parseReviewedMarker(comment),
     commands: { acks: [], accepted: [], ignored: [] },
   } as unknown as MergeReview;
   return reviewCheck(review, { stack: "default", inputs: { onDifference: "refuse" } } as unknown as ActionRun);
