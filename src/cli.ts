@@ -9,6 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Argument, Command, Option } from "commander";
+import { redactorOfProcess } from "./commands/io.js";
 import { EdgeplanError, errorOutcome, EXIT } from "./model/errors.js";
 
 // Two folders up from both dist/src/cli.js and the bundle's dist/cli/edgeplan.js.
@@ -482,10 +483,10 @@ async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
-/** The one handler of errors: the message and exit code that `errorOutcome` gives the error. */
+/** The one handler of errors: the message and exit code that `errorOutcome` gives the error, redacted as all output is. */
 function reportError(err: unknown): void {
   const outcome = errorOutcome(err);
-  if (outcome.message) process.stderr.write(`edgeplan: ${outcome.message}\n`);
+  if (outcome.message) process.stderr.write(redactorOfProcess().redact(`edgeplan: ${outcome.message}\n`));
   process.exitCode = outcome.exitCode;
 }
 

@@ -7,7 +7,8 @@ import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { isPauseStep, promoteCommand } from "../core/rollout.js";
 import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
-import type { RolloutMetric } from "../model/state.js";
+import type { MetricProvider, RolloutMetric } from "../model/state.js";
+import { SENSITIVE, shownUrl } from "../model/redact.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -132,6 +133,27 @@ function metricText(m: RolloutMetric): string {
   return `${m.name} (${m.provider.kind}, ${many}${delay}, ${m.failure_limit} ${m.failure_limit === 1 ? "failure" : "failures"} allowed)`;
 }
 
+/** A metric's provider as shown: its URL's query hidden, its header values `(sensitive)`. */
+function shownProvider(p: MetricProvider): MetricProvider {
+  if (p.kind !== "web") return p;
+  return { ...p, url: shownUrl(p.url), headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name, SENSITIVE])) };
+}
+
+/**
+ * The plan as every output shows it: a rollout's check URL without its query, its metrics' URLs too and their header
+ * values `(sensitive)`, since a query or a header may carry a token. Only the saved plan keeps them, to send them.
+ */
+export function hideSensitive(plan: Plan): Plan {
+  const changes = plan.changes.map((c): Change => {
+    if (c.kind !== "weighted_backend" || !c.rollout) return c;
+    const r = c.rollout;
+    const check = r.check ? { ...r.check, url: shownUrl(r.check.url) } : r.check;
+    const analysis = r.analysis?.map((m) => ({ ...m, provider: shownProvider(m.provider) }));
+    return { ...c, rollout: { ...r, check, ...(analysis ? { analysis } : {}) } };
+  });
+  return { ...plan, changes };
+}
+
 /**
  * What a rollout change says beside its weights: where the rollout stands, what is checked before the step, and
  * when the step after it is due. Comment lines without their `# ` prefix.
@@ -143,7 +165,7 @@ export function rolloutLines(change: Change): string[] {
     r.shares === null ? `at most ${r.max_step} points per step` : `steps at ${r.shares.map((s) => (typeof s === "number" ? `${s}%` : "pause")).join(", ")} of the move`;
   const lines = [`rollout: step ${r.step} of ${r.steps}, ${pace}, at least ${r.interval} apart; ${stepWhen(r)}`];
   if (r.check) {
-    lines.push(`check before this step: GET ${r.check.url} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
+    lines.push(`check before this step: GET ${shownUrl(r.check.url)} (expect ${r.check.expect_status ?? "any 2xx"}, timeout ${msText(r.check.timeout_ms)})`);
   }
   if (r.analysis) lines.push(`analysis before this step: ${r.analysis.map(metricText).join("; ")}`);
   const names = new Map(change.weights.map((w) => [w.child, w.name] as const));

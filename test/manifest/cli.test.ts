@@ -44,9 +44,10 @@ describe("edgeplan validate", () => {
 
   it("exits 0 with warnings only, and reads EDGEPLAN_VAR_* from its environment", async () => {
     const dir = mkdtempSync(path.join(tmp, "warn-"));
-    writeFileSync(path.join(dir, "empty.yaml"), "kind: WeightedBackend\nname: empty\ndescription: ${EDGEPLAN_VAR_WHY}\nbackends: {}\n");
+    const check = "rollout: {max_step: 50, interval: 1m, check: {url: 'https://status.example.com/?t=${EDGEPLAN_VAR_WHY}'}}";
+    writeFileSync(path.join(dir, "empty.yaml"), `kind: WeightedBackend\nname: empty\nbackends: {}\n${check}\n`);
     const { code, stdout, stderr } = await run(["validate", "empty.yaml"], dir, { EDGEPLAN_VAR_WHY: "drained" });
-    expect(stderr).toBe("empty.yaml:4:1: warning: weighted backend empty receives no traffic: it has no children; add children to backends\n");
+    expect(stderr).toBe("empty.yaml:3:1: warning: weighted backend empty receives no traffic: it has no children; add children to backends\n");
     expect(stdout).toBe("1 file, 1 object: 0 errors, 1 warning\n");
     expect(code).toBe(0);
     const unset = await run(["validate", "empty.yaml"], dir);
