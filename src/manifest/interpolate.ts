@@ -66,12 +66,14 @@ function resolve(name: string, env: Env, vars: VarSource): { value: string } | {
 interface Substituted {
   text: string;
   problems: string[];
+  /** With `keep`: the variables that are not set here (a plan does not need them; apply does). */
+  unset?: string[];
   unresolved?: true;
 }
 
 /**
  * What becomes of a `${EDGEPLAN_VAR_*}` reference: replaced by its value (`fill`, when a request is built), kept as
- * written once its variable is known to be set (`keep`, in a field that is sent and never shown), or an error
+ * written (`keep`, in a field that is sent and never shown; one that is not set is listed in `unset`), or an error
  * (`refuse`, anywhere a value is written to the API or printed).
  */
 export type SecretMode = "fill" | "keep" | "refuse";
@@ -100,6 +102,7 @@ export function substitute(
   field = "this value",
 ): Substituted {
   const problems: string[] = [];
+  const unset: string[] = [];
   let unresolved = false;
   const out = text.replace(REFERENCE, (match, name: string | undefined) => {
     if (match === "$${") return secrets === "keep" ? match : "${";
@@ -109,7 +112,10 @@ export function substitute(
     }
     const secret = VAR_NAME.test(name) && name.startsWith(VAR_PREFIX);
     const found = secret && secrets === "refuse" ? { problem: refusal(name, field) } : resolve(name, env, vars);
-    if ("value" in found && secret && secrets === "keep") return match;
+    if (secret && secrets === "keep") {
+      if (!("value" in found)) unset.push(name);
+      return match;
+    }
     const value = "value" in found && secrets === "keep" ? found.value.replaceAll("${", () => "$${") : "value" in found ? found.value : "";
     if ("value" in found && value.length <= budget.left) {
       budget.left -= value.length;
@@ -124,7 +130,9 @@ export function substitute(
     unresolved = true;
     return "";
   });
-  return unresolved || problems.length > 0 ? { text: out, problems, unresolved: true } : { text: out, problems };
+  const result: Substituted = unresolved || problems.length > 0 ? { text: out, problems, unresolved: true } : { text: out, problems };
+  if (unset.length > 0) result.unset = unset;
+  return result;
 }
 
 /**
@@ -147,6 +155,14 @@ const SEND_ONLY_TEXT = "rollout.check.url, rollout.analysis[].web.url and web.he
 /** The send-only field a value's data path ends in (null wildcards any key or index), or undefined. */
 function sendOnlyField(path: readonly PropertyKey[]): { url: boolean } | undefined {
   return SEND_ONLY.find((f) => f.path.length <= path.length && f.path.every((k, i) => k === null || path[path.length - f.path.length + i] === k));
+}
+
+/**
+ * A send-only variable that is not set is no error: a plan sends no check and needs no secret (a pull request's
+ * plan runs best without it), but apply will send it.
+ */
+function unsetWarning(name: string, field: string): string {
+  return `\${${name}}: ${name} is not set; a plan does not need it, but apply sends it in ${field}: set it where apply runs`;
 }
 
 /** A URL's scheme, host and port, as written before its path: where the request goes. */
@@ -216,6 +232,7 @@ export function interpolateDocument(d: ParsedDocument, env: Env, vars: VarSource
       if (address !== undefined) result.problems.push(address);
       const pos = d.at(startOf(node) ?? 0);
       for (const message of result.problems) diagnostics.push({ severity: "error", pos, message });
+      for (const name of result.unset ?? []) diagnostics.push({ severity: "warning", pos, message: unsetWarning(name, field) });
       if (result.unresolved || address !== undefined) unresolved.push(path);
       else {
         keyReplaced ||= key === "key" && node.value !== result.text;

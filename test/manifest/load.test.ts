@@ -223,7 +223,7 @@ describe("finding manifests", () => {
     try {
       expect((await loadDesired(["."], { cwd: dir, env: { EDGEPLAN_VAR_D: "given" } })).diagnostics).toEqual([]);
       expect(await messages(["."], dir)).toEqual([
-        "a.yaml:4:52: ${EDGEPLAN_VAR_D}: EDGEPLAN_VAR_D is not set; set it in edgeplan's environment, or write $${EDGEPLAN_VAR_D} for the literal text",
+        "a.yaml:4:52: warning: ${EDGEPLAN_VAR_D}: EDGEPLAN_VAR_D is not set; a plan does not need it, but apply sends it in rollout.check.url: set it where apply runs",
       ]);
       // Without an env option, the process environment is used.
       expect((await loadDesired(["."], { cwd: dir })).diagnostics).toEqual([]);

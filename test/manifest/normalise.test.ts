@@ -165,7 +165,7 @@ describe("variables", () => {
     expect(literal.desired.weightedBackends[0]?.description).toBe("release ${EDGEPLAN_VAR_RELEASE}");
   });
 
-  it("keep EDGEPLAN_VAR_* as written in a check's URL and a web metric's URL and header values, once known to be set", () => {
+  it("keep EDGEPLAN_VAR_* as written in a check's URL and a web metric's URL and header values; one not set is a warning", () => {
     const rollout = (check: string, url: string, header: string): string =>
       `kind: WeightedBackend\nname: a\nbackends: {${CHILD1}: 1}\nrollout:\n  max_step: 50\n  interval: 1m\n  check: {url: "${check}"}\n` +
       `  analysis:\n    - name: h\n      web: {url: "${url}", headers: {Authorization: "${header}"}}\n      success: "result == true"\n`;
@@ -186,7 +186,7 @@ describe("variables", () => {
     expect(address.messages).toEqual([
       `m.yaml:7:16: rollout.check.url: ${where}`,
       `m.yaml:10:18: rollout.analysis[0].web.url: ${where}`,
-      "m.yaml:10:85: ${EDGEPLAN_VAR_UNSET}: EDGEPLAN_VAR_UNSET is not set; set it in edgeplan's environment, or write $${EDGEPLAN_VAR_UNSET} for the literal text",
+      "m.yaml:10:85: warning: ${EDGEPLAN_VAR_UNSET}: EDGEPLAN_VAR_UNSET is not set; a plan does not need it, but apply sends it in rollout.analysis[0].web.headers.Authorization: set it where apply runs",
     ]);
   });
 
