@@ -140,7 +140,7 @@ function refuseOtherApi(baseUrl: string, cli: CommonCliOptions, given: string): 
   if (!environment?.apiUrl || sameApi(baseUrl, environment.apiUrl)) return;
   throw optionError(
     `${given} ${baseUrl} differs from the api_url of environment ${environment.name}, ${environment.apiUrl}; nothing was sent. ` +
-      `The environment's API decides its key, stack and policies: leave out ${given} to use it, or choose the environment of that API with --env NAME`,
+      `The key, stack and policies are the environment's: make the two the same, or choose the environment of ${baseUrl} with --env NAME`,
   );
 }
 

@@ -211,7 +211,7 @@ describe("the API URL of the chosen environment", () => {
     const env = { EDGEPLAN_API_KEY: server.apiKey };
     const refused = (given: string) =>
       `${given} https://api.example.com differs from the api_url of environment staging, ${server.url}; nothing was sent. ` +
-      `The environment's API decides its key, stack and policies: leave out ${given} to use it, or choose the environment of that API with --env NAME`;
+      "The key, stack and policies are the environment's: make the two the same, or choose the environment of https://api.example.com with --env NAME";
     const before = server.logLines.length;
     await expect(runPlan({ paths: [], env: "staging", apiUrl: "https://api.example.com" }, rawIO(env, dir))).rejects.toThrow(refused("--api-url"));
     await expect(runPlan({ paths: [], env: "staging" }, rawIO({ ...env, EDGEPLAN_API_URL: "https://api.example.com/" }, dir))).rejects.toThrow(refused("EDGEPLAN_API_URL"));
