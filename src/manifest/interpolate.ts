@@ -165,13 +165,16 @@ function unsetWarning(name: string, field: string): string {
   return `\${${name}}: ${name} is not set; a plan does not need it, but apply sends it in ${field}: set it where apply runs`;
 }
 
-/** A URL's scheme, host and port, as written before its path: where the request goes. */
-const URL_ADDRESS = /^[^:/?#]*:\/\/[^/?#]*/;
+/** A URL's scheme, host and port written out, then the start of its path, query or fragment: where the request goes. */
+const URL_ADDRESS = /^[a-z][a-z0-9+.-]*:\/\/[^/?#\\]+[/?#]/i;
 
-/** A variable in the address of a send-only URL: the plan would not show where the secret goes. */
+/**
+ * A variable before the path of a send-only URL (or in a URL whose address is not written out as `scheme://host/`,
+ * which a URL parser may read otherwise): the plan would not show where the secret goes.
+ */
 function addressProblem(text: string, field: string): string | undefined {
-  const address = URL_ADDRESS.exec(text)?.[0] ?? "";
-  if (!address.includes("${")) return undefined;
+  const at = text.indexOf("${");
+  if (at < 0 || URL_ADDRESS.test(text.slice(0, at))) return undefined;
   return `${field}: a variable may stand in the path or the query of the URL, not in its scheme, host or port, so that the plan shows where the request (and its secrets) goes; write the address out`;
 }
 

@@ -180,13 +180,13 @@ describe("variables", () => {
     // A value of vars put in is written so that the request reads it back as it is.
     expect(spec?.analysis[0]?.provider).toMatchObject({ url: "https://m.example.com/?t=a$${b", headers: { Authorization: "Bearer ${EDGEPLAN_VAR_T}" } });
     expect(JSON.stringify(kept.desired)).not.toContain("tok-12345678");
-    const address = desiredOf(rollout("https://${EDGEPLAN_VAR_T}/x", "https://${EDGEPLAN_VAR_P}.example.com/", "${EDGEPLAN_VAR_UNSET}"), env);
+    const address = desiredOf(rollout("https://${EDGEPLAN_VAR_T}/x", "https:${EDGEPLAN_VAR_P}.example.com/", "${EDGEPLAN_VAR_UNSET}"), env);
     const where =
       "a variable may stand in the path or the query of the URL, not in its scheme, host or port, so that the plan shows where the request (and its secrets) goes; write the address out";
     expect(address.messages).toEqual([
       `m.yaml:7:16: rollout.check.url: ${where}`,
       `m.yaml:10:18: rollout.analysis[0].web.url: ${where}`,
-      "m.yaml:10:85: warning: ${EDGEPLAN_VAR_UNSET}: EDGEPLAN_VAR_UNSET is not set; a plan does not need it, but apply sends it in rollout.analysis[0].web.headers.Authorization: set it where apply runs",
+      "m.yaml:10:83: warning: ${EDGEPLAN_VAR_UNSET}: EDGEPLAN_VAR_UNSET is not set; a plan does not need it, but apply sends it in rollout.analysis[0].web.headers.Authorization: set it where apply runs",
     ]);
   });
 
