@@ -195,8 +195,8 @@ async function acknowledgeRun(run: ActionRun, number: number): Promise<ActionOut
 
 /**
  * Reads the two secrets and masks them, with the values of the `EDGEPLAN_VAR_*` variables: the first bytes of the
- * log, before any line could contain them. They join the redactor of `io` (its own when it has none), which plan and
- * apply share.
+ * log, before any line could contain them. The two join the redactor of `io` (its own when it has none), which plan
+ * and apply share.
  */
 function maskSecrets(io: CommandIO): Secrets {
   const { env } = io;
@@ -208,7 +208,8 @@ function maskSecrets(io: CommandIO): Secrets {
     // The runner matches masks line by line: each line of a multi-line secret is masked on its own.
     for (const line of secret?.split(/\r?\n/) ?? []) if (line.trim()) core.setSecret(line);
   }
-  const redactor = (io.redactor ?? new Redactor()).add([apiKey, githubToken]).addVariables(env);
+  // The variables' values join it once the manifests name them (src/commands/session.ts).
+  const redactor = (io.redactor ?? new Redactor()).add([apiKey, githubToken]);
   return { apiKey, githubToken, redactor, redact: redactor.fn };
 }
 

@@ -7,7 +7,7 @@
  */
 import type { Measurement } from "../core/analysis.js";
 import { fillSecrets, type Env } from "../manifest/interpolate.js";
-import { Redactor } from "../model/redact.js";
+import { Redactor, variablesNamed } from "../model/redact.js";
 import type { MetricProvider, RolloutMetric } from "../model/state.js";
 import type { Analyzer } from "./analysis.js";
 import type { Checker } from "./rollout.js";
@@ -21,8 +21,8 @@ function takeBack(text: string, urls: ReadonlyArray<{ sent: string; written: str
 
 /** `checker`, sent the check's URL with its variables' values; its reason names the URL as written. */
 export function checkerWithSecrets(checker: Checker, env: Env): Checker {
-  const redactor = new Redactor().addVariables(env);
   return async (check, signal) => {
+    const redactor = new Redactor().addVariables(env, variablesNamed(check.url));
     const url = fillSecrets(check.url, env);
     if ("problem" in url) return { ok: false, reason: `check ${check.url}: ${url.problem}` };
     const result = await checker({ ...check, url: url.text }, signal);
@@ -49,14 +49,15 @@ function fillProvider(p: MetricProvider, env: Env): { provider: MetricProvider }
  * whose variable is no longer set (a saved plan applied in another shell) is inconclusive, and not measured.
  */
 export function analyzerWithSecrets(analyzer: Analyzer, env: Env): Analyzer {
-  const redactor = new Redactor().addVariables(env);
   return async (metrics, options) => {
+    const sent = (p: MetricProvider): string[] => (p.kind === "web" ? [p.url, ...Object.values(p.headers)] : []);
+    const redactor = new Redactor().addVariables(env, metrics.flatMap((m) => sent(m.provider)).flatMap(variablesNamed));
     const filled = metrics.map((m) => ({ metric: m, ...fillProvider(m.provider, env) }));
-    const sent: RolloutMetric[] = filled.flatMap((f) => ("provider" in f ? [{ ...f.metric, provider: f.provider }] : []));
+    const measured: RolloutMetric[] = filled.flatMap((f) => ("provider" in f ? [{ ...f.metric, provider: f.provider }] : []));
     const urls = filled.flatMap((f) =>
       "provider" in f && f.provider.kind === "web" && f.metric.provider.kind === "web" ? [{ sent: f.provider.url, written: f.metric.provider.url }] : [],
     );
-    const taken = sent.length > 0 ? await analyzer(sent, options) : [];
+    const taken = measured.length > 0 ? await analyzer(measured, options) : [];
     let next = 0;
     return filled.map((f): Measurement[] => {
       if ("problem" in f) return [{ metric: f.metric.name, value: null, verdict: "inconclusive", why: f.problem }];

@@ -30,11 +30,11 @@ export interface CommandIO {
 let processRedactor: Redactor | undefined;
 
 /**
- * The redactor of the running process, the same for every command and for the error handler: it knows the values
- * of the process's `EDGEPLAN_VAR_*` variables from the start.
+ * The redactor of the running process, the same for every command and for the error handler: loading the manifests
+ * teaches it what they send (src/commands/session.ts).
  */
 export function redactorOfProcess(): Redactor {
-  processRedactor ??= new Redactor().addVariables(process.env);
+  processRedactor ??= new Redactor();
   return processRedactor;
 }
 
@@ -61,12 +61,9 @@ export function processIO(): CommandIO {
   };
 }
 
-/**
- * A CommandIO that records everything, for tests and for callers that post the output elsewhere; it redacts as the
- * process's does, knowing the `EDGEPLAN_VAR_*` values of `env`.
- */
+/** A CommandIO that records everything, for tests and for callers that post the output elsewhere; it redacts as the process's does. */
 export function captureIO(env: Record<string, string | undefined> = {}, cwd = "."): CommandIO & { out: string; err: string } {
-  const redactor = new Redactor().addVariables(env);
+  const redactor = new Redactor();
   const io = {
     out: "",
     err: "",

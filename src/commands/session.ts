@@ -12,7 +12,7 @@ import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "..
 import type { ApplyBudget } from "../core/estimate.js";
 import type { LoadResult } from "../manifest/load.js";
 import { ManifestError } from "../model/errors.js";
-import { MIN_WRITTEN_CHARS, sensitiveValuesOf } from "../model/redact.js";
+import { learnSentValues } from "../model/redact.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
@@ -34,7 +34,7 @@ export async function loadManifests(paths: string[], io: CommandIO, vars: Chosen
   const { loadDesired } = await import("../manifest/load.js");
   const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd, vars });
   // What reaches a header or a URL query is hidden from every output from now on, whatever prints it.
-  io.redactor?.add(sensitiveValuesOf(result.desired), MIN_WRITTEN_CHARS);
+  if (io.redactor) learnSentValues(io.redactor, result.desired, io.env);
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
     const sent = listed ? `nothing was sent to the API but ${listed}` : "nothing was sent to the API";

@@ -1,7 +1,7 @@
 /**
- * The one redactor: it knows every sensitive value of a run (the API key, the GitHub token, the values of
- * `EDGEPLAN_VAR_*` variables, the header values and URL query values of rollout checks and analyses) and replaces
- * each of them with `***` in a text. Every sink applies it as the last line of defence: the process's stdout and
+ * The one redactor: it knows every sensitive value of a run (the API key, the GitHub token, the values of the
+ * `EDGEPLAN_VAR_*` variables the manifests send, the header values and URL queries of rollout checks and analyses)
+ * and replaces each of them with `***` in a text. Every sink applies it as the last line of defence: the process's stdout and
  * stderr (src/commands/io.ts), the error handler (src/cli.ts), the Action's log, comment, summary, annotations and
  * outputs (src/action/run.ts). Values are learnt as they become known (a header value once the manifests are read),
  * so one instance lives as long as the run. Also what a plan shows of a URL or a header (`shownUrl`). Pure.
@@ -21,8 +21,8 @@ export const VAR_PREFIX = "EDGEPLAN_VAR_";
 export const MIN_VARIABLE_CHARS = 4;
 
 /**
- * The shortest header or query value of a manifest redacted as text (they are hidden where a plan shows them in any
- * case): shorter ones are words such as `json` or `true` that a report holds for other reasons.
+ * The shortest header value of a manifest redacted as text (it is hidden where a plan shows it in any case):
+ * shorter ones are words such as `json` or `true` that a report holds for other reasons.
  */
 export const MIN_WRITTEN_CHARS = 8;
 
@@ -31,6 +31,8 @@ export type RedactFunction = (text: string) => string;
 export class Redactor {
   readonly #values = new Set<string>();
   #sorted: string[] = [];
+  /** URLs as written before their query: whatever query follows one of them is hidden. */
+  readonly #urls = new Map<string, RegExp>();
 
   /**
    * Learns `values`, each at least `minChars` characters once trimmed (shorter ones are ignored); the lines of a
@@ -48,18 +50,30 @@ export class Redactor {
     return this;
   }
 
-  /** Learns the value of every `EDGEPLAN_VAR_*` variable of `env`. */
-  addVariables(env: Record<string, string | undefined>): this {
+  /** Learns the values of the `EDGEPLAN_VAR_*` variables `names` (those a manifest sends), as `env` holds them. */
+  addVariables(env: Record<string, string | undefined>, names: Iterable<string>): this {
     return this.add(
-      Object.entries(env).flatMap(([name, value]) => (name.startsWith(VAR_PREFIX) ? [value] : [])),
+      [...names].filter((n) => n.startsWith(VAR_PREFIX)).map((n) => env[n]),
       MIN_VARIABLE_CHARS,
     );
   }
 
-  /** `text` with every known value replaced by `***`. */
+  /**
+   * Learns a URL whose query is sensitive: wherever the URL is printed, what follows its `?` becomes `***`, so that
+   * a name that also stands in a query (`?service=checkout`) is not hidden everywhere else.
+   */
+  addUrl(url: string): this {
+    const at = url.indexOf("?");
+    const base = at < 0 ? url : url.slice(0, at);
+    if (base !== "" && !this.#urls.has(base)) this.#urls.set(base, new RegExp(`${base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\?[^\\s"'<>)]+`, "g"));
+    return this;
+  }
+
+  /** `text` with every known value replaced by `***`, and the query of every known URL. */
   redact(text: string): string {
     let out = text;
     for (const secret of this.#sorted) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    for (const [base, pattern] of this.#urls) if (out.includes(base)) out = out.replace(pattern, () => `${base}?${REDACTED}`);
     return out;
   }
 
@@ -72,29 +86,25 @@ export function createRedactor(secrets: readonly (string | undefined)[]): Redact
   return new Redactor().add(secrets).fn;
 }
 
-/** The raw values of a URL's query (`a=1&b=2`: `1`, `2`); none when it has no query. */
-function queryValues(url: string): string[] {
-  const at = url.indexOf("?");
-  if (at < 0) return [];
-  const query = url.slice(at + 1).split("#")[0] as string;
-  return query.split("&").flatMap((pair) => {
-    const eq = pair.indexOf("=");
-    return eq < 0 ? [pair] : [pair.slice(eq + 1)];
-  });
+/** The `EDGEPLAN_VAR_*` variables a text names (`${EDGEPLAN_VAR_TOKEN}`). */
+export function variablesNamed(text: string): string[] {
+  return [...text.matchAll(/\$\{(EDGEPLAN_VAR_[A-Za-z0-9_]*)\}/g)].map((m) => m[1] as string);
 }
 
 /**
- * The values of the manifests that reach a header or a URL query: every check's and web metric's query values and
- * header values, as written (a `${EDGEPLAN_VAR_*}` reference among them is not a secret, and harmless to hide).
+ * Teaches `redactor` what the manifests send and must not show: every check's and web metric's URL (its query is
+ * hidden wherever the URL is printed), the header values of 8 characters or more (shorter ones are words such as
+ * `json`), and the values (from `env`) of the `EDGEPLAN_VAR_*` variables they name.
  */
-export function sensitiveValuesOf(desired: DesiredState): string[] {
-  return desired.weightedBackends.flatMap((wb) => {
+export function learnSentValues(redactor: Redactor, desired: DesiredState, env: Record<string, string | undefined>): void {
+  for (const wb of desired.weightedBackends) {
     const rollout = wb.rollout;
-    if (!rollout) return [];
-    const check = rollout.check ? queryValues(rollout.check.url) : [];
-    const metrics = rollout.analysis.flatMap((m) => (m.provider.kind === "web" ? [...queryValues(m.provider.url), ...Object.values(m.provider.headers)] : []));
-    return [...check, ...metrics];
-  });
+    if (!rollout) continue;
+    const urls = [...(rollout.check ? [rollout.check.url] : []), ...rollout.analysis.flatMap((m) => (m.provider.kind === "web" ? [m.provider.url] : []))];
+    const headers = rollout.analysis.flatMap((m) => (m.provider.kind === "web" ? Object.values(m.provider.headers) : []));
+    for (const url of urls) redactor.addUrl(url);
+    redactor.add(headers, MIN_WRITTEN_CHARS).addVariables(env, [...urls, ...headers].flatMap(variablesNamed));
+  }
 }
 
 /** Shown in place of a header value. */

@@ -18,6 +18,7 @@ import { actionRunners, projectDefaults } from "../../src/commands/action.js";
 import { runApply } from "../../src/commands/apply.js";
 import { captureIO, type CommandIO } from "../../src/commands/io.js";
 import { runPlan } from "../../src/commands/plan.js";
+import { loadManifests } from "../../src/commands/session.js";
 import { runnerEnv } from "../action/env.js";
 import { FIXTURES, HR1, HR2 } from "../apply/e2e.js";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server.js";
@@ -187,12 +188,14 @@ describe("EDGEPLAN_VAR_* values are sent, never shown or written", () => {
     expect(shown("plan --out stdout")).toContain('"Authorization": "(sensitive)"');
   }, 15_000);
 
-  it("the sinks redact as the last line of defence: a value printed by mistake is shown as ***", () => {
-    const io = captureIO(env(), ".");
+  it("the sinks redact as the last line of defence: once the manifests send a variable, its value and the check's query are ***", async () => {
+    const dir = fresh("var-sink");
+    manifest(dir, rolloutManifest([100, 0]));
+    const io = captureIO(env(), dir);
+    await loadManifests(["m"], io, null);
     io.stderr(`token ${TOKEN}\n`);
-    io.redactor?.add(["a-header-value-from-a-manifest"], 8);
-    io.stdout("a-header-value-from-a-manifest\n");
-    expect([io.err, io.out]).toEqual(["token ***\n", "***\n"]);
+    io.stdout(`GET ${status.url}/healthy?token=abc&x=1 failed; checkout=abc\n`);
+    expect([io.err, io.out]).toEqual(["token ***\n", `GET ${status.url}/healthy?*** failed; checkout=abc\n`]);
   });
 });
 
