@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Argument, Command, Option } from "commander";
+import { redactorOfProcess } from "./commands/io.js";
 import { guardOutcome, type CommandOutcome } from "./commands/outcome.js";
 import { EdgeplanError, EXIT } from "./model/errors.js";
 
@@ -491,6 +492,7 @@ async function main(argv: string[], outcome: CommandOutcome): Promise<number> {
 }
 
 // The one handler of errors and owner of the exit code (src/commands/outcome.ts): the message and exit code that
-// `errorOutcome` gives an error, and exit 1, never 0, for a command that ends without reporting its outcome.
-const outcome = guardOutcome(process, (message) => void process.stderr.write(`edgeplan: ${message}\n`));
+// `errorOutcome` gives an error, redacted as all output is, and exit 1, never 0, for a command that ends without
+// reporting its outcome.
+const outcome = guardOutcome(process, (message) => void process.stderr.write(redactorOfProcess().redact(`edgeplan: ${message}\n`)));
 void outcome.settle(main(process.argv, outcome));

@@ -4,13 +4,15 @@
  */
 import type { GitHubContext, PullRequestContext } from "./context.js";
 import type { ActionInputs } from "./inputs.js";
-import type { Redactor } from "./redact.js";
+import type { RedactFunction, Redactor } from "../model/redact.js";
 
 /** The secrets of a run: masked in the log, redacted from everything the action writes itself. */
 export interface Secrets {
   apiKey: string | undefined;
   githubToken: string | undefined;
-  redact: Redactor;
+  /** The run's one redactor: it learns the manifests' header and query values while plan or apply reads them. */
+  redactor: Redactor;
+  redact: RedactFunction;
 }
 
 /** One run, once its inputs are read. */

@@ -22,7 +22,7 @@ import { readActionInputs, readInput, type ActionInputs, type InputDefaults, typ
 
 export type { InputDefaults } from "./inputs.js";
 export type { ActionRun } from "./action-run.js";
-import { createRedactor, type Redactor } from "./redact.js";
+import { MIN_VARIABLE_CHARS, Redactor, VAR_PREFIX, type RedactFunction } from "../model/redact.js";
 
 /** What the action asks of `plan`: the CLI's flags, with the API key in the environment of `io`. */
 export interface PlanRunOptions {
@@ -33,6 +33,8 @@ export interface PlanRunOptions {
   /** The variable holding the key: the action hands it its api-key input. */
   apiKeyEnv: string;
   apiUrl?: string;
+  /** How a message names `apiUrl`: the action's input. */
+  apiUrlSource?: string;
   prune: boolean;
   format: "text";
   color: false;
@@ -49,6 +51,7 @@ export interface ApplyRunOptions {
   env?: string;
   apiKeyEnv: string;
   apiUrl?: string;
+  apiUrlSource?: string;
   prune: boolean;
   ack: string[];
   autoApprove: true;
@@ -126,7 +129,7 @@ interface Finished {
  * `drift-issue` reports drift; invalid manifests, API errors, a refused apply are 1; an apply with failed changes is 3.
  */
 export async function runAction(io: CommandIO, runners: ActionRunners, options: ActionOptions = {}): Promise<ActionOutcome> {
-  const secrets = maskSecrets(io.env);
+  const secrets = maskSecrets(io);
   const run = startRun(io, secrets, options.defaults ?? {});
   if ("exitCode" in run) return run;
   if (run.ctx.commentedPullRequest !== undefined) return acknowledgeRun(run, run.ctx.commentedPullRequest);
@@ -171,15 +174,24 @@ async function acknowledgeRun(run: ActionRun, number: number): Promise<ActionOut
   return { exitCode: EXIT.ok, command: run.command, outputs, comment };
 }
 
-/** Reads the two secrets and masks them: the first bytes of the log, before any line could contain them. */
-function maskSecrets(env: Record<string, string | undefined>): Secrets {
+/**
+ * Reads the two secrets and masks them, with the values of the `EDGEPLAN_VAR_*` variables: the first bytes of the
+ * log, before any line could contain them. The two join the redactor of `io` (its own when it has none), which plan
+ * and apply share.
+ */
+function maskSecrets(io: CommandIO): Secrets {
+  const { env } = io;
   const apiKey = readInput("api-key") ?? (env.EDGEPLAN_API_KEY?.trim() || undefined);
   const githubToken = readInput("github-token");
-  for (const secret of [apiKey, githubToken]) {
+  // As the redactor, not a value too short to be a secret: the runner would hide every `1` of the log.
+  const variables = Object.entries(env).flatMap(([name, value]) => (name.startsWith(VAR_PREFIX) && value && value.trim().length >= MIN_VARIABLE_CHARS ? [value] : []));
+  for (const secret of [apiKey, githubToken, ...variables]) {
     // The runner matches masks line by line: each line of a multi-line secret is masked on its own.
     for (const line of secret?.split(/\r?\n/) ?? []) if (line.trim()) core.setSecret(line);
   }
-  return { apiKey, githubToken, redact: createRedactor([apiKey, githubToken]) };
+  // The variables' values join it once the manifests name them (src/commands/session.ts).
+  const redactor = (io.redactor ?? new Redactor()).add([apiKey, githubToken]);
+  return { apiKey, githubToken, redactor, redact: redactor.fn };
 }
 
 /** Reads the inputs and the context; on a wrong one, reports it and returns the outcome of a run that could not start. */
@@ -212,14 +224,14 @@ function startRun(io: CommandIO, secrets: Secrets, defaults: InputDefaults): Act
 
 /** Runs plan or apply in a log group, with the API key handed over; the error of a failed run becomes its result. */
 async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners, review: MergeReview | undefined): Promise<Finished> {
-  const { apiKey, redact } = run.secrets;
+  const { apiKey } = run.secrets;
   if (!apiKey) {
     const failure =
       "no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})" +
       (run.pr?.isFork ? "; this pull request comes from a fork, and GitHub gives no secrets to workflows of forks" : "");
     return finish(run, { exitCode: EXIT.error, diagnostics: [] }, failure, undefined, io.cwd);
   }
-  const child = childIO(io, redact, apiKey, run);
+  const child = childIO(io, run.secrets.redactor, apiKey, run);
   const planFile = run.command === "plan" ? planFilePath(run) : undefined;
   const token = `edgeplan-${randomUUID()}`;
   core.startGroup(`edgeplan ${run.command}`);
@@ -263,6 +275,9 @@ function failedResult(err: unknown, merged: number | undefined): { result: RunRe
  */
 const ACTION_KEY_VARIABLE = "EDGEPLAN_API_KEY";
 
+/** The api-url input, as a refusal names it (it must match the environment's api_url when the file gives one). */
+const API_URL_INPUT = "the action's api-url input";
+
 function planFilePath(run: ActionRun): string {
   const name = run.environment === undefined ? run.stack : `${run.environment}-${run.stack}`;
   const path = join(run.ctx.tempDir ?? tmpdir(), `edgeplan-plan-${name.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
@@ -273,7 +288,7 @@ function planFilePath(run: ActionRun): string {
 function planOptions(run: ActionRun, out: string): PlanRunOptions {
   const { paths, prune, apiUrl } = run.inputs;
   const options: PlanRunOptions = { paths, stack: run.stack, apiKeyEnv: ACTION_KEY_VARIABLE, prune, format: "text", color: false, out, detailedExitcode: true };
-  if (apiUrl) options.apiUrl = apiUrl;
+  if (apiUrl) Object.assign(options, { apiUrl, apiUrlSource: API_URL_INPUT });
   if (run.environment !== undefined) options.env = run.environment;
   return options;
 }
@@ -281,7 +296,7 @@ function planOptions(run: ActionRun, out: string): PlanRunOptions {
 function applyOptions(run: ActionRun, review: MergeReview | undefined): ApplyRunOptions {
   const { paths, prune, ack, apiUrl, wait, waitTimeout, lockTimeout } = run.inputs;
   const options: ApplyRunOptions = { paths, stack: run.stack, apiKeyEnv: ACTION_KEY_VARIABLE, prune, ack: reviewAcks(review, ack), autoApprove: true, color: false };
-  if (apiUrl) options.apiUrl = apiUrl;
+  if (apiUrl) Object.assign(options, { apiUrl, apiUrlSource: API_URL_INPUT });
   if (run.environment !== undefined) options.env = run.environment;
   if (run.inputs.rolloutsOnly) options.review = rolloutsOnlyCheck(run);
   else if (review) {
@@ -340,7 +355,7 @@ function outputsOf(finished: Finished): Record<OutputName, string> {
   };
 }
 
-function setOutputs(outputs: Record<OutputName, string>, redact: Redactor): void {
+function setOutputs(outputs: Record<OutputName, string>, redact: RedactFunction): void {
   for (const [name, value] of Object.entries(outputs)) core.setOutput(name, redact(value));
 }
 
@@ -352,7 +367,7 @@ function exitCodeOf(run: ActionRun, finished: Finished, drift: DriftReport | und
 }
 
 /** The CommandIO plan and apply run with: the API key in its environment, output redacted and recorded. */
-function childIO(io: CommandIO, redact: Redactor, apiKey: string, run: ActionRun): CommandIO & { captured: { out: string; err: string } } {
+function childIO(io: CommandIO, redactor: Redactor, apiKey: string, run: ActionRun): CommandIO & { captured: { out: string; err: string } } {
   const env: Record<string, string | undefined> = {};
   // The inputs (the GitHub token among them) are the action's business, not the command's.
   for (const [name, value] of Object.entries(io.env)) if (!name.startsWith("INPUT_")) env[name] = value;
@@ -361,12 +376,13 @@ function childIO(io: CommandIO, redact: Redactor, apiKey: string, run: ActionRun
   if (run.inputs.apiUrl) env.EDGEPLAN_API_URL = run.inputs.apiUrl;
   const captured = { out: "", err: "" };
   const tee = (stream: "out" | "err", write: (text: string) => void) => (text: string) => {
-    const safe = redact(text);
+    const safe = redactor.redact(text);
     captured[stream] += safe;
     write(safe);
   };
   return {
     captured,
+    redactor,
     stdout: tee("out", (t) => io.stdout(t)),
     stderr: tee("err", (t) => io.stderr(t)),
     env,

@@ -63,6 +63,8 @@ export interface CommonCliOptions {
   /** The environment chosen from the project file, once it is read: the plan names it, `${var.*}` reads its vars. */
   environment?: ChosenEnvironment | null;
   apiUrl?: string;
+  /** Where `apiUrl` comes from, as a message names it (the Action's input); default: `--api-url` or EDGEPLAN_API_URL. */
+  apiUrlSource?: string;
   apiKeyFile?: string;
   /** The environment variable holding the API key (the project file's `api_key_env`); default EDGEPLAN_API_KEY. */
   apiKeyEnv?: string;
@@ -122,6 +124,33 @@ export function checkBaseUrl(value: string, insecureHttp: boolean, flag = "--api
     );
   }
   return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+/** A base URL as compared: origin and path without a trailing slash; the text itself when it is no URL. */
+function sameApi(a: string, b: string): boolean {
+  const norm = (text: string): string => {
+    try {
+      const url = new URL(text.trim());
+      return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+    } catch {
+      return text.trim();
+    }
+  };
+  return norm(a) === norm(b);
+}
+
+/**
+ * Refuses an API URL that differs from the chosen environment's `api_url`: the environment decides the key, the
+ * stack and the policies, and a plan "for staging" must not write to another API. The same URL, or an environment
+ * without `api_url`, is fine. `given` names where the URL came from.
+ */
+function refuseOtherApi(baseUrl: string, cli: CommonCliOptions, given: string): void {
+  const environment = cli.environment;
+  if (!environment?.apiUrl || sameApi(baseUrl, environment.apiUrl)) return;
+  throw optionError(
+    `${given} ${baseUrl} differs from the api_url of environment ${environment.name}, ${environment.apiUrl}; nothing was sent. ` +
+      `The key, stack and policies are the environment's: make the two the same, or choose the environment of ${baseUrl} with --env NAME`,
+  );
 }
 
 /** Characters that may appear in a bearer credential sent in a header: visible ASCII, no spaces. */
@@ -191,6 +220,7 @@ export async function clientOptionsFrom(cli: CommonCliOptions, env: NodeJS.Proce
       throw optionError("no API URL: pass --api-url URL or set EDGEPLAN_API_URL (or use --local for an embedded server)");
     }
     baseUrl = checkBaseUrl(url, insecureHttp);
+    refuseOtherApi(baseUrl, cli, cli.apiUrlSource ?? (url === env.EDGEPLAN_API_URL ? "EDGEPLAN_API_URL" : "--api-url"));
     apiKey = await loadApiKey(cli.apiKeyFile, env, cli.apiKeyEnv);
   }
 

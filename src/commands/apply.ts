@@ -31,6 +31,7 @@ import { applyPlan } from "../apply/engine.js";
 import { prepareRolloutRun, runRolloutCheck, settleRollbacks, type Checker, type HeldChange } from "../apply/rollout.js";
 import { applyRound, checkRolloutFlags, haltMessage, idleRollouts, mergeOutcomes, pauseMessage, recordWrites, waitForRollouts, type Round } from "../apply/wait.js";
 import { runRolloutAnalysis, type Analyzer } from "../apply/analysis.js";
+import { analyzerWithSecrets, checkerWithSecrets } from "../apply/secrets.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, pauseLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { checkPlanAgainstLive } from "../apply/live-check.js";
@@ -465,8 +466,9 @@ async function runChanges(
   const beforeStart = ctx.lease.confirm;
   const quiet = options.quiet === true;
   const rollouts = {
-    checker: options.checker ?? runRolloutCheck,
-    analyzer: options.analyzer ?? runRolloutAnalysis,
+    // The variables' values go into the checks' and the metrics' requests here, and nowhere else (src/apply/secrets.ts).
+    checker: checkerWithSecrets(options.checker ?? runRolloutCheck, io.env),
+    analyzer: analyzerWithSecrets(options.analyzer ?? runRolloutAnalysis, io.env),
     writtenAt: new Map<string, number>(),
     now: () => session.clock.now(),
   };

@@ -4,6 +4,7 @@
  */
 import { createInterface } from "node:readline/promises";
 import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { Redactor } from "../model/redact.js";
 
 export interface CommandIO {
   /** The command's product (a plan, a manifest listing): stdout, so `> file` captures exactly it. */
@@ -18,13 +19,32 @@ export interface CommandIO {
   stderrTerminal?: NodeJS.WriteStream;
   /** Asks a question on the terminal and returns the answer (only called when stdinIsTTY). */
   prompt(question: string): Promise<string>;
+  /**
+   * The run's one redactor (src/model/redact.ts), which `stdout` and `stderr` apply: what learns a sensitive value
+   * (the manifests' header and query values, the Action's key) tells it here. Absent: the caller's IO shows text as
+   * given.
+   */
+  redactor?: Redactor;
 }
 
-/** The CommandIO of the running process. */
+let processRedactor: Redactor | undefined;
+
+/**
+ * The redactor of the running process, the same for every command and for the error handler: loading the manifests
+ * teaches it what they send (src/commands/session.ts).
+ */
+export function redactorOfProcess(): Redactor {
+  processRedactor ??= new Redactor();
+  return processRedactor;
+}
+
+/** The CommandIO of the running process: everything it writes passes the process's redactor. */
 export function processIO(): CommandIO {
+  const redactor = redactorOfProcess();
   return {
-    stdout: (text) => void process.stdout.write(text),
-    stderr: (text) => void process.stderr.write(text),
+    redactor,
+    stdout: (text) => void process.stdout.write(redactor.redact(text)),
+    stderr: (text) => void process.stderr.write(redactor.redact(text)),
     env: process.env,
     cwd: process.cwd(),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
@@ -41,16 +61,18 @@ export function processIO(): CommandIO {
   };
 }
 
-/** A CommandIO that records everything, for tests and for callers that post the output elsewhere. */
+/** A CommandIO that records everything, for tests and for callers that post the output elsewhere; it redacts as the process's does. */
 export function captureIO(env: Record<string, string | undefined> = {}, cwd = "."): CommandIO & { out: string; err: string } {
+  const redactor = new Redactor();
   const io = {
     out: "",
     err: "",
+    redactor,
     stdout(text: string) {
-      io.out += text;
+      io.out += redactor.redact(text);
     },
     stderr(text: string) {
-      io.err += text;
+      io.err += redactor.redact(text);
     },
     env,
     cwd,

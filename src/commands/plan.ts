@@ -153,7 +153,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     }
     if (options.out) {
       // Only the saved plan says where it was made: stdout's JSON stays the same bytes at any API.
-      await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }));
+      await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }, { keepSensitive: true }));
       io.stderr(`plan saved to ${options.out}; apply it with: edgeplan apply --plan ${options.out}\n`);
     }
     if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");

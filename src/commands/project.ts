@@ -90,7 +90,10 @@ export function chooseEnvironment(
   if (chosen === undefined || !Object.hasOwn(project.environments ?? {}, name)) {
     throw new EdgeplanError(`${source} ${named}: no such environment in ${file}${didYouMean(name, defined, "")}; the environments are ${list}`);
   }
-  return { environment: { name, vars: chosen.vars }, settings: { ...project.settings, ...chosen.settings } };
+  const settings = { ...project.settings, ...chosen.settings };
+  const environment: ChosenEnvironment = { name, vars: chosen.vars };
+  if (settings.apiUrl !== undefined) environment.apiUrl = settings.apiUrl;
+  return { environment, settings };
 }
 
 /**

@@ -13,6 +13,7 @@ import { clientOptionsFrom, type ClientOptions, type CommonCliOptions } from "..
 import type { ApplyBudget } from "../core/estimate.js";
 import type { LoadResult } from "../manifest/load.js";
 import { ManifestError } from "../model/errors.js";
+import { learnSentValues } from "../model/redact.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 import type { DesiredState } from "../model/state.js";
 import { isBackendId, ID_PREFIX } from "../model/wire.js";
@@ -34,6 +35,8 @@ export async function loadManifests(paths: string[], io: CommandIO, vars: Chosen
   // Imported here, not above: `plan` opens its session and starts its listings before the loader is needed.
   const { loadDesired } = await import("../manifest/load.js");
   const result = await loadDesired(paths.length > 0 ? paths : ["."], { env: io.env, cwd: io.cwd, vars });
+  // What reaches a header or a URL query is hidden from every output from now on, whatever prints it.
+  if (io.redactor) learnSentValues(io.redactor, result.desired, io.env);
   if (!reportDiagnostics(io, result.diagnostics)) {
     const errors = result.diagnostics.filter((d) => d.severity === "error").length;
     const sent = listed ? `nothing was sent to the API but ${listed}` : "nothing was sent to the API";
@@ -80,7 +83,7 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
   if (!options.local) {
     const reachability = new Reachability();
     const clock = new ApiClock();
-    const clientOptions = { ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability, apiClock: clock, onPending: waitingFor };
+    const clientOptions = withLog({ ...(await clientOptionsFrom(options, io.env as NodeJS.ProcessEnv)), reachability, apiClock: clock, onPending: waitingFor }, io);
     const client = createClient(clientOptions);
     const api = apiIdentity(client.baseUrl, clientOptions.apiKey);
     return { client, stack, concurrency: clientOptions.concurrency, budget: budgetOf(clientOptions), reachability, clock, api, close: () => client.close() };
@@ -109,12 +112,15 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     const rateLimit = options.rateLimit ?? "off";
     const reachability = new Reachability();
     const clock = new ApiClock();
-    const clientOptions = {
-      ...(await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY })),
-      reachability,
-      apiClock: clock,
-      onPending: waitingFor,
-    };
+    const clientOptions = withLog(
+      {
+        ...(await clientOptionsFrom({ ...options, rateLimit }, io.env as NodeJS.ProcessEnv, { baseUrl: server.url, apiKey: LOCAL_API_KEY })),
+        reachability,
+        apiClock: clock,
+        onPending: waitingFor,
+      },
+      io,
+    );
     const client = createClient(clientOptions);
     return {
       client,
@@ -134,6 +140,11 @@ export async function openSession(options: CommonCliOptions, io: CommandIO, desi
     await server.close();
     throw err;
   }
+}
+
+/** `--verbose` request lines go to the command's stderr, and so through its redactor, as all its output does. */
+function withLog<T extends ClientOptions>(options: T, io: CommandIO): T {
+  return options.log ? { ...options, log: (line: string) => io.stderr(`edgeplan: ${line}\n`) } : options;
 }
 
 function budgetOf(options: ClientOptions): ApplyBudget {

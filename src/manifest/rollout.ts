@@ -26,6 +26,15 @@ interface Reporter {
 /** Positions of the keys and values of a manifest, and of a character within a text value. */
 type Positions = Pick<Pinner, "key" | "value" | "within">;
 
+/**
+ * The URL a check or a metric keeps: normalised, unless it names an `${EDGEPLAN_VAR_*}` variable (kept as written,
+ * src/manifest/interpolate.ts): its value is put in only when the request is built, and normalising would
+ * percent-encode the reference's braces in a path.
+ */
+function sentUrl(written: string, normalised: string): string {
+  return written.includes("${") ? written.trim() : normalised;
+}
+
 /** The rollout block with its durations parsed and defaults filled; undefined after reporting what is wrong. */
 export function normaliseRollout(written: RolloutManifest, pin: Positions, out: Reporter): RolloutSpec | undefined {
   let ok = true;
@@ -37,7 +46,8 @@ export function normaliseRollout(written: RolloutManifest, pin: Positions, out: 
     if ("error" in url) ok = out.error(pin.value(["rollout", "check", "url"]), `rollout.check.url: ${url.error}`);
     const timeout = parseCheckTimeout(written.check.timeout ?? DEFAULT_CHECK_TIMEOUT);
     if (typeof timeout === "string") ok = out.error(pin.value(["rollout", "check", "timeout"]), `rollout.check.timeout: ${timeout}`);
-    if ("url" in url && typeof timeout === "number") check = { url: url.url, expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
+    if ("url" in url && typeof timeout === "number")
+      check = { url: sentUrl(written.check.url, url.url), expect_status: written.check.expect_status ?? null, timeout_ms: timeout };
   }
   const pace = rolloutPace(written, pin, out);
   const analysis = normaliseAnalysis(written.analysis, pin, out);
@@ -117,7 +127,7 @@ function normaliseProvider(m: RolloutMetricManifest, c: Ctx): MetricProvider | u
   const web = m.web as NonNullable<RolloutMetricManifest["web"]>;
   return {
     kind: "web",
-    url: url.url,
+    url: sentUrl(web.url, url.url),
     method: web.method ?? "GET",
     headers: { ...(web.headers ?? {}) },
     body: web.body ?? null,

@@ -131,6 +131,8 @@ export const PROJECT_KEYS = Object.keys(ProjectFileSchema.shape) as Array<keyof 
 export interface ChosenEnvironment {
   name: string;
   vars: Record<string, string>;
+  /** The environment's `api_url` (its own, else the file's top level): an `--api-url` that differs is refused. */
+  apiUrl?: string;
 }
 
 /** One case of `edgeplan policy test`: a change (and optionally its plan and environment), and what each policy should say. */

@@ -5,7 +5,7 @@
  * (./html.ts). Reads the report only. Pure.
  */
 import { APPLY_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
-import { OUTPUT_FIELDS, outputText, reportOutputs, unchangedOutputsLine } from "./common.js";
+import { hideSensitive, OUTPUT_FIELDS, outputText, reportOutputs, unchangedOutputsLine } from "./common.js";
 import { renderOutputsText } from "./text.js";
 import { cell, code } from "./markdown.js";
 import { esc, renderHtmlPage } from "./html-page.js";
@@ -184,7 +184,7 @@ export function buildApplyReportJson(report: ApplyReport): ApplyReportJson {
  * newline. Throws InternalError when the document does not match its schema (a bug).
  */
 export function renderApplyJson(plan: Plan, report: ApplyReport | null): string {
-  const doc = { format_version: APPLY_FORMAT_VERSION, kind: "apply", plan, report: report === null ? null : buildApplyReportJson(report) };
+  const doc = { format_version: APPLY_FORMAT_VERSION, kind: "apply", plan: hideSensitive(plan), report: report === null ? null : buildApplyReportJson(report) };
   const parsed = ApplyDocumentSchema.safeParse(doc);
   if (!parsed.success) {
     throw new InternalError(`the apply document does not match its JSON schema: ${parsed.error.message}`, { cause: parsed.error });

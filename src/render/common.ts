@@ -8,7 +8,8 @@ import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { isPauseStep, promoteCommand } from "../core/rollout.js";
 import { changeWriteOf } from "../core/change-write.js";
 import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
-import type { RolloutCheck, RolloutMetric } from "../model/state.js";
+import type { MetricProvider, RolloutCheck, RolloutMetric } from "../model/state.js";
+import { SENSITIVE, shownUrl } from "../model/redact.js";
 
 export const NO_CHANGES = "No changes. Live state matches the manifests.";
 
@@ -133,6 +134,35 @@ function metricText(m: RolloutMetric): string {
   return `${m.name} (${m.provider.kind}, ${many}${delay}, ${m.failure_limit} ${m.failure_limit === 1 ? "failure" : "failures"} allowed)`;
 }
 
+/** A metric's provider as shown: its URL's query hidden, its header values `(sensitive)`. */
+function shownProvider(p: MetricProvider): MetricProvider {
+  if (p.kind !== "web") return p;
+  return { ...p, url: shownUrl(p.url), headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name, SENSITIVE])) };
+}
+
+/**
+ * The plan as every output shows it: a rollout's check URL without its query, its metrics' URLs too and their header
+ * values `(sensitive)`, since a query or a header may carry a token. Only the saved plan keeps them, to send them.
+ */
+export function hideSensitive(plan: Plan): Plan {
+  const changes = plan.changes.map((c): Change => {
+    if (c.kind !== "weighted_backend" || !c.rollout) return c;
+    const r = c.rollout;
+    const analysis = r.analysis?.map(shownMetric);
+    const gates = { check: shownCheck(r.gates.check), analysis: r.gates.analysis.map(shownMetric) };
+    return { ...c, rollout: { ...r, check: shownCheck(r.check), ...(analysis ? { analysis } : {}), gates } };
+  });
+  return { ...plan, changes };
+}
+
+function shownCheck<T extends RolloutCheck | null>(check: T): T {
+  return check === null ? check : { ...check, url: shownUrl(check.url) };
+}
+
+function shownMetric(m: RolloutMetric): RolloutMetric {
+  return { ...m, provider: shownProvider(m.provider) };
+}
+
 /**
  * What a rollout change says beside its weights: where the rollout stands, what is checked before the step, and
  * when the step after it is due. Comment lines without their `# ` prefix.
@@ -172,7 +202,7 @@ export function rolloutLines(change: Change): string[] {
 
 /** `GET URL (expect 200, timeout 5s)` */
 function checkText(check: RolloutCheck): string {
-  return `GET ${check.url} (expect ${check.expect_status ?? "any 2xx"}, timeout ${msText(check.timeout_ms)})`;
+  return `GET ${shownUrl(check.url)} (expect ${check.expect_status ?? "any 2xx"}, timeout ${msText(check.timeout_ms)})`;
 }
 
 /** `10s`, `1500ms` */

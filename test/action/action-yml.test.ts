@@ -96,6 +96,17 @@ describe("example workflows", () => {
     expect(drift.jobs.drift.steps.at(-1)).toBe(step);
   });
 
+  it("every step that holds an API key pins its API URL in the workflow, never from the pull request's files", () => {
+    const environments = load("examples/workflows/environments.yml");
+    const steps = [plan, apply, drift, rollout, environments].flatMap((wf) =>
+      Object.values<any>(wf.jobs).flatMap((job) => job.steps.filter((s: any) => String(s.uses).includes("/edgeplan@") && s.with?.["api-key"])),
+    );
+    expect(steps).toHaveLength(5);
+    for (const step of steps) expect(step.with["api-url"]).toBe("${{ vars.EDGEPLAN_API_URL }}");
+    // Each matrix entry runs in the GitHub environment of its name, whose variable names its API.
+    expect(environments.jobs.edgeplan.environment).toBe("${{ matrix.environment }}");
+  });
+
   it("no two workflows share a concurrency group", () => {
     const groups = [plan, apply, drift, rollout].flatMap((wf) => [wf.concurrency, ...Object.values<any>(wf.jobs).map((j) => j.concurrency)]).filter(Boolean);
     const names = groups.map((g: any) => g.group);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadGitHubContext, resolveCommand } from "../../src/action/context.js";
 import { inputEnvName, readActionInputs, splitList } from "../../src/action/inputs.js";
-import { createRedactor } from "../../src/action/redact.js";
+import { createRedactor } from "../../src/model/redact.js";
 import { repoRelativePath } from "../../src/action/run.js";
 
 afterEach(() => {

@@ -217,15 +217,16 @@ describe("finding manifests", () => {
   });
 
   it("reads the environment it is given, not the process's", async () => {
-    const dir = tree("env", { "a.yaml": `kind: WeightedBackend\nname: a\ndescription: \${EDGEPLAN_VAR_D}\nbackends: {${CHILD1}: 1}\n` });
+    const check = "rollout: {max_step: 50, interval: 1m, check: {url: 'https://status.example.com/?t=${EDGEPLAN_VAR_D}'}}";
+    const dir = tree("env", { "a.yaml": `kind: WeightedBackend\nname: a\nbackends: {${CHILD1}: 1}\n${check}\n` });
     process.env.EDGEPLAN_VAR_D = "from the process";
     try {
-      expect((await loadDesired(["."], { cwd: dir, env: { EDGEPLAN_VAR_D: "given" } })).desired.weightedBackends[0]?.description).toBe("given");
+      expect((await loadDesired(["."], { cwd: dir, env: { EDGEPLAN_VAR_D: "given" } })).diagnostics).toEqual([]);
       expect(await messages(["."], dir)).toEqual([
-        "a.yaml:3:14: ${EDGEPLAN_VAR_D}: EDGEPLAN_VAR_D is not set; set it in edgeplan's environment, or write $${EDGEPLAN_VAR_D} for the literal text",
+        "a.yaml:4:52: warning: ${EDGEPLAN_VAR_D}: EDGEPLAN_VAR_D is not set; a plan does not need it, but apply sends it in rollout.check.url: set it where apply runs",
       ]);
       // Without an env option, the process environment is used.
-      expect((await loadDesired(["."], { cwd: dir })).desired.weightedBackends[0]?.description).toBe("from the process");
+      expect((await loadDesired(["."], { cwd: dir })).diagnostics).toEqual([]);
     } finally {
       delete process.env.EDGEPLAN_VAR_D;
     }

@@ -148,14 +148,46 @@ describe("edge routes", () => {
 });
 
 describe("variables", () => {
-  it("replace EDGEPLAN_VAR_* in string values, anywhere, and $${ writes a literal ${", () => {
+  it("refuse EDGEPLAN_VAR_* where a value is written or shown, naming the variable, never its value; $${ writes a literal ${", () => {
     const { desired, messages } = desiredOf(
       `kind: WeightedBackend\nname: checkout\ndescription: "release \${EDGEPLAN_VAR_RELEASE}, $\${not-a-var}"\nmetadata:\n  team: \${EDGEPLAN_VAR_TEAM}\nbackends: {${CHILD1}: 1}\n`,
       { EDGEPLAN_VAR_RELEASE: "2025.11", EDGEPLAN_VAR_TEAM: "payments" },
     );
-    expect(messages).toEqual([]);
-    expect(desired.weightedBackends[0]?.description).toBe("release 2025.11, ${not-a-var}");
-    expect(desired.weightedBackends[0]?.metadata).toEqual({ team: "payments" });
+    const secretOnly = "and EDGEPLAN_VAR_* values are secrets, sent only in rollout.check.url, rollout.analysis[].web.url and web.headers values";
+    const instead = "for a value that is not secret, use ${var.NAME} from the environment's vars (environments.NAME.vars in edgeplan.yaml)";
+    expect(messages).toEqual([
+      `m.yaml:3:14: \${EDGEPLAN_VAR_RELEASE}: description is written to the API or shown, ${secretOnly}; ${instead}`,
+      `m.yaml:5:9: \${EDGEPLAN_VAR_TEAM}: metadata.team is written to the API or shown, ${secretOnly}; ${instead}`,
+    ]);
+    expect(JSON.stringify(desired)).not.toMatch(/2025\.11|payments/);
+    const literal = desiredOf(`kind: WeightedBackend\nname: checkout\ndescription: "release $\${EDGEPLAN_VAR_RELEASE}"\nbackends: {${CHILD1}: 1}\n`);
+    expect(literal.messages).toEqual([]);
+    expect(literal.desired.weightedBackends[0]?.description).toBe("release ${EDGEPLAN_VAR_RELEASE}");
+  });
+
+  it("keep EDGEPLAN_VAR_* as written in a check's URL and a web metric's URL and header values; one not set is a warning", () => {
+    const rollout = (check: string, url: string, header: string): string =>
+      `kind: WeightedBackend\nname: a\nbackends: {${CHILD1}: 1}\nrollout:\n  max_step: 50\n  interval: 1m\n  check: {url: "${check}"}\n` +
+      `  analysis:\n    - name: h\n      web: {url: "${url}", headers: {Authorization: "${header}"}}\n      success: "result == true"\n`;
+    const env = { EDGEPLAN_VAR_T: "tok-12345678", EDGEPLAN_VAR_P: "x" };
+    const kept = desiredOf(rollout("https://s.example.com/${EDGEPLAN_VAR_P}/x?t=${EDGEPLAN_VAR_T}", "https://m.example.com/?t=${var.v}", "Bearer ${EDGEPLAN_VAR_T}"), env, {
+      name: "qa",
+      vars: { v: "a${b" },
+    });
+    expect(kept.messages).toEqual([]);
+    const spec = kept.desired.weightedBackends[0]?.rollout;
+    expect(spec?.check?.url).toBe("https://s.example.com/${EDGEPLAN_VAR_P}/x?t=${EDGEPLAN_VAR_T}");
+    // A value of vars put in is written so that the request reads it back as it is.
+    expect(spec?.analysis[0]?.provider).toMatchObject({ url: "https://m.example.com/?t=a$${b", headers: { Authorization: "Bearer ${EDGEPLAN_VAR_T}" } });
+    expect(JSON.stringify(kept.desired)).not.toContain("tok-12345678");
+    const address = desiredOf(rollout("https://${EDGEPLAN_VAR_T}/x", "https:${EDGEPLAN_VAR_P}.example.com/", "${EDGEPLAN_VAR_UNSET}"), env);
+    const where =
+      "a variable may stand in the path or the query of the URL, not in its scheme, host or port, so that the plan shows where the request (and its secrets) goes; write the address out";
+    expect(address.messages).toEqual([
+      `m.yaml:7:16: rollout.check.url: ${where}`,
+      `m.yaml:10:18: rollout.analysis[0].web.url: ${where}`,
+      "m.yaml:10:83: warning: ${EDGEPLAN_VAR_UNSET}: EDGEPLAN_VAR_UNSET is not set; a plan does not need it, but apply sends it in rollout.analysis[0].web.headers.Authorization: set it where apply runs",
+    ]);
   });
 
   it("never read other variables, even when they are set", () => {
@@ -167,7 +199,7 @@ describe("variables", () => {
   });
 
   it("are replaced in keys too", () => {
-    const { desired } = desiredOf(`kind: WeightedBackend\nname: a\nmetadata: {"\${EDGEPLAN_VAR_K}": v}\nbackends: {${CHILD1}: 1}\n`, { EDGEPLAN_VAR_K: "k" });
+    const { desired } = desiredOf(`kind: WeightedBackend\nname: a\nmetadata: {"\${var.k}": v}\nbackends: {${CHILD1}: 1}\n`, {}, { name: "qa", vars: { k: "k" } });
     expect(desired.weightedBackends[0]?.metadata).toEqual({ k: "v" });
   });
 
@@ -194,10 +226,8 @@ describe("variables", () => {
   });
 
   it("do not judge a value again when its variable could not be replaced", () => {
-    const { messages } = desiredOf(`kind: EdgeRoute\nedge: \${EDGEPLAN_VAR_EDGE}\nroute: ${ROUTE}\ncircuit_breaker: absent\n`);
-    expect(messages).toEqual([
-      "m.yaml:2:7: ${EDGEPLAN_VAR_EDGE}: EDGEPLAN_VAR_EDGE is not set; set it in edgeplan's environment, or write $${EDGEPLAN_VAR_EDGE} for the literal text",
-    ]);
+    const { messages } = desiredOf(`kind: EdgeRoute\nedge: \${var.edge}\nroute: ${ROUTE}\ncircuit_breaker: absent\n`, {}, { name: "qa", vars: {} });
+    expect(messages).toEqual(["m.yaml:2:7: ${var.edge}: environment qa has no variable edge (its vars: none); add it under environments.qa.vars in edgeplan.yaml"]);
   });
 });
 

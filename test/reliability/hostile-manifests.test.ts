@@ -128,7 +128,8 @@ const CASES: HostileCase[] = [
       /^steal\.yaml:3:14: \$\{HOME\}: only EDGEPLAN_VAR_\* variables can be used, so that a manifest cannot read the runner's secrets/m,
       /^steal\.yaml:3:14: \$\{EDGEPLAN_API_KEY\}: only EDGEPLAN_VAR_\* variables can be used/m,
       /^steal\.yaml:5:10: \$\{GITHUB_TOKEN\}: only EDGEPLAN_VAR_\* variables can be used/m,
-      /^steal\.yaml:6:12: \$\{EDGEPLAN_VAR_NOT_SET\}: EDGEPLAN_VAR_NOT_SET is not set/m,
+      // A variable's value is a secret: refused where it would be written or shown, set or not.
+      /^steal\.yaml:6:12: \$\{EDGEPLAN_VAR_NOT_SET\}: metadata\.missing is written to the API or shown, and EDGEPLAN_VAR_\* values are secrets/m,
     ],
   },
   {
