@@ -117,19 +117,20 @@ describe("progressive rollouts against the real server", () => {
 
   it("an apply before the interval has passed changes nothing and says when the next step is due", async () => {
     const w = await startWorld();
-    // 5 s, not 1 s: a run of the CLI on a loaded machine can take a second by itself.
-    await startAt100(w, { max_step: 25, interval: "5s" });
+    // 60 s: nothing here waits for it, and the three runs after the first apply must all fall before it, which on a
+    // loaded machine took more than 5 s.
+    await startAt100(w, { max_step: 25, interval: "60s" });
     expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
     const at = Date.parse(rolloutState(await web(w))?.at ?? "");
     const mark = w.log().length;
     const early = await w.cli(["apply", "m", "--auto-approve"]);
     expect(early.code).toBe(0);
-    expect(early.stderr).toContain(`weighted_backend.web: rollout step 2 of 4 is due at ${new Date(at + 5000).toISOString()}\nNothing is due: no change was sent.`);
+    expect(early.stderr).toContain(`weighted_backend.web: rollout step 2 of 4 is due at ${new Date(at + 60_000).toISOString()}\nNothing is due: no change was sent.`);
     // Only the apply's lease was written (docs/reliability.md, section 6).
     expect(w.changeWrites(mark)).toEqual([]);
     const waiting = await w.cli(["plan", "m", "--detailed-exitcode"]);
     expect(waiting.code).toBe(2);
-    expect(waiting.stdout).toContain(`# weighted_backend.web rollout step 2 of 4, due at ${new Date(at + 5000).toISOString()}`);
+    expect(waiting.stdout).toContain(`# weighted_backend.web rollout step 2 of 4, due at ${new Date(at + 60_000).toISOString()}`);
     expect((await web(w)).backends).toEqual({ [HR1]: 7500, [HR2]: 2500 });
   });
 
