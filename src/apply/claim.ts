@@ -58,15 +58,7 @@ export interface ClaimOptions {
  */
 export async function claimModules(client: ApiClient, plan: Plan, options: ClaimOptions): Promise<HeldClaim | null> {
   if (!plan.changes.some((c) => c.kind === "inventory")) return null;
-  const lease = await acquireLease(client, {
-    stack: CLAIM_LEASE_KEY,
-    subject: "module ownership (the account's claim lease)",
-    ttlMs: CLAIM_TTL_MS,
-    timeoutMs: options.timeoutMs,
-    ...CLAIM_POLL,
-    holder: options.holder,
-    onWait: options.onWait,
-  });
+  const lease = await acquireClaimLease(client, options);
   try {
     const listing = lease.listing.map(liveWeightedBackend);
     const rebased = rebaseInventoryChanges(plan.changes, plan.stack, readInventories(listing));
@@ -77,6 +69,22 @@ export async function claimModules(client: ApiClient, plan: Plan, options: Claim
     await lease.release();
     throw err;
   }
+}
+
+/**
+ * Takes the account's claim lease (waiting for another holder up to `timeoutMs`): for any write of an inventory, so
+ * that no two run at once. Its listing is the account as the claim starts.
+ */
+export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "onWait">): Promise<HeldLease> {
+  return acquireLease(client, {
+    stack: CLAIM_LEASE_KEY,
+    subject: "module ownership (the account's claim lease)",
+    ttlMs: CLAIM_TTL_MS,
+    timeoutMs: options.timeoutMs,
+    ...CLAIM_POLL,
+    holder: options.holder,
+    onWait: options.onWait,
+  });
 }
 
 function releaseOnce(lease: HeldLease): () => Promise<void> {

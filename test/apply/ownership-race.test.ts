@@ -7,6 +7,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { buildLeaseBody, CLAIM_LEASE_KEY } from "../../src/apply/lease-record.js";
 import { runApply, type ApplyCommandOptions } from "../../src/commands/apply.js";
+import { runStateRelease } from "../../src/commands/state.js";
 import type { CommandIO } from "../../src/commands/io.js";
 import { buildInventoryBody } from "../../src/model/inventory.js";
 import { fakeId } from "../helpers/server.js";
@@ -170,5 +171,23 @@ describe("route module ownership holds across the stacks of the account", () => 
     expect(changed.code, changed.message).toBe(0);
     expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([`PUT ${cbPath(route)}`]);
     expect(await volume(w, route)).toBe(30);
+  });
+
+  it("state release of a module writes its inventory under the claim lease too", async () => {
+    const w = await startWorld({ fixtures });
+    const route = ROUTES[0] as string;
+    w.manifests({ "a/route.yaml": cbYaml(route, 10) });
+    expect((await apply(w, "a", "a")).code).toBe(0);
+    const left = { host: "gone", pid: 1, started_at: "2026-01-01T00:00:00Z", token: "t" };
+    const leaseId = ((await w.raw.post("/backends/weighted", buildLeaseBody(CLAIM_LEASE_KEY, left, 300, 0))).json as { id: string }).id;
+    const io = quietIo(w);
+    let out = "";
+    io.stdout = (text: string) => {
+      out += text;
+    };
+    expect(await runStateRelease(cbAddress(route), { stack: "a", rateLimit: "off" }, io)).toBe(0);
+    expect(io.err).toContain(`module ownership (the account's claim lease) is locked by host gone, process 1, started 2026-01-01T00:00:00Z (lease ${leaseId})`);
+    expect(out).toContain(`released ${cbAddress(route)}: stack "a" no longer manages it`);
+    expect((await inventories(w)).recordedBy.size).toBe(0);
   });
 });
