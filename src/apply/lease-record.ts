@@ -10,6 +10,13 @@ import { parseLease, type Lease, type LeaseHolder } from "../model/lease.js";
 import type { WeightedBackendBody } from "../model/plan.js";
 import { MARKER_KEY } from "../model/state.js";
 
+/**
+ * The key of the account's claim lease, in the place of a stack's name: one lease for all the stacks of the account,
+ * held while an apply claims, takes over or forgets route modules in inventories (src/apply/claim.ts). No stack may
+ * use this name.
+ */
+export const CLAIM_LEASE_KEY = "edgeplan:claims";
+
 /** The body of the lease object of `stack` (create, and every renewal: a PATCH always sends the full body). */
 export function buildLeaseBody(stack: string, holder: LeaseHolder, ttlMs: number, renewals: number): WeightedBackendBody {
   const lease = { holder: { ...holder }, renewals, ttl_ms: ttlMs };

@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { answeredWeightedBackend, type ApiClient } from "../api/client.js";
 import { OutcomeUnknownError } from "../api/errors.js";
-import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "./lease-record.js";
+import { buildLeaseBody, CLAIM_LEASE_KEY, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "./lease-record.js";
 import { parseLease, type Lease, type LeaseHolder } from "../model/lease.js";
 import { ApiError, EdgeplanError } from "../model/errors.js";
 import { WEIGHTED_BACKENDS_PATH, weightedBackendPath } from "../model/paths.js";
@@ -28,7 +28,15 @@ export interface LeaseOptions {
   onWait: (line: string) => void;
   /** Time between two reads of the holder waited for (default: a quarter of its TTL, at most 1 s). */
   pollMs?: number;
+  /**
+   * When given, the first read of the holder waited for comes after this many ms, and each later one after twice the
+   * time before, up to `pollMs`: for a lease held briefly (the account's claim lease), a short wait ends soon and a
+   * long one costs at most one read per `pollMs`.
+   */
+  firstPollMs?: number;
   now?: () => number;
+  /** What the lease guards, as messages name it (default `stack "S"`); given only for the account's claim lease. */
+  subject?: string;
 }
 
 /** A lease this process holds. */
@@ -107,6 +115,9 @@ export function currentHolder(env: Readonly<Record<string, string | undefined>>,
  */
 export async function acquireLease(client: ApiClient, options: LeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
+  if (options.subject === undefined && options.stack === CLAIM_LEASE_KEY) {
+    throw new EdgeplanError(`stack "${CLAIM_LEASE_KEY}": this name is reserved for the account's claim lease (docs/ownership.md); choose another stack name`);
+  }
   const deadline = now() + options.timeoutMs;
   const watch = new ExpiryWatch(now);
   const announced = new Set<string>();
@@ -129,11 +140,11 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
     if (now() >= deadline) throw busyError(blocker, options);
     if (!announced.has(blocker.id)) {
       announced.add(blocker.id);
-      options.onWait(`stack "${options.stack}" is locked by ${describeHolder(blocker)}; waiting for it (--lock-timeout ${formatMs(options.timeoutMs)})`);
+      options.onWait(`${subjectOf(options)} is locked by ${describeHolder(blocker)}; waiting for it (--lock-timeout ${formatMs(options.timeoutMs)})`);
     }
     await waitForEnd(client, blocker, watch, deadline, options);
   }
-  throw new EdgeplanError(`the lease of stack "${options.stack}" changed hands ${MAX_ATTEMPTS} times while this apply waited; run it again`);
+  throw new EdgeplanError(`the lease of ${subjectOf(options)} changed hands ${MAX_ATTEMPTS} times while this apply waited; run it again`);
 }
 
 /** The lease objects of `stack` (`edgeplan unlock`), oldest first: one listing. */
@@ -247,7 +258,7 @@ async function lostError(client: ApiClient, lease: Lease, options: LeaseOptions)
     // Who took it stays unknown; that it is gone is certain.
   }
   const what = taker ? `was taken by ${describeHolder(taker)}` : "was removed (by edgeplan unlock, or by another apply that found it expired)";
-  return new EdgeplanError(`the lease of stack "${options.stack}" (lease ${lease.id}) ${what} while this apply held it`);
+  return new EdgeplanError(`the lease of ${subjectOf(options)} (lease ${lease.id}) ${what} while this apply held it`);
 }
 
 /**
@@ -278,11 +289,12 @@ class ExpiryWatch {
 async function waitForEnd(client: ApiClient, blocker: Lease, watch: ExpiryWatch, deadline: number, options: LeaseOptions): Promise<void> {
   const now = options.now ?? Date.now;
   const pollMs = options.pollMs ?? Math.min(1000, Math.max(50, Math.floor(blocker.ttlMs / 4)));
+  const firstPollMs = Math.min(options.firstPollMs ?? pollMs, pollMs);
   // At most one read per poll until the deadline, and a dead holder expires within its TTL: both bound this loop.
-  const maxPolls = Math.ceil((deadline - now()) / pollMs) + 2;
+  const maxPolls = Math.ceil((deadline - now()) / firstPollMs) + 2;
   let current = blocker;
-  for (let poll = 0; poll < maxPolls; poll++) {
-    await sleep(Math.max(0, Math.min(pollMs, deadline - now())));
+  for (let poll = 0, delay = firstPollMs; poll < maxPolls; poll++, delay = Math.min(pollMs, delay * 2)) {
+    await sleep(Math.max(0, Math.min(delay, deadline - now())));
     const read = await client.getWeightedBackend(current.id);
     const lease = read === null ? null : parseLease(read);
     if (lease === null) return;
@@ -310,10 +322,14 @@ function busyError(holder: Lease, options: LeaseOptions): LeaseBusyError {
   const waited = options.timeoutMs === 0 ? "--lock-timeout 0: not waiting" : `waited ${formatMs(options.timeoutMs)} (--lock-timeout)`;
   return new LeaseBusyError(
     holder,
-    `stack "${options.stack}" is locked by another apply: ${describeHolder(holder)}; ${waited}. No change was sent. ` +
+    `${subjectOf(options)} is locked by another apply: ${describeHolder(holder)}; ${waited}. No change was sent. ` +
       `Run again when it is done (or with a longer --lock-timeout); if that apply is gone, its lease expires ${formatMs(holder.ttlMs)} after its last renewal, ` +
       `or remove it now with: edgeplan unlock ${options.stack} --lease-id ${holder.id}`,
   );
+}
+
+function subjectOf(options: LeaseOptions): string {
+  return options.subject ?? `stack "${options.stack}"`;
 }
 
 /** `5m`, `30s`, `1500ms`: the shortest exact form. */

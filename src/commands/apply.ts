@@ -55,6 +55,7 @@ import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
+import { claimModules, type HeldClaim } from "../apply/claim.js";
 import { acquireLease, currentHolder, formatMs, type HeldLease, type LeftLease } from "../apply/lease.js";
 import { NoAnswerError } from "../api/errors.js";
 import { describeGone, type GoneCause } from "../api/reachability.js";
@@ -167,6 +168,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
 
   const session = await openSession(options, io, desired);
   let lease: HeldLease | undefined;
+  let claim: HeldClaim | null = null;
   try {
     // Before the lease, whose create is a write: a plan made elsewhere sends nothing here.
     if (saved) checkSavedPlanApi(saved, session.api, options.plan as string);
@@ -210,16 +212,26 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       if (denied.length > 0) throw buildPolicyDenial(denied, "apply");
       options.review?.(plan);
       await approve(plan, acks, options, io);
+      // Last before the first write: modules claimed, taken over or forgotten hold across the stacks of the account.
+      claim = await claimModules(session.client, plan, {
+        holder,
+        timeoutMs: lock.timeoutMs,
+        onWait: (line) => io.stderr(`${line}\n`),
+        saved: saved ? (options.plan as string) : null,
+      });
     } catch (err) {
       await showPlanOnly(plan, format, options, io);
       throw err;
     }
 
-    const run = await runChanges(plan, session, options, io, { fromManifests, waitMs, lease });
-    await reportRun(plan, run, { session, fromManifests, format, options }, io, result);
+    const toRun = claim?.plan ?? plan;
+    const known = claim && fromManifests ? { ...fromManifests, before: { ...fromManifests.before, weightedBackends: claim.listing } } : fromManifests;
+    const run = await runChanges(toRun, session, options, io, { fromManifests: known, waitMs, lease, claim });
+    await reportRun(toRun, run, { session, fromManifests: known, format, options }, io, result);
     showWhyStopped(run, session, io);
     return result;
   } finally {
+    await claim?.release();
     if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io);
     await session.close();
   }
@@ -456,14 +468,22 @@ async function runChanges(
   session: Session,
   options: ApplyCommandOptions,
   io: CommandIO,
-  ctx: { fromManifests: FromManifests | undefined; waitMs: number; lease: HeldLease },
+  ctx: { fromManifests: FromManifests | undefined; waitMs: number; lease: HeldLease; claim: HeldClaim | null },
 ): Promise<RunResult> {
   const { concurrency } = session;
+  const { claim } = ctx;
   const stop = wireStop(io, options.signal, [
     { signal: ctx.lease.lost, by: LEASE_LOST, line: (reason) => (reason as Error).message },
+    ...(claim ? [{ signal: claim.lost, by: LEASE_LOST, line: (reason: unknown) => (reason as Error).message }] : []),
     { signal: session.reachability.gone, by: API_GONE, line: (reason) => describeGone(reason as GoneCause) },
   ]);
   const beforeStart = ctx.lease.confirm;
+  // The plan's own changes run under the claim lease too, when there is one: no write once either lease is gone.
+  const firstStart = claim
+    ? async (): Promise<void> => {
+        await Promise.all([ctx.lease.confirm(), claim.confirm()]);
+      }
+    : beforeStart;
   const quiet = options.quiet === true;
   const rollouts = {
     // The variables' values go into the checks' and the metrics' requests here, and nowhere else (src/apply/secrets.ts).
@@ -487,11 +507,13 @@ async function runChanges(
         stack: plan.stack,
         concurrency,
         signal: stop.signal,
-        beforeStart,
+        beforeStart: firstStart,
         ...(progress ? { onProgress: (line: string) => progress.line(line), onResult: (r: ChangeResult) => progress.result(r) } : {}),
       });
     } finally {
       progress?.stop();
+      // The claims are written: the --wait steps that may follow claim nothing.
+      await claim?.release();
     }
     recordWrites(outcome, rollouts.writtenAt, rollouts.now());
     const first: Round = { outcome, held: prepared.held, halted: settleRollbacks(prepared, outcome), paused: prepared.paused, analysis: prepared.analysis };

@@ -5,7 +5,9 @@
  * writes its inventory meanwhile; the object can then be adopted by another stack.
  */
 import type { CommonCliOptions } from "../api/options.js";
-import { acquireLease, currentHolder } from "../apply/lease.js";
+import { acquireClaimLease } from "../apply/claim.js";
+import { acquireLease, currentHolder, type HeldLease } from "../apply/lease.js";
+import { parseModuleAddress } from "../core/inventory.js";
 import { showLeftLease } from "./apply.js";
 import { buildRelease, buildStackState, type StackState } from "../core/state-list.js";
 import { closest } from "../model/suggest.js";
@@ -40,22 +42,23 @@ const RELEASE_LOCK = { timeoutMs: 60_000, ttlMs: 60_000 };
 export async function runStateRelease(address: string, given: CommonCliOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: [] }, io);
   const session = await openSession(options, io);
-  const lease = await acquireLease(session.client, {
-    ...RELEASE_LOCK,
-    stack: session.stack,
-    holder: currentHolder(io.env, options.environment?.name),
-    onWait: (line) => io.stderr(`${line}\n`),
-  }).catch(async (err: unknown) => {
+  const holder = currentHolder(io.env, options.environment?.name);
+  const onWait = (line: string): void => io.stderr(`${line}\n`);
+  const lease = await acquireLease(session.client, { ...RELEASE_LOCK, stack: session.stack, holder, onWait }).catch(async (err: unknown) => {
     await session.close();
     throw err;
   });
+  let claim: HeldLease | null = null;
   try {
-    const release = buildRelease(lease.listing, session.stack, address);
+    // A module's entry leaves an inventory object that a --takeover of another stack may be writing: under the claim lease.
+    if (parseModuleAddress(address) !== null) claim = await acquireClaimLease(session.client, { holder, timeoutMs: RELEASE_LOCK.timeoutMs, onWait });
+    const release = buildRelease((claim ?? lease).listing, session.stack, address);
     if (release === null) throw unknownAddress(buildStackState(lease.listing, session.stack), address);
     await session.client.send(release.request);
     io.stdout(`${release.done}\n`);
     return EXIT.ok;
   } finally {
+    await claim?.release();
     showLeftLease(await lease.release(), session.stack, io);
     await session.close();
   }

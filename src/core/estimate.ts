@@ -39,8 +39,9 @@ export interface EstimateInput {
 
 /** Builds the estimate of applying `plan` (nothing at all for a plan without changes). */
 export function buildEstimate(plan: Pick<Plan, "changes" | "outputs">, input: EstimateInput): Estimate {
-  const writes = plan.changes.length;
-  const reads = writes === 0 ? 0 : weightedBackendReads(plan.changes, input.accountWeightedBackends) + moduleReads(plan, input);
+  const claim = claimRequests(plan.changes, input.accountWeightedBackends);
+  const writes = plan.changes.length + claim.writes;
+  const reads = writes === 0 ? 0 : weightedBackendReads(plan.changes, input.accountWeightedBackends) + moduleReads(plan, input) + claim.reads;
   const requests = writes + reads;
   return {
     requests,
@@ -50,6 +51,16 @@ export function buildEstimate(plan: Pick<Plan, "changes" | "outputs">, input: Es
     rate_limit: input.budget.rateLimit ? formatRateLimit(input.budget.rateLimit) : null,
     concurrency: input.budget.concurrency,
   };
+}
+
+/**
+ * A plan that writes an inventory takes the account's claim lease before its first change (src/apply/claim.ts): its
+ * create and its delete, and the listing under it, of the account with the two leases (the stack's and this one).
+ * Exact for a saved plan in an account of up to 98 weighted backends (its estimate knows no account size).
+ */
+function claimRequests(changes: readonly Change[], accountBefore: number | undefined): { writes: number; reads: number } {
+  if (!changes.some((c) => c.kind === "inventory")) return { writes: 0, reads: 0 };
+  return { writes: 2, reads: listPages((accountBefore ?? 0) + 2) };
 }
 
 /** Every weighted backend a change touched is read again: by id, or by listing the account when that is fewer. */

@@ -7,10 +7,10 @@
  * inventory objects, each after the module changes it records. Pure.
  */
 import { compareText } from "../model/canonical.js";
-import { packInventory, buildInventoryBody, type Inventory, type InventoryEntries, type InventoryEntry } from "../model/inventory.js";
+import { packInventory, buildInventoryBody, parseInventory, type Inventory, type InventoryEntries, type InventoryEntry } from "../model/inventory.js";
 import { inventoryAddress, moduleAddress, type Change, type FieldDiff, type InventoryChange, type ModuleChange, type ModuleKind, type Orphan } from "../model/plan.js";
 import { weightedBackendPath, WEIGHTED_BACKENDS_PATH } from "../model/paths.js";
-import { moduleFingerprint, type LiveRoute } from "../model/state.js";
+import { moduleFingerprint, weightedBackendFingerprint, type LiveRoute, type LiveWeightedBackend } from "../model/state.js";
 import { buildModuleDelete, moduleSpec } from "../kinds/module.js";
 import type { PlanProblems } from "./plan-index.js";
 import type { RoutePair } from "./routes.js";
@@ -58,6 +58,15 @@ function entriesOf(inventories: readonly Inventory[], stack: string): InventoryE
   return out;
 }
 
+/** Why `stack` does not change a module that another stack's inventory records, and what to do. */
+export function ownedElsewhere(address: string, owner: Inventory, stack: string): string {
+  const kind = parseModuleAddress(address)?.kind ?? "module";
+  return (
+    `${address} is managed by stack "${owner.stack}" (its inventory ${owner.id} records it); ` +
+    `stack "${stack}" does not change it: remove the ${kind} block, or take it over with --takeover`
+  );
+}
+
 /** Refuses modules of other stacks, finds orphans, and says what each stack's inventory must hold. */
 export function planModuleOwnership(input: OwnershipInput, problems: PlanProblems): Ownership {
   const owners = ownersOf(input.inventories);
@@ -74,11 +83,7 @@ export function planModuleOwnership(input: OwnershipInput, problems: PlanProblem
       const owner = owners.get(address);
       if (owner && owner.stack !== input.stack) {
         if (!input.takeover) {
-          problems.error(
-            intent.source,
-            `${address} is managed by stack "${owner.stack}" (its inventory ${owner.id} records it); ` +
-              `stack "${input.stack}" does not change it: remove the ${kind} block, or take it over with --takeover`,
-          );
+          problems.error(intent.source, ownedElsewhere(address, owner, input.stack));
           continue;
         }
         const theirs = wanted.get(owner.stack) ?? entriesOf(input.inventories, owner.stack);
@@ -225,4 +230,71 @@ export function entryDiffs(before: InventoryEntries, after: InventoryEntries): F
 /** The inventory objects of one stack, oldest first. */
 function ofStack(inventories: readonly Inventory[], stack: string): Inventory[] {
   return inventories.filter((inv) => inv.stack === stack).sort((a, b) => compareText(a.id, b.id));
+}
+
+/** The inventory objects among live weighted backends, each with the fingerprint of the object as read. */
+export function readInventories(objects: readonly LiveWeightedBackend[]): Inventory[] {
+  const out: Inventory[] = [];
+  for (const wb of objects) {
+    const inventory = parseInventory(wb);
+    if (inventory !== null) out.push({ ...inventory, fingerprint: weightedBackendFingerprint(wb) });
+  }
+  return out;
+}
+
+/** A module the plan writes or records that another stack's inventory records now. */
+export interface ClaimConflict {
+  address: string;
+  /** Where the manifest declares it, when the plan has a change of the module. */
+  source: string | null;
+  message: string;
+}
+
+/**
+ * The plan's changes with its inventory writes made again from `fresh`, the inventories read under the account's
+ * claim lease: each stack's entries as they are now, with the plan's own additions, removals and protect flags
+ * applied (so an entry another stack wrote since the plan was made is kept, never lost). Conflicts instead when a
+ * module the plan changes or records is now recorded by another stack that the plan does not take it from (it was
+ * claimed or taken over since the plan read the inventories). Pure.
+ */
+export function rebaseInventoryChanges(changes: readonly Change[], stack: string, fresh: readonly Inventory[]): { changes: Change[]; conflicts: ClaimConflict[] } {
+  const others = changes.filter((c) => c.kind !== "inventory");
+  const delta = inventoryDelta(changes);
+  const owners = ownersOf(fresh);
+  const sources = new Map(others.map((c) => [c.address, c.source]));
+  const claimed = new Set([...others.filter((c) => c.kind !== "weighted_backend").map((c) => c.address), ...addedBy(delta.get(stack))]);
+  const conflicts: ClaimConflict[] = [];
+  for (const address of [...claimed].sort(compareText)) {
+    const owner = owners.get(address);
+    if (!owner || owner.stack === stack || delta.get(owner.stack)?.get(address) === null) continue;
+    conflicts.push({ address, source: sources.get(address) ?? null, message: ownedElsewhere(address, owner, stack) });
+  }
+  if (conflicts.length > 0) return { changes: [...changes], conflicts };
+  const wanted = new Map<string, InventoryEntries>();
+  for (const [s, entries] of delta) {
+    const now = entriesOf(fresh, s);
+    for (const [address, entry] of entries) {
+      if (entry === null) delete now[address];
+      else now[address] = entry;
+    }
+    wanted.set(s, now);
+  }
+  const rebased = [...others, ...buildInventoryChanges(fresh, wanted, others)].sort((a, b) => compareText(a.address, b.address));
+  return { changes: rebased, conflicts };
+}
+
+/** Per stack, what the plan's inventory writes do to each entry: the entry written, or null when it is removed. */
+function inventoryDelta(changes: readonly Change[]): Map<string, Map<string, InventoryEntry | null>> {
+  const out = new Map<string, Map<string, InventoryEntry | null>>();
+  for (const c of changes) {
+    if (c.kind !== "inventory") continue;
+    const entries = out.get(c.stack) ?? new Map<string, InventoryEntry | null>();
+    for (const d of c.diffs) entries.set(d.path, d.op === "remove" ? null : (d.after as InventoryEntry));
+    out.set(c.stack, entries);
+  }
+  return out;
+}
+
+function addedBy(entries: ReadonlyMap<string, InventoryEntry | null> | undefined): string[] {
+  return entries ? [...entries].filter(([, e]) => e !== null).map(([a]) => a) : [];
 }

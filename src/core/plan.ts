@@ -7,11 +7,11 @@
  * outputs. Same input, same Plan.
  */
 import { isLeaseObject } from "../model/lease.js";
-import { parseInventory, type Inventory } from "../model/inventory.js";
+import { isInventoryObject } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
 import type { Change, Orphan, Plan, PlanEnvironment } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
-import { weightedBackendFingerprint, type DesiredState, type LiveState } from "../model/state.js";
+import type { DesiredState, LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
 import { matchedIds, resolveAllChildren, type Resolved } from "./children.js";
 import { buildDependencies, buildLiveParents } from "./graph.js";
@@ -26,7 +26,7 @@ import { managedModuleCount, planRoutes, type RoutePair, type RoutePlan } from "
 import { applyScope, inScope, isScoped, unmatchedTargets, type Scope } from "./scope.js";
 import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } from "./ignore.js";
 import { buildRolloutChange } from "./rollout.js";
-import { buildInventoryChanges, planModuleOwnership, type Ownership } from "./inventory.js";
+import { buildInventoryChanges, planModuleOwnership, readInventories, type Ownership } from "./inventory.js";
 import { buildSummary } from "./summary.js";
 import { withPolicies, type Policy, type PolicyEnv } from "./policies.js";
 
@@ -76,12 +76,8 @@ export const DEFAULT_MAX_SHIFT = 50;
 export function buildPlan(desired: DesiredState, live: LiveState, options: PlanOptions, routes?: RoutePlan): Plan {
   // Lease objects (one per running apply of a stack) and inventory objects (the modules each stack owns) are
   // edgeplan's own bookkeeping: never orphans, never matched.
-  const inventories: Inventory[] = [];
-  const own = live.weightedBackends.filter((l) => {
-    const inventory = parseInventory(l);
-    if (inventory !== null) inventories.push({ ...inventory, fingerprint: weightedBackendFingerprint(l) });
-    return inventory === null && !isLeaseObject(l);
-  });
+  const inventories = readInventories(live.weightedBackends);
+  const own = live.weightedBackends.filter((l) => !isInventoryObject(l) && !isLeaseObject(l));
   const index = indexPlanInput(desired, { ...live, weightedBackends: own }, options.stack);
   const problems = new PlanProblems();
   const matching = matchWeightedBackends(index, options.takeover, problems);

@@ -96,10 +96,11 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     const plan = await w.cli(["plan", "m", "--prune", "--rate-limit", "off", "--format", "json"]);
     const planned = (JSON.parse(plan.stdout) as { estimate: Estimate }).estimate;
     const { run, seen, mark } = await applyAndCount(w, APPLY);
-    // 3 weighted backends, 5 modules and the inventory object that records the modules written; 4 GETs by id
+    // 3 weighted backends, 5 modules and the inventory object that records the modules written, and the create and
+    // delete of the account's claim lease, with its listing (4 pages: 305 objects and the two leases); 4 GETs by id
     // (listing 306 would take 4 pages: not fewer) and the first page of the edge list, which holds the 3 edges
     // that had a module touched.
-    expect(seen).toEqual({ requests: 14, writes: 9, reads: 5 });
+    expect(seen).toEqual({ requests: 20, writes: 11, reads: 9 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
     expect(planned).toEqual({ ...seen, seconds: 1, rate_limit: null, concurrency: 4 });
     expect(w.log(mark).filter((l) => l.method === "GET" && /^\/backends\/weighted\/bkdwd_/.test(l.path)).length).toBe(4);
@@ -116,9 +117,9 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     const w = await setUp(20);
     w.manifests(mixed(20, { creates: 30, updates: 10, deletes: 8 }));
     const { run, seen } = await applyAndCount(w, APPLY);
-    // 48 weighted backends, 5 modules and the inventory object written; one list page (43 objects) and one page of
-    // the edge list (3 edges).
-    expect(seen).toEqual({ requests: 56, writes: 54, reads: 2 });
+    // 48 weighted backends, 5 modules and the inventory object written, the claim lease's create, delete and listing
+    // (one page); one list page (43 objects) and one page of the edge list (3 edges).
+    expect(seen).toEqual({ requests: 59, writes: 56, reads: 3 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
   });
 
@@ -130,12 +131,12 @@ describe.concurrent("estimate.requests is what the server receives from the firs
     // A plan saved before plans carried an estimate is applied as well, and estimated again.
     const file = path.join(w.dir, "p.json");
     const { estimate, ...older } = JSON.parse(readFileSync(file, "utf8")) as { estimate: Estimate };
-    expect(estimate.writes).toBe(54);
+    expect(estimate.writes).toBe(56);
     writeFileSync(file, JSON.stringify(older));
     const { run, seen } = await applyAndCount(w, ["apply", "--plan", "p.json", "--auto-approve", "--force", "--rate-limit", "off", "--format", "json"]);
-    // 49 GETs by id (48 weighted backends and the inventory object; the deleted ones answer 404) and one page of
-    // the edge list (3 edges, the outputs' routes among them).
-    expect(seen).toEqual({ requests: 104, writes: 54, reads: 50 });
+    // The claim lease's create, delete and listing; 49 GETs by id (48 weighted backends and the inventory object; the
+    // deleted ones answer 404) and one page of the edge list (3 edges, the outputs' routes among them).
+    expect(seen).toEqual({ requests: 107, writes: 56, reads: 51 });
     expect(printedEstimate(run.stdout)).toMatchObject(seen);
   });
 });

@@ -28,6 +28,9 @@ async function circuitBreaker(w: World): Promise<unknown> {
   return res.status === 404 ? null : (res.json as { volume_threshold: number }).volume_threshold;
 }
 
+/** The delete of the account's claim lease, which an apply that writes an inventory takes around its changes. */
+const CLAIM_RELEASE = /^DELETE \/backends\/weighted\/bkdwd_\w{27}$/;
+
 /** The requests of the log from `from` on, as `METHOD path`. */
 const requests = (w: World, from: number): string[] => w.log(from).map((l) => `${l.method} ${l.path}`);
 
@@ -88,9 +91,12 @@ export function ownershipSuite(): void {
       const from = w.log().length;
       const pruned = await w.cli(["apply", "m", "--prune", "--auto-approve"]);
       expect(pruned.code, pruned.stderr).toBe(0);
+      // The account's claim lease around the changes: created first, deleted last.
       expect(w.changeWrites(from).map((l) => `${l.method} ${l.path}`)).toEqual([
+        "POST /backends/weighted",
         `DELETE /edges/https/${EDGE}/routes/${R1}/circuit_breaker`,
         `DELETE /backends/weighted/${id}`,
+        expect.stringMatching(CLAIM_RELEASE),
       ]);
       expect(await circuitBreaker(w)).toBeNull();
       expect(await inventories(w)).toEqual([]);
@@ -130,7 +136,7 @@ export function ownershipSuite(): void {
           `      + ${CB_ADDR}: record ownership`,
           "",
           "Plan: 0 to create, 0 to update, 0 to delete, 1 inventory write.",
-          "Estimate: apply will send 2 requests (1 write, 1 read to check convergence); at 120/60s and 4 at once, that is about 1 s.",
+          "Estimate: apply will send 5 requests (3 writes, 2 reads to check convergence); at 120/60s and 4 at once, that is about 1 s.",
           "",
         ].join("\n"),
       );
@@ -138,7 +144,7 @@ export function ownershipSuite(): void {
       const applied = await w.cli(["apply", "m", "--auto-approve"]);
       expect(applied.code, applied.stderr).toBe(0);
       expect(applied.stdout).toContain("Converged: the live state matches the manifests.");
-      expect(w.changeWrites(from2).map((l) => `${l.method} ${l.path}`)).toEqual(["POST /backends/weighted"]);
+      expect(w.changeWrites(from2).map((l) => `${l.method} ${l.path}`)).toEqual(["POST /backends/weighted", "POST /backends/weighted", expect.stringMatching(CLAIM_RELEASE)]);
       expect(await circuitBreaker(w)).toBe(20);
       expect((await w.cli(["plan", "m"])).stdout).toBe("No changes. Live state matches the manifests.\n");
     });

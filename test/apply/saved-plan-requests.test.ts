@@ -147,12 +147,15 @@ describe("a saved plan's requests are what apply sends", { timeout: 90_000 }, ()
       const applied = await w.cli(["apply", "--plan", "p.json", "--auto-approve", "--ack", "auth-removal"], env);
       expect(applied.code, applied.stderr).toBe(0);
 
-      // The apply's own writes besides the plan's: its lease object, created first and deleted last.
+      // The apply's own writes besides the plan's: its lease object, created first and deleted last, and the account's
+      // claim lease around the changes (the plan writes an inventory).
       const writes = proxy.exchanges.slice(mark).filter((e) => e.method !== "GET");
-      const leasePost = writes.find((e) => e.method === "POST" && (JSON.parse(e.body) as { metadata: string }).metadata.includes('"lease":{'));
-      const leaseId = (JSON.parse(leasePost?.answer ?? "{}") as { id?: string }).id;
-      expect(leaseId).toMatch(/^bkdwd_/);
-      const sent = writes.filter((e) => e !== leasePost && e.path !== `/backends/weighted/${leaseId}`);
+      const leasePosts = writes.filter((e) => e.method === "POST" && (JSON.parse(e.body) as { metadata: string }).metadata.includes('"lease":{'));
+      expect(leasePosts.map((e) => (JSON.parse(e.body) as { metadata: string }).metadata.includes('"stack":"edgeplan:claims"'))).toEqual([false, true]);
+      const leaseIds = leasePosts.map((e) => (JSON.parse(e.answer) as { id?: string }).id);
+      for (const id of leaseIds) expect(id).toMatch(/^bkdwd_/);
+      const sent = writes.filter((e) => !leasePosts.includes(e) && !leaseIds.some((id) => e.path === `/backends/weighted/${id}`));
+      expect(writes.length - sent.length).toBe(4);
       expect(
         sent.every((e) => e.status < 300),
         JSON.stringify(sent.filter((e) => e.status >= 300)),

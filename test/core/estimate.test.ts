@@ -32,8 +32,8 @@ describe("buildEstimate", () => {
       "weighted_backend.b",
     ]);
     // 2 weighted backends and the new inventory object touched: 3 GETs (listing 303 objects takes 4 pages); the 2
-    // edges in the first page of the edge list.
-    expect(p.estimate).toEqual({ requests: 9, writes: 5, reads: 4, seconds: 1, rate_limit: "120/60s", concurrency: 4 });
+    // edges in the first page of the edge list; the claim lease's create and delete, and its listing (4 pages).
+    expect(p.estimate).toEqual({ requests: 15, writes: 7, reads: 8, seconds: 1, rate_limit: "120/60s", concurrency: 4 });
   });
 
   it("lists the account instead when that takes fewer requests", () => {
@@ -44,11 +44,11 @@ describe("buildEstimate", () => {
     };
     const live = { wbs: others(150), routes: [liveRouteOf(null, null), liveRouteOf(null, null, { route: route2 })] };
     // 5 creates, 2 modules on one edge and the inventory object that records them; 156 objects after the run take 2
-    // list pages, fewer than 6 GETs.
-    expect(plan(desired, live).estimate).toMatchObject({ requests: 11, writes: 8, reads: 3 });
-    // With no rate limit, the time follows the concurrency: 11 requests one at a time.
+    // list pages, fewer than 6 GETs; the claim lease's create, delete and listing (2 pages).
+    expect(plan(desired, live).estimate).toMatchObject({ requests: 15, writes: 10, reads: 5 });
+    // With no rate limit, the time follows the concurrency: 15 requests one at a time.
     const p = plan(desired, live, { budget: { rateLimit: null, concurrency: 1 } });
-    expect(p.estimate).toEqual({ requests: 11, writes: 8, reads: 3, seconds: 3, rate_limit: null, concurrency: 1 });
+    expect(p.estimate).toEqual({ requests: 15, writes: 10, reads: 5, seconds: 3, rate_limit: null, concurrency: 1 });
   });
 
   it("is nothing at all for a plan without changes", () => {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { checkPlanAgainstLive } from "../../src/apply/live-check.js";
+import { rebaseInventoryChanges } from "../../src/core/inventory.js";
 import { checkPlan } from "../../src/core/plan-check.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, type PlanOptions } from "../../src/core/plan.js";
 import { ManifestError } from "../../src/model/errors.js";
@@ -133,5 +134,43 @@ describe("ownership of modules in a plan", () => {
     expect(checkPlanAgainstLive(p, now).map((d) => d.what)).toEqual([`before is {"${cbAddr(5)}":{}}, but ${wbId(1)} records {"${cbAddr(6)}":{}}`]);
     const plain: LiveState = { weightedBackends: [liveWb(1, { metadata: "" })], routes: [liveRouteOf(null, CB)] };
     expect(checkPlanAgainstLive(p, plain).map((d) => d.what)).toEqual([`${wbId(1)} is not an inventory object of stack "default"`]);
+  });
+});
+
+describe("rebaseInventoryChanges: the inventory writes made again from the inventories read under the claim lease", () => {
+  const theirs = cbAddr(7);
+  const changes = planOf({ weightedBackends: [] }).changes;
+  const planned = changes.filter((c): c is InventoryChange => c.kind === "inventory");
+
+  it("refuses a module that another stack recorded since the plan, naming it and where the manifest declares it", () => {
+    expect(planned.map((c) => c.diffs.map((d) => `${d.op} ${d.path}`))).toEqual([[`add ${CB_ADDR}`]]);
+    const rebased = rebaseInventoryChanges(changes, "default", [inventory(5, "other", { [CB_ADDR]: {} })]);
+    expect(rebased.conflicts).toEqual([
+      {
+        address: CB_ADDR,
+        source: changes.find((c) => c.address === CB_ADDR)?.source ?? null,
+        message: `${CB_ADDR} is managed by stack "other" (its inventory ${wbId(5)} records it); stack "default" does not change it: remove the circuit_breaker block, or take it over with --takeover`,
+      },
+    ]);
+  });
+
+  it("keeps the entries written since the plan and adds its own to them, in the object that holds them", () => {
+    const rebased = rebaseInventoryChanges(changes, "default", [inventory(5, "default", { [theirs]: {} })]);
+    expect(rebased.conflicts).toEqual([]);
+    const writes = rebased.changes.filter((c): c is InventoryChange => c.kind === "inventory");
+    expect(writes.map((c) => [c.action, c.id, c.after])).toEqual([["update", wbId(5), { [CB_ADDR]: {}, [theirs]: {} }]]);
+    expect(rebased.changes.filter((c) => c.kind !== "inventory")).toEqual(changes.filter((c) => c.kind !== "inventory"));
+  });
+
+  it("a takeover removes only the entry it takes from the owner's inventory as it is now", () => {
+    const owned = { weightedBackends: [liveWb(5, { metadata: inventoryMetadata("other", [CB_ADDR]) })] };
+    const takeover = planOf(owned, undefined, { takeover: true }).changes;
+    const rebased = rebaseInventoryChanges(takeover, "default", [inventory(5, "other", { [CB_ADDR]: {}, [theirs]: {} })]);
+    expect(rebased.conflicts).toEqual([]);
+    const writes = rebased.changes.filter((c): c is InventoryChange => c.kind === "inventory");
+    expect(writes.map((c) => [c.stack, c.action, c.id, c.after])).toEqual([
+      ["default", "create", null, { [CB_ADDR]: {} }],
+      ["other", "update", wbId(5), { [theirs]: {} }],
+    ]);
   });
 });
