@@ -19,8 +19,9 @@ import { acquireLease, type HeldLease } from "./lease.js";
 import { CLAIM_LEASE_KEY } from "./lease-record.js";
 
 /**
- * Validity of a claim lease without a renewal: a killed apply's claim blocks the other stacks' claims this long at
- * most. Renewed every third of it while held, so a claim that lasts longer than this is kept.
+ * Validity of a claim lease without a renewal, at most: a killed apply's claim blocks the other stacks' claims this
+ * long at most (less when the apply's `--lock-ttl` is shorter). Renewed every third of it while held, so a claim
+ * that lasts longer than this is kept.
  */
 export const CLAIM_TTL_MS = 15_000;
 /**
@@ -45,6 +46,8 @@ export interface ClaimOptions {
   holder: LeaseHolder;
   /** How long to wait for another apply's claim (`--lock-timeout`). */
   timeoutMs: number;
+  /** The apply's `--lock-ttl`: the claim lease's validity when it is shorter than `CLAIM_TTL_MS`. */
+  ttlMs?: number;
   onWait: (line: string) => void;
   /** A saved plan: its inventory writes must be the ones it shows, or it is refused as stale. */
   saved: string | null;
@@ -75,11 +78,11 @@ export async function claimModules(client: ApiClient, plan: Plan, options: Claim
  * Takes the account's claim lease (waiting for another holder up to `timeoutMs`): for any write of an inventory, so
  * that no two run at once. Its listing is the account as the claim starts.
  */
-export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "onWait">): Promise<HeldLease> {
+export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "ttlMs" | "onWait">): Promise<HeldLease> {
   return acquireLease(client, {
     stack: CLAIM_LEASE_KEY,
     subject: "module ownership (the account's claim lease)",
-    ttlMs: CLAIM_TTL_MS,
+    ttlMs: Math.min(CLAIM_TTL_MS, options.ttlMs ?? CLAIM_TTL_MS),
     timeoutMs: options.timeoutMs,
     ...CLAIM_POLL,
     holder: options.holder,

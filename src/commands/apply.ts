@@ -216,6 +216,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
       claim = await claimModules(session.client, plan, {
         holder,
         timeoutMs: lock.timeoutMs,
+        ttlMs: lock.ttlMs,
         onWait: (line) => io.stderr(`${line}\n`),
         saved: saved ? (options.plan as string) : null,
       });
