@@ -291,9 +291,9 @@ function registerPolicy(program: Command, done: Done): void {
       .command("test")
       .description("run the policy test cases of a folder against the project's policies; exit 1 when a case gives what it does not expect")
       .argument("[dir]", "folder of test cases (default: policies/tests)"),
-    [CONFIG_OPTION],
+    [CONFIG_OPTION, ENV_OPTION],
   );
-  test.action(async (dir: string | undefined, flags: { config?: string }) => {
+  test.action(async (dir: string | undefined, flags: { config?: string; env?: string }) => {
     const [{ runPolicyTest }, { processIO }] = await Promise.all([import("./commands/policy-test.js"), import("./commands/io.js")]);
     done(await runPolicyTest(dir, flags, processIO()));
   });
@@ -466,14 +466,23 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerCompletion,
 ];
 
+/**
+ * After a mistyped command or option, commander's message (with its "Did you mean" where one is close) and one line
+ * naming the help of the command that was meant, as kubectl does, rather than the whole help.
+ */
+function pointToHelp(cmd: Command, path: string): void {
+  cmd.showHelpAfterError(`Run '${path} --help' for usage.`);
+  for (const sub of cmd.commands) pointToHelp(sub, `${path} ${sub.name()}`);
+}
+
 async function main(argv: string[], outcome: CommandOutcome): Promise<number> {
   const program = new Command("edgeplan")
     .description("Plan and apply weighted backends and HTTPS edge route modules from YAML manifests")
     .version(pkg.version)
-    .showHelpAfterError()
     .exitOverride();
   let exitCode: number = EXIT.ok;
   for (const register of COMMANDS) register(program, (code) => (exitCode = code));
+  pointToHelp(program, "edgeplan");
   // `edgeplan rollout status`, as the message of a command that does not finish names it.
   program.hook("preAction", (_program, command) => {
     const names: string[] = [];

@@ -20,6 +20,8 @@ export const DEFAULT_POLICY_TESTS = path.join("policies", "tests");
 export interface PolicyTestOptions {
   /** The project file (`--config`); default `edgeplan.yaml` of the working directory. */
   config?: string;
+  /** The project file's environment whose policies are tested (`--env`, else EDGEPLAN_ENV). */
+  env?: string;
 }
 
 /** What one case gave: nothing wrong, or the lines that say what differs (or why it could not run). */
@@ -33,7 +35,7 @@ interface CaseOutcome {
  * @throws EdgeplanError when the project defines no policy, or the folder cannot be read or holds no case.
  */
 export async function runPolicyTest(dir: string | undefined, options: PolicyTestOptions, io: CommandIO): Promise<number> {
-  const { policies } = await withProjectFile<{ paths: string[]; config?: string; policies?: Policy[] }>({ paths: [], ...options }, io);
+  const { policies } = await withProjectFile<{ paths: string[]; config?: string; env?: string; policies?: Policy[] }>({ paths: [], ...options }, io);
   if (!policies || policies.length === 0) {
     throw new EdgeplanError(`${options.config ?? "edgeplan.yaml"}: the project defines no policy to test; declare them under policies: or policy_files: (docs/policies.md)`);
   }

@@ -80,12 +80,12 @@ const EXPECTED: Record<string, string[]> = {
 /**
  * Subcommands, with their options: `state list` reads the stack's objects, `state release` writes one marker or
  * entry; the `rollout` actions take the stack's lease as apply does, `status` and `promote --full` read manifests;
- * `policy test` reads only the project file and its cases.
+ * `policy test` reads only the project file (in one of its environments) and its cases.
  */
 const SUBCOMMANDS: Record<string, string[]> = {
   "state list": ["--format", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "state release": [...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
-  "policy test": ["--config"],
+  "policy test": ["--config", "--env"],
   "rollout status": ["--format", "--manifests", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "rollout promote": ["--full", "--manifests", "--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "rollout abort": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
@@ -113,4 +113,20 @@ describe("--help of every command", () => {
       expect(flagsOf(help.stdout)).toEqual(flags);
     });
   }
+});
+
+describe("a mistyped command or option", () => {
+  it.each([
+    [["aply"], "error: unknown command 'aply'\n(Did you mean apply?)\nRun 'edgeplan --help' for usage.\n"],
+    [["plan", "--formt", "json"], "error: unknown option '--formt'\n(Did you mean --format?)\nRun 'edgeplan plan --help' for usage.\n"],
+    [
+      ["plan", "--format", "yaml"],
+      "error: option '--format <format>' argument 'yaml' is invalid. Allowed choices are text, json, markdown, html.\nRun 'edgeplan plan --help' for usage.\n",
+    ],
+    [["state", "lst"], "error: unknown command 'lst'\n(Did you mean list?)\nRun 'edgeplan state --help' for usage.\n"],
+    [["policy", "test", "--evn", "x"], "error: unknown option '--evn'\n(Did you mean --env?)\nRun 'edgeplan policy test --help' for usage.\n"],
+  ])("edgeplan %s: the error, the suggestion and where the help is, not the whole help; exit 1", async (args, stderr) => {
+    const r = await runCli(args);
+    expect(r).toMatchObject({ code: 1, stdout: "", stderr });
+  });
 });

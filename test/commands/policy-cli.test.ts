@@ -238,4 +238,19 @@ describe("edgeplan policy test", () => {
     );
     expect(run.code).toBe(1);
   });
+
+  it("takes --env: the policies of the environment chosen, where the file defines several", async () => {
+    const { mkdirSync } = await import("node:fs");
+    const dir = join(w.dir, "two-envs");
+    mkdirSync(join(dir, "cases"), { recursive: true });
+    writeFileSync(join(dir, "edgeplan.yaml"), `${POLICIES}environments:\n  staging: {}\n  production: {}\n`);
+    writeFileSync(join(dir, "cases", "delete.yaml"), "change: {kind: weighted_backend, action: delete}\nexpect: {no-deletes: fail}\n");
+    const unnamed = await runCliIn(dir, ["policy", "test", "cases"]);
+    expect(unnamed).toMatchObject({
+      code: 1,
+      stderr: "edgeplan: edgeplan.yaml defines 2 environments (staging, production): choose one with --env NAME or EDGEPLAN_ENV\n",
+    });
+    const named = await runCliIn(dir, ["policy", "test", "cases", "--env", "production"]);
+    expect(named).toMatchObject({ code: 0, stderr: "", stdout: "ok   cases/delete.yaml\n1 case: 1 passed, 0 failed\n" });
+  });
 });
