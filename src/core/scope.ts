@@ -8,6 +8,7 @@ import { EdgeplanError } from "../model/errors.js";
 import type { Change, Orphan } from "../model/plan.js";
 import { moduleAddress } from "../model/plan.js";
 import type { DesiredEdgeRoute, DesiredState } from "../model/state.js";
+import { closest } from "../model/suggest.js";
 import { addressMatches, type ADDRESS_KINDS } from "../model/syntax.js";
 
 export interface Scope {
@@ -139,5 +140,9 @@ function pullInCreates(byAddress: ReadonlyMap<string, Change>, kept: Set<string>
 export function unmatchedTargets(scope: Scope, addresses: readonly string[]): string[] {
   return scope.targets
     .filter((t) => !addresses.some((a) => addressMatches(t, a)))
-    .map((t) => `--target ${t} names nothing in the manifests or among the stack's objects; check the address (a plan without --target shows them)`);
+    .map((t) => {
+      const near = closest(t, addresses);
+      const fix = near === undefined ? "check the address (a plan without --target shows them)" : `did you mean ${near}?`;
+      return `--target ${t} names nothing in the manifests or among the stack's objects; ${fix}`;
+    });
 }

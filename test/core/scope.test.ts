@@ -49,11 +49,12 @@ describe("a scoped plan", () => {
     expect(p.summary.total).toBe(2);
   });
 
-  it("warns of a target that names nothing, as a typo would", () => {
-    const p = plan({ wbs: [parent, child] }, {}, { targets: ["weighted_backend.parnet"] });
+  it("warns of a target that names nothing, as a typo would, with the address meant when one is near", () => {
+    const p = plan({ wbs: [parent, child] }, {}, { targets: ["weighted_backend.parnet", "weighted_backend.zzz*"] });
     expect(p.changes).toEqual([]);
     expect(p.warnings).toEqual([
-      "--target weighted_backend.parnet names nothing in the manifests or among the stack's objects; check the address (a plan without --target shows them)",
+      "--target weighted_backend.parnet names nothing in the manifests or among the stack's objects; did you mean weighted_backend.parent?",
+      "--target weighted_backend.zzz* names nothing in the manifests or among the stack's objects; check the address (a plan without --target shows them)",
     ]);
   });
 
