@@ -4,7 +4,7 @@
  * the cache holds the dependencies, as it does after `npm ci`).
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -33,6 +33,11 @@ export interface InstalledPackage {
   env: NodeJS.ProcessEnv;
   /** The lines npm printed as warnings while it installed the package (an engine it does not support, ...). */
   warnings: string[];
+  /**
+   * Bytes of the files npm installed (the package and its dependencies), before the native binding is provided: a
+   * binding compiled here leaves its object files behind, which a prebuilt one does not.
+   */
+  installedBytes: number;
 }
 
 /**
@@ -69,9 +74,17 @@ export async function installPackage(): Promise<InstalledPackage> {
 
   const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=warn", "--ignore-scripts"];
   const installed = await run("npm", ["install", `./${tgz}`, ...flags], { cwd: app, env, timeout: 280_000 });
+  const installedBytes = sizeOf(join(app, "node_modules"));
   await provideSqliteBinding(app, env, node);
   const warnings = installed.stderr.split("\n").filter((line) => /^npm warn/i.test(line));
-  return { work, app, bin: join(app, "node_modules", ".bin", "edgeplan"), env, warnings };
+  return { work, app, bin: join(app, "node_modules", ".bin", "edgeplan"), env, warnings, installedBytes };
+}
+
+/** Bytes of the regular files below `dir`. */
+function sizeOf(dir: string): number {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0);
 }
 
 const BINDING = join("build", "Release", "better_sqlite3.node");
