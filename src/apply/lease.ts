@@ -302,7 +302,7 @@ async function waitForEnd(client: ApiClient, blocker: Lease, watch: ExpiryWatch,
     if (watch.observe(lease)) {
       await deleteIfThere(client, lease.id);
       watch.gone.add(lease.id);
-      options.onWait(`the lease ${lease.id} of ${describeHolder(lease)} expired (no renewal for ${formatMs(lease.ttlMs)}); removed it`);
+      options.onWait(`the lease of ${describeHolder(lease)} expired (no renewal for ${formatMs(lease.ttlMs)}); removed it`);
       return;
     }
     if (now() >= deadline) break;
