@@ -84,7 +84,9 @@ describe("stack lease", () => {
     expect(next.code, next.stderr).toBe(0);
     expect(next.stderr).toContain(`stack "default" is locked by host ${hostname()}, process ${holder.proc.pid}`);
     // The lease's id once, in the holder's description, not twice.
-    expect(next.stderr).toMatch(new RegExp(`^the lease of host ${hostname()}, process ${holder.proc.pid}, started \\S+ \\(lease ${left[0]?.id}\\) expired \\(no renewal for 2s\\); removed it$`, "m"));
+    expect(next.stderr).toMatch(
+      new RegExp(`^the lease of host ${hostname()}, process ${holder.proc.pid}, started \\S+ \\(lease ${left[0]?.id}\\) expired \\(no renewal for 2s\\); removed it$`, "m"),
+    );
     expect(next.stdout).toContain("Converged: the live state matches the manifests.");
     await expectOnePerManifest(w);
   });

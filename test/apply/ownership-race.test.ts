@@ -159,9 +159,7 @@ describe("route module ownership holds across the stacks of the account", () => 
     expect(claimed.stderr).toContain(
       `module ownership (the account's claim lease) is locked by host gone, process 1, started 2026-01-01T00:00:00Z (lease ${leaseId}); waiting for it`,
     );
-    expect(claimed.stderr).toContain(
-      `the lease of host gone, process 1, started 2026-01-01T00:00:00Z (lease ${leaseId}) expired (no renewal for 300ms); removed it`,
-    );
+    expect(claimed.stderr).toContain(`the lease of host gone, process 1, started 2026-01-01T00:00:00Z (lease ${leaseId}) expired (no renewal for 300ms); removed it`);
     expect((await inventories(w)).recordedBy.get(cbAddress(route))).toEqual(["a"]);
 
     // The module is the stack's already: changing it writes the module alone, between the stack lease's create and delete.
