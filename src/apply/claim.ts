@@ -19,11 +19,12 @@ import { acquireLease, type HeldLease } from "./lease.js";
 import { CLAIM_LEASE_KEY } from "./lease-record.js";
 
 /**
- * Validity of a claim lease without a renewal, at most: a killed apply's claim blocks the other stacks' claims this
- * long at most (less when the apply's `--lock-ttl` is shorter). Renewed every third of it while held, so a claim
- * that lasts longer than this is kept.
+ * Validity of a claim lease without a renewal: the apply's `--lock-ttl`, kept between these two. At most 15 s, so a
+ * killed apply's claim blocks the other stacks' claims no longer; at least 2 s, so that its renewals (every third of
+ * it, each a request under the client's rate budget) take little of that budget when `--lock-ttl` is short.
  */
 export const CLAIM_TTL_MS = 15_000;
+const CLAIM_TTL_MIN_MS = 2_000;
 /**
  * Reads of a claim lease waited for: the first after 25 ms (most claims last a few requests), then twice as long
  * each time, up to one read a second (a claim held for a long run costs the waiter no more than a stack lease does).
@@ -46,7 +47,7 @@ export interface ClaimOptions {
   holder: LeaseHolder;
   /** How long to wait for another apply's claim (`--lock-timeout`). */
   timeoutMs: number;
-  /** The apply's `--lock-ttl`: the claim lease's validity when it is shorter than `CLAIM_TTL_MS`. */
+  /** The apply's `--lock-ttl`: the claim lease's validity, kept between 2 s and `CLAIM_TTL_MS`. */
   ttlMs?: number;
   onWait: (line: string) => void;
   /** A saved plan: its inventory writes must be the ones it shows, or it is refused as stale. */
@@ -82,7 +83,7 @@ export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions,
   return acquireLease(client, {
     stack: CLAIM_LEASE_KEY,
     subject: "module ownership (the account's claim lease)",
-    ttlMs: Math.min(CLAIM_TTL_MS, options.ttlMs ?? CLAIM_TTL_MS),
+    ttlMs: Math.max(CLAIM_TTL_MIN_MS, Math.min(CLAIM_TTL_MS, options.ttlMs ?? CLAIM_TTL_MS)),
     timeoutMs: options.timeoutMs,
     ...CLAIM_POLL,
     holder: options.holder,
