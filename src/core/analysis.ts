@@ -24,10 +24,18 @@ export interface Measurement {
 /** What a provider gave: a value, or why it has none (`no data`, `HTTP 503 ...`): then the measurement is inconclusive. */
 export type Reading = { value: unknown } | { none: string };
 
-/** A value as the report shows it: numbers and booleans as written, text quoted, anything else as JSON. */
+/** Characters at most of a value the report shows as itself; a longer one (a whole page, say) is described. */
+const SHOWN_VALUE_MAX = 80;
+
+/**
+ * A value as the report shows it: numbers and booleans as written, short text quoted, anything else as JSON; a
+ * value longer than `SHOWN_VALUE_MAX` by what it is (`summarizeValue`), never its content, since the report goes to
+ * logs and job summaries and a body may be a whole HTML page or hold a secret.
+ */
 export function showValue(value: unknown): string {
   if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return JSON.stringify(value) ?? String(value);
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length <= SHOWN_VALUE_MAX ? text : summarizeValue(value);
 }
 
 /** Prometheus' forms of the infinities (Go's ParseFloat: `+Inf`, `-Inf`, `Inf`, `infinity`, any case) and of NaN. */
@@ -88,7 +96,8 @@ function shownSummary(shown: string | null): string {
   try {
     return summarizeValue(JSON.parse(shown));
   } catch {
-    return "a value that is not a number";
+    // Not JSON: a description `showValue` made of a long value, already without its content.
+    return shown;
   }
 }
 

@@ -120,6 +120,9 @@ describe("a rollout halted by its analysis", () => {
     expect(reason.length).toBeLessThanOrEqual(HALT_REASON_MAX);
     expect(live?.metadata).not.toContain("maintenance");
     expect(rec.out).toContain(`halted  weighted_backend.web: rolled back to 10000/0: ${reason}`);
+    // The report's measurement describes the body; no output shows it.
+    expect(rec.out).toContain(`errors before step 2 of 2: a text of ${HTML.length} characters, not a number, failure`);
+    expect(rec.err + rec.out).not.toContain("maintenance");
     expect(rec.err + rec.out).not.toContain("s3cret");
   });
 
