@@ -52,7 +52,7 @@ function ownersOf(inventories: readonly Inventory[]): Map<string, Inventory> {
 }
 
 /** The entries a stack's inventory holds now, all objects together. */
-function entriesOf(inventories: readonly Inventory[], stack: string): InventoryEntries {
+export function entriesOf(inventories: readonly Inventory[], stack: string): InventoryEntries {
   const out: InventoryEntries = {};
   for (const inv of ofStack(inventories, stack)) for (const [a, e] of Object.entries(inv.entries)) out[a] ??= e;
   return out;

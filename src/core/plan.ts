@@ -9,7 +9,7 @@
 import { isLeaseObject } from "../model/lease.js";
 import { isInventoryObject } from "../model/inventory.js";
 import { compareText } from "../model/canonical.js";
-import type { Change, Orphan, Plan, PlanEnvironment } from "../model/plan.js";
+import type { Change, Drift, Orphan, Plan, PlanEnvironment } from "../model/plan.js";
 import { moduleAddress, PLAN_FORMAT_VERSION, weightedBackendAddress } from "../model/plan.js";
 import type { DesiredState, LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
@@ -28,6 +28,7 @@ import { IgnoredCollector, ignoreWeightedBackendFields, weightedBackendOrigin } 
 import { buildRolloutChange } from "./rollout.js";
 import { buildInventoryChanges, planModuleOwnership, readInventories, type Ownership } from "./inventory.js";
 import { buildSummary } from "./summary.js";
+import { findModuleDrift, findRolloutDrift, markDrift } from "./drift.js";
 import { withPolicies, type Policy, type PolicyEnv } from "./policies.js";
 
 export interface PlanOptions {
@@ -88,18 +89,17 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const routePairs = routePlan.pairs;
   problems.absorb(routePlan.problems);
   const scope: Scope = { targets: options.targets ?? [], excludes: options.excludes ?? [] };
-  const ownership = planModuleOwnership(
-    { ...options, inventories, pairs: routePairs, recorded: live.recorded ?? [], inScope: (address) => inScope(scope, address) },
-    problems,
-  );
+  const ownershipInput = { ...options, inventories, pairs: routePairs, recorded: live.recorded ?? [], inScope: (address: string) => inScope(scope, address) };
+  const ownership = planModuleOwnership(ownershipInput, problems);
+  const drift: Drift[] = findModuleDrift(ownershipInput);
   problems.throwIfErrors();
 
   const orphans = planOrphans(index, matching, resolvedByName, options.prune, problems);
   const ignored = new IgnoredCollector();
   ignored.absorb(routePlan.ignored);
   const all = [
-    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, ignored, options),
-    ...withOwnershipNotes(routePlan.changes, ownership),
+    ...buildWeightedBackendChanges(index, matching, { resolvedByName, nameToId }, orphans, { ignored, drift }, options),
+    ...markDrift(withOwnershipNotes(routePlan.changes, ownership), drift),
     ...ownership.deletes,
   ].sort((a, b) => compareText(a.address, b.address));
   const changeById = new Map<string, string>();
@@ -124,6 +124,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
     stack: options.stack,
     environment: options.environment ?? null,
     targeted,
+    ...driftOf(drift, scope),
     options: {
       prune: options.prune,
       takeover: options.takeover,
@@ -153,9 +154,10 @@ function buildWeightedBackendChanges(
   matching: Matching,
   children: { resolvedByName: ReadonlyMap<string, Resolved>; nameToId: ReadonlyMap<string, string> },
   orphans: Orphans,
-  ignored: IgnoredCollector,
+  found: { ignored: IgnoredCollector; drift: Drift[] },
   options: Pick<PlanOptions, "now" | "retryRollouts">,
 ): Change[] {
+  const { ignored } = found;
   // Names shown beside child ids: the manifest name, else the name in the child's marker of this stack. Looked up
   // for the children of changed objects only, so it is not built for every live object.
   const names = {
@@ -181,7 +183,10 @@ function buildWeightedBackendChanges(
     }
     if (!change) continue;
     const retry = options.retryRollouts?.includes(d.name) === true;
-    changes.push(buildRolloutChange(change, { desired: kept.desired, state: parsedLive?.marker?.rollout, stack: index.stack, now: options.now ?? 0, retry }));
+    const state = parsedLive?.marker?.rollout;
+    const drifted = findRolloutDrift(change, kept.desired, state);
+    if (drifted) found.drift.push(drifted);
+    changes.push(buildRolloutChange(change, { desired: kept.desired, state, stack: index.stack, now: options.now ?? 0, retry }));
   }
   for (const o of orphans.entries) {
     if (orphans.deleting.has(o.live.id)) changes.push(buildWeightedBackendDelete(o.live, index.parsed.get(o.live.id), o.marker, o.address, names));
@@ -204,6 +209,12 @@ function knownAddresses(index: PlanIndex, orphans: readonly Orphan[], pairs: rea
     for (const kind of ["saml", "circuit_breaker"] as const) if (r[kind].state !== "unmanaged") addresses.push(moduleAddress(r.edge, r.route, kind));
   }
   return addresses;
+}
+
+/** The plan's `drift` field: what changed outside edgeplan in the plan's scope, sorted; absent when there is none. */
+function driftOf(drift: readonly Drift[], scope: Scope): Pick<Plan, "drift"> {
+  const shown = drift.filter((d) => inScope(scope, d.address)).sort((a, b) => compareText(a.address, b.address));
+  return shown.length > 0 ? { drift: shown } : {};
 }
 
 /** True when the plan has at least one change. */

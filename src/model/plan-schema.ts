@@ -152,6 +152,8 @@ export const ModuleChangeSchema = z.object({
   }),
   depends_on: z.array(z.string()),
   notes: z.array(z.string()),
+  recreates: z.literal(true).optional().describe("set when the PUT sets again a module the inventory records and that was deleted outside edgeplan"),
+  warnings: z.array(z.string()).optional().describe("what a reviewer must do because of this change; absent when none"),
 });
 
 /** The values of a SAML module to copy into the IdP: in the plan, and in an apply's report as read after the run. */
@@ -212,6 +214,17 @@ export const PlanSchema = z
       .optional()
       .describe("only in a saved plan (plan --out): the API and account it was made for; apply --plan refuses it anywhere else"),
     targeted: z.boolean().default(false).describe("true when --target or --exclude limited the plan: the rest of the stack was not planned"),
+    drift: z
+      .array(
+        z.object({
+          address: z.string(),
+          what: z.enum(["deleted", "changed"]).describe("deleted: recorded by the stack and gone live; changed: live differs from what edgeplan last wrote"),
+          reason: z.string().describe("how edgeplan knows, and what the plan does about it"),
+          diffs: z.array(FieldDiffSchema).describe("from what edgeplan last wrote (before) to what is live (after); empty when edgeplan kept no values"),
+        }),
+      )
+      .optional()
+      .describe("only when there is some: what changed outside edgeplan since the last apply (docs/ownership.md, Drift), sorted by address"),
     options: z.object({
       prune: z.boolean(),
       takeover: z.boolean(),

@@ -195,6 +195,23 @@ export interface ModuleChange {
   request: PlannedRequest<"PUT" | "DELETE", ModuleSettings>;
   depends_on: string[];
   notes: string[];
+  /** Set on a PUT that sets again a module the stack's inventory records and that was deleted outside edgeplan (see `drift`). */
+  recreates?: true;
+  /** What a reviewer must do because of this change (re-creating a SAML module gives it a new SP certificate); absent when none. */
+  warnings?: string[];
+}
+
+/**
+ * A change made outside edgeplan, since the last apply, to an object the stack manages, as far as edgeplan's own
+ * records tell it (src/core/drift.ts says what counts). `deleted`: the object is recorded and gone live.
+ */
+export interface Drift {
+  address: string;
+  what: "deleted" | "changed";
+  /** How edgeplan knows, and what the plan does about it. */
+  reason: string;
+  /** The fields that differ, from what edgeplan last wrote (`before`) to what is live (`after`); empty when edgeplan kept no values. */
+  diffs: FieldDiff[];
 }
 
 /**
@@ -354,6 +371,8 @@ export interface Plan {
   api?: PlanApi;
   /** True when `--target` or `--exclude` limited the plan: the rest of the stack was not planned. */
   targeted: boolean;
+  /** Only when there is some: what changed outside edgeplan since the last apply, sorted by address. */
+  drift?: Drift[];
   options: {
     prune: boolean;
     takeover: boolean;

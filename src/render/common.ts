@@ -2,7 +2,20 @@
  * Words and symbols shared by the renderers, so that text and Markdown say the same thing. Renderers only read a
  * Plan; they never compute what it contains. Pure.
  */
-import type { Change, Estimate, FieldDiff, JsonValue, Plan, PlanPolicies, PolicyResult, RolloutStep, SamlOutput, WeightChange, WeightedBackendValue } from "../model/plan.js";
+import type {
+  Change,
+  Drift,
+  Estimate,
+  FieldDiff,
+  JsonValue,
+  Plan,
+  PlanPolicies,
+  PolicyResult,
+  RolloutStep,
+  SamlOutput,
+  WeightChange,
+  WeightedBackendValue,
+} from "../model/plan.js";
 import { POLICY_LEVELS } from "../model/plan.js";
 import { stepGraceMs } from "../kinds/weighted-backend-rollout.js";
 import { isPauseStep, promoteCommand } from "../core/rollout.js";
@@ -89,7 +102,26 @@ export function phraseOf(change: Change): string {
     }
   }
   if (change.action === "delete") return "will be deleted";
+  if (change.recreates) return "will be set again (it was deleted outside edgeplan)";
   return change.before === null ? "will be set (the route has none yet)" : "will be replaced";
+}
+
+/** The heading of what changed outside edgeplan, shown before the plan in every format. */
+export const DRIFT_HEADING = "Changed outside edgeplan since the last apply";
+
+/** One object changed outside edgeplan, as a line: `ADDRESS: deleted: how edgeplan knows, and what the plan does`. */
+export function driftLine(d: Drift): string {
+  return `${d.address}: ${d.what}: ${d.reason}`;
+}
+
+/** The mark of a drift line: `-` for an object deleted, `~` for one changed. */
+export function driftSymbol(d: Drift): "-" | "~" {
+  return d.what === "deleted" ? "-" : "~";
+}
+
+/** The warnings of a change (only module changes carry some). */
+export function changeWarnings(change: Change): readonly string[] {
+  return change.kind === "saml" || change.kind === "circuit_breaker" ? (change.warnings ?? []) : [];
 }
 
 /** `will take rollout step 2 of 4`, `rollout step 3 of 4, due at ...`, `rollout halted at step 2 of 4` */

@@ -7,6 +7,9 @@
  */
 import type { Change, FieldDiff, Plan, WeightChange, WeightedBackendChange } from "../model/plan.js";
 import {
+  changeWarnings,
+  DRIFT_HEADING,
+  driftLine,
   estimateLine,
   IGNORED_HEADING,
   ignoredOfUnchanged,
@@ -41,6 +44,7 @@ export function renderHtml(plan: Plan): string {
       : `<p class="muted">stack <code>${esc(plan.stack)}</code></p>`,
     ...renderHtmlSummary(plan),
     "</header>",
+    ...renderHtmlDrift(plan),
     ...renderHtmlRisks(plan),
     ...renderHtmlChanges(plan, "Changes"),
     ...renderHtmlOrphans(plan),
@@ -85,6 +89,18 @@ function renderHtmlPolicies(plan: Plan): string[] {
   return out;
 }
 
+/** What changed outside edgeplan, each object with the fields that differ, in a box before the plan; nothing without drift. */
+function renderHtmlDrift(plan: Plan): string[] {
+  if (!plan.drift || plan.drift.length === 0) return [];
+  const out = ['<section class="box warn drift" aria-labelledby="drift">', `<h2 id="drift">${esc(DRIFT_HEADING)}</h2>`, "<ul>"];
+  for (const d of plan.drift) {
+    const diffs = d.diffs.length > 0 ? `<ul class="diffs">${d.diffs.map(renderDiff).join("")}</ul>` : "";
+    out.push(`<li>${esc(driftLine(d))}${diffs}</li>`);
+  }
+  out.push("</ul>", "</section>");
+  return out;
+}
+
 /** Risks (each with the flag that acknowledges it), the policies, and warnings, in boxes at the top. */
 export function renderHtmlRisks(plan: Plan): string[] {
   const out: string[] = [];
@@ -122,6 +138,7 @@ function renderCard(change: Change, index: number): string {
   // A rollout says where it stands as the text plan does: its step, its check, its final weights, what comes next.
   const notes = [...change.notes, ...rolloutLines(change), ...(change.depends_on.length > 0 ? [`after ${change.depends_on.join(", ")}`] : [])];
   if (notes.length > 0) out.push('<ul class="notes muted">', ...notes.map((n) => `<li>${esc(n)}</li>`), "</ul>");
+  for (const w of changeWarnings(change)) out.push(`<p class="box warn">warning: ${esc(w)}</p>`);
   if (change.kind === "weighted_backend" && change.weights.length > 0) out.push(...renderSplit(change));
   const diffItem = change.kind === "inventory" ? (d: FieldDiff) => `<li><code>${esc(d.path)}</code> ${esc(ownershipText(d))}</li>` : renderDiff;
   if (change.diffs.length > 0) out.push('<ul class="diffs">', ...change.diffs.map(diffItem), "</ul>");

@@ -8,7 +8,9 @@
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import { renderMermaid, trafficChanges } from "./mermaid.js";
 import {
+  changeWarnings,
   childLabel,
+  DRIFT_HEADING,
   IGNORED_HEADING,
   ignoredOfUnchanged,
   estimateLine,
@@ -121,6 +123,7 @@ function markdownHead(plan: Plan): string[] {
   if (targeted !== null) head.push(`> **${cell(targeted)}**`, "");
   head.push(plan.changes.length === 0 ? `**${noChangesLine(plan)}**` : `**${summaryLine(plan)}**`);
   if (plan.changes.length > 0) head.push("", cell(estimateLine(plan.estimate)));
+  head.push(...markdownDrift(plan));
   if (plan.risks.length > 0) {
     head.push("", "#### Risks", "", "Apply needs `--ack RULE` for each rule below (or `--force`).", "");
     for (const risk of plan.risks) head.push(`- **${code(risk.rule)}**: ${cell(risk.message)}`);
@@ -137,11 +140,31 @@ function markdownHead(plan: Plan): string[] {
   }
   const unlisted = (plan.policies?.results.length ?? 0) - MARKDOWN_POLICY_RESULTS;
   if (unlisted > 0) head.push(`- and ${unlisted} more (\`edgeplan plan\` lists them all)`);
-  if (plan.warnings.length > 0) {
+  const changeWarningItems = plan.changes.flatMap((c) => changeWarnings(c).map((w) => `- ${code(c.address)}: ${cell(w)}`));
+  if (plan.warnings.length > 0 || changeWarningItems.length > 0) {
     head.push("", "#### Warnings", "");
     for (const w of plan.warnings) head.push(`- ${cell(w)}`);
+    head.push(...changeWarningItems);
   }
   return head;
+}
+
+/** A field that differs, from what edgeplan wrote to what is live: `a -> b`, `added: b`, `removed: a`. */
+function driftValues(diff: FieldDiff): string {
+  if (diff.op === "add") return `added: ${code(valueText(diff.after))}`;
+  if (diff.op === "remove") return `removed: ${code(valueText(diff.before))}`;
+  return `${code(valueText(diff.before))} -> ${code(valueText(diff.after))}`;
+}
+
+/** What changed outside edgeplan, each object with the fields that differ; in the head, which is never cut. */
+function markdownDrift(plan: Plan): string[] {
+  if (!plan.drift || plan.drift.length === 0) return [];
+  const out = ["", `#### ${DRIFT_HEADING}`, ""];
+  for (const d of plan.drift) {
+    out.push(`- ${code(d.address)}: ${d.what}: ${cell(d.reason)}`);
+    for (const diff of d.diffs) out.push(`  - ${code(diff.path)}: ${driftValues(diff)}`);
+  }
+  return out;
 }
 
 /** The parts of the comment that may be cut, each a heading and its items. */

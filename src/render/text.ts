@@ -5,7 +5,11 @@
  */
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import {
+  changeWarnings,
   childLabel,
+  DRIFT_HEADING,
+  driftLine,
+  driftSymbol,
   environmentLine,
   IGNORED_HEADING,
   ignoredOfUnchanged,
@@ -71,6 +75,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
   if (environment !== null) out.push(paint("bold", environment), "");
   const targeted = targetedLine(plan);
   if (targeted !== null) out.push(paint("bold", paint("yellow", targeted)), "");
+  out.push(...renderDriftText(plan, paint));
   if (plan.risks.length > 0) {
     out.push(paint("bold", paint("red", `Risks: apply needs --ack RULE for each rule below (or --force):`)));
     for (const risk of plan.risks) out.push(`  ${paint("red", "!")} ${paint("bold", risk.rule)}: ${risk.message}`);
@@ -143,6 +148,7 @@ function renderChange(change: Change, paint: Paint): string[] {
   const lines: string[] = [];
   lines.push(paint("bold", `  # ${change.address} ${phraseOf(change)}`) + (change.source ? ` (${change.source})` : ""));
   for (const note of change.notes) lines.push(`  # ${note}`);
+  for (const w of changeWarnings(change)) lines.push(`  ${paint("yellow", "!")} warning: ${w}`);
   for (const line of rolloutLines(change)) lines.push(`  # ${line}`);
   if (change.depends_on.length > 0) lines.push(`  # after ${change.depends_on.join(", ")}`);
   lines.push(`  ${paint(SYMBOL_STYLE[symbol], symbol)} ${titleOf(change)}`);
@@ -171,6 +177,19 @@ function renderChange(change: Change, paint: Paint): string[] {
     }
   }
   return lines;
+}
+
+/** What changed outside edgeplan, each object with the fields that differ, then a blank line; nothing without drift. */
+function renderDriftText(plan: Plan, paint: Paint): string[] {
+  if (!plan.drift || plan.drift.length === 0) return [];
+  const out = [paint("bold", `${DRIFT_HEADING}:`)];
+  for (const d of plan.drift) {
+    const mark = driftSymbol(d);
+    out.push(`  ${paint(DIFF_STYLE[mark] ?? "yellow", mark)} ${driftLine(d)}`);
+    for (const diff of d.diffs) out.push(...renderFieldDiff(diff, paint));
+  }
+  out.push("");
+  return out;
 }
 
 function renderFieldDiff(diff: FieldDiff, paint: Paint): string[] {
