@@ -2,9 +2,9 @@
  * `buildPlan`: the pure function from (desired, live, options) to a Plan, in phases of their own files: match
  * manifests to live objects by `id:` or owner marker (`match.ts`), propose renames instead of delete + create
  * (`renames.ts`), resolve and check children (`children.ts`), pair routes (`routes.ts`), find orphans
- * (`orphans.ts`), let each kind build its changes (`kinds/`; a weighted backend's update becomes the step of a
- * progressive rollout when its manifest asks for one, `rollout.ts`), order them (`graph.ts`), and name the risks and
- * outputs. Same input, same Plan.
+ * (`orphans.ts`) and what changed outside edgeplan since the last apply (`drift.ts`), let each kind build its
+ * changes (`kinds/`; a weighted backend's update becomes the step of a progressive rollout when its manifest asks for
+ * one, `rollout.ts`), order them (`graph.ts`), and name the risks and outputs. Same input, same Plan.
  */
 import { isLeaseObject } from "../model/lease.js";
 import { isInventoryObject } from "../model/inventory.js";

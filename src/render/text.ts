@@ -1,5 +1,5 @@
 /**
- * The plan as text for a terminal, drawn like Terraform's: risks first, then each change with `+ ~ -` markers
+ * The plan as text for a terminal, drawn like Terraform's: what changed outside edgeplan and risks first, then each change with `+ ~ -` markers
  * (and `>`, `!`, `=>` for adopt, take over and rename), orphans, outputs, and the summary line. Reads the Plan only.
  * Pure.
  */
