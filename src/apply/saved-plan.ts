@@ -74,33 +74,55 @@ export async function loadSavedPlan(path: string, shownAs = path, where = `--pla
  * Refuses a saved plan made for another API or account than `current` (the session's), before anything is sent:
  * its ids and `before` values describe that API's objects, and a plan of creates alone would otherwise be carried
  * out in the wrong account. Throws an EdgeplanError naming both; the account is named by the first 12 hex digits of
- * its fingerprint (src/api/account.ts), which say nothing of the key.
+ * its fingerprint (src/api/account.ts), which say nothing of the key. `again`: the command that makes a plan for
+ * this API, into a new file (the reviewed one is kept).
  */
-export function checkSavedPlanApi(saved: Plan, current: PlanApi, shownAs: string): void {
+export function checkSavedPlanApi(saved: Plan, current: PlanApi, shownAs: string, again: string): void {
   const made = saved.api;
   if (made === undefined || (made.url === current.url && made.account === current.account)) return;
   const what = made.url !== current.url ? "another API" : "another account (another API key)";
   throw new EdgeplanError(
     `--plan ${shownAs}: the plan was made for ${what}: it was made for ${describeApi(made)}, and this apply talks to ${describeApi(current)}; nothing was sent. ` +
-      `Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out ${shownAs}`,
+      `Apply it with the --api-url and API key it was made with, or make a plan for this API: ${again}`,
   );
 }
 
 /**
  * Refuses a saved plan made in another environment of the project file than `current` (the one chosen now, or null),
  * before anything is sent: a staging plan must never reach production. A plan saved before plans recorded their
- * environment counts as made with none. Throws an EdgeplanError naming both and the command to run.
+ * environment counts as made with none. Throws an EdgeplanError naming both and the command to run (`again`).
  */
-export function checkSavedPlanEnvironment(saved: Plan, current: string | null, shownAs: string): void {
+export function checkSavedPlanEnvironment(saved: Plan, current: string | null, shownAs: string, again: (env: string) => string): void {
   const made = saved.environment?.name ?? null;
   if (made === current) return;
   const was = made === null ? "with no environment" : `for environment ${made}`;
   const now = current === null ? "no environment is chosen now" : `this apply runs in environment ${current}`;
-  const fix =
-    current === null
-      ? `Apply it with --env ${made}, from the project file that defines it`
-      : `Make a plan for ${current}: edgeplan plan --env ${current} --out ${shownAs}${made === null ? "" : `; or apply this one with --env ${made}`}`;
+  const fix = current === null ? `Apply it from the project file that defines environment ${made}` : `Make a plan for ${current}: ${again(current)}`;
   throw new EdgeplanError(`--plan ${shownAs}: the plan was made ${was}, and ${now}; nothing was sent. ${fix}`);
+}
+
+/**
+ * The options of `apply --plan` with the saved plan's environment as `--env`: apply takes it from the plan, so a
+ * staging plan is applied in staging with no flag. Refused, before anything is read or sent, when `--env` or
+ * EDGEPLAN_ENV names another one (`again` gives the command that makes a plan for that one). A plan made with no
+ * environment, or saved before plans recorded it, leaves the options as they are.
+ */
+export function withSavedEnvironment<T extends { env?: string }>(
+  given: T,
+  saved: Plan,
+  shownAs: string,
+  env: Record<string, string | undefined>,
+  again: (env: string) => string,
+): T {
+  const made = saved.environment?.name;
+  if (made === undefined) return given;
+  const named = given.env ?? (env.EDGEPLAN_ENV || undefined);
+  if (named === undefined || named === made) return { ...given, env: made };
+  const source = given.env !== undefined ? "--env" : "EDGEPLAN_ENV";
+  throw new EdgeplanError(
+    `--plan ${shownAs}: the plan was made for environment ${made}, and ${source} names ${named}; nothing was sent. ` +
+      `apply --plan takes the environment from the plan: leave out ${source} to apply it in ${made}, or make a plan for ${named}: ${again(named)}`,
+  );
 }
 
 function describeApi(api: PlanApi): string {

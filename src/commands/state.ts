@@ -15,6 +15,7 @@ import { EdgeplanError, EXIT } from "../model/errors.js";
 import { renderStackStateJson, renderStackStateText } from "../render/state.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
+import { whereText } from "./hints.js";
 import { openSession } from "./session.js";
 
 export type StateFormat = "text" | "json";
@@ -44,7 +45,8 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
   const session = await openSession(options, io);
   const holder = currentHolder(io.env, options.environment?.name);
   const onWait = (line: string): void => io.stderr(`${line}\n`);
-  const lease = await acquireLease(session.client, { ...RELEASE_LOCK, stack: session.stack, holder, onWait }).catch(async (err: unknown) => {
+  const unlockWhere = whereText(given, options.environment?.name, io.env);
+  const lease = await acquireLease(session.client, { ...RELEASE_LOCK, stack: session.stack, holder, onWait, unlockWhere }).catch(async (err: unknown) => {
     await session.close();
     throw err;
   });
@@ -59,7 +61,7 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
     return EXIT.ok;
   } finally {
     await claim?.release();
-    showLeftLease(await lease.release(), session.stack, io);
+    showLeftLease(await lease.release(), session.stack, io, unlockWhere);
     await session.close();
   }
 }
