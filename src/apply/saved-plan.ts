@@ -36,14 +36,15 @@ export const MAX_SAVED_PLAN_DEPTH = 256;
 /**
  * Reads a saved plan. Throws an EdgeplanError that names the file and says how to make a plan when the file cannot
  * be read, is larger than MAX_SAVED_PLAN_BYTES, nests deeper than MAX_SAVED_PLAN_DEPTH, is not JSON, or is not an
- * edgeplan plan (format_version 1); messages start with `where` (the flag and file, or the file). The plan is returned as its schema reads it, not yet checked against itself
+ * edgeplan plan (format_version 1); messages start with `where` (the flag and file, or the file), and end with
+ * `makeOne`, the command that makes a plan where the caller runs. The plan is returned as its schema reads it, not yet checked against itself
  * (`checkPlan`, src/core/plan-check.ts) or the live side.
  */
-export async function loadSavedPlan(path: string, shownAs = path, where = `--plan ${shownAs}`): Promise<Plan> {
-  const json = parseBounded(await readBounded(path, shownAs, where), shownAs, where);
+export async function loadSavedPlan(path: string, shownAs = path, where = `--plan ${shownAs}`, makeOne = `edgeplan plan --out ${shownAs}`): Promise<Plan> {
+  const json = parseBounded(await readBounded(path, where, makeOne), where, makeOne);
   const version = json !== null && typeof json === "object" ? (json as { format_version?: unknown }).format_version : undefined;
   if (version === undefined) {
-    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (it has no format_version); make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (it has no format_version); make one with: ${makeOne}`);
   }
   if (version !== 1) {
     throw new EdgeplanError(
@@ -57,14 +58,12 @@ export async function loadSavedPlan(path: string, shownAs = path, where = `--pla
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-    throw new EdgeplanError(
-      `${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: edgeplan plan --out ${shownAs}`,
-    );
+    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: ${makeOne}`);
   }
   if (parsed.data.api === undefined) {
     throw new EdgeplanError(
       `--plan ${shownAs}: the plan does not say which API and account it was made for (only plan --out records them), so it could be applied to the wrong one; ` +
-        `make it with: edgeplan plan --out ${shownAs}`,
+        `make it with: ${makeOne}`,
     );
   }
   return parsed.data;
@@ -133,12 +132,12 @@ function describeApi(api: PlanApi): string {
  * The file's text, refused when it has more than MAX_SAVED_PLAN_BYTES: a file by its size, before it is read; and
  * since a file may grow, and a device or a pipe has no size, read in chunks up to one byte past the limit.
  */
-async function readBounded(path: string, shownAs: string, where: string): Promise<string> {
+async function readBounded(path: string, where: string, makeOne: string): Promise<string> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(path, "r");
     const stat = await handle.stat();
-    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs, where);
+    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(where, makeOne);
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -147,33 +146,33 @@ async function readBounded(path: string, shownAs: string, where: string): Promis
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
       total += bytesRead;
-      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs, where);
+      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(where, makeOne);
     }
     return Buffer.concat(chunks, total).toString("utf8");
   } catch (err) {
     if (err instanceof EdgeplanError) throw err;
     const why = fileErrorReason(err);
-    throw new EdgeplanError(`${where}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: cannot read the saved plan (${why}); make one with: ${makeOne}`);
   } finally {
     await handle?.close();
   }
 }
 
-function tooLarge(shownAs: string, where: string): EdgeplanError {
-  return new EdgeplanError(`${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`);
+function tooLarge(where: string, makeOne: string): EdgeplanError {
+  return new EdgeplanError(`${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: ${makeOne}`);
 }
 
 /** The parsed JSON of the text, refused before parsing when it nests deeper than MAX_SAVED_PLAN_DEPTH. */
-function parseBounded(text: string, shownAs: string, where: string): unknown {
+function parseBounded(text: string, where: string, makeOne: string): unknown {
   if (nestsDeeperThan(text, MAX_SAVED_PLAN_DEPTH)) {
     throw new EdgeplanError(
-      `${where}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: edgeplan plan --out ${shownAs}`,
+      `${where}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: ${makeOne}`,
     );
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new EdgeplanError(`${where}: the file is not JSON, so it is not a saved plan; make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: the file is not JSON, so it is not a saved plan; make one with: ${makeOne}`);
   }
 }
 

@@ -148,10 +148,7 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
  * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, 4, or 130/143).
  */
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
-  // A saved plan is read first: it names the environment of the project file it is applied in.
-  const saved = given.plan === undefined ? undefined : await loadSavedPlan(resolve(io.cwd, given.plan), given.plan);
-  const newPlan = (env: string | undefined, tag: string): string => planCommand(given, io, env, freshPlanFile(io.cwd, given.plan as string, tag));
-  const options = await withProjectFile(saved ? withSavedEnvironment(given, saved, given.plan as string, io.env, (env) => newPlan(env, env)) : given, io);
+  const { options, saved, newPlan } = await withSavedPlan(given, io);
   const { format, acks } = checkApplyFlags(options, io);
   const waitMs = checkRolloutFlags(options);
   const lock = lockOptionsFrom(options);
@@ -222,6 +219,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
         ttlMs: lock.ttlMs,
         onWait: (line) => io.stderr(`${line}\n`),
         saved: saved ? (options.plan as string) : null,
+        unlockWhere,
       });
     } catch (err) {
       await showPlanOnly(plan, format, options, io);
@@ -336,6 +334,26 @@ async function reportRun(
   result.exitCode = exitCodeOf(outcome, report.convergence, interruptedBy, { stopped: run.halted.length > 0 || run.timedOut !== null, paused });
 }
 
+/**
+ * The saved plan of `--plan`, read first: it names the environment of the project file it is applied in
+ * (`withSavedEnvironment`); then the options with the project file's settings. `newPlan(env, tag)` is the command
+ * that makes a plan here, in `env`, into a new file named with `tag`, which a refusal suggests.
+ */
+async function withSavedPlan(
+  given: ApplyCommandOptions,
+  io: CommandIO,
+): Promise<{ options: ApplyCommandOptions; saved: Plan | undefined; newPlan: (env: string | undefined, tag: string) => string }> {
+  const file = given.plan;
+  const newPlan = (env: string | undefined, tag: string): string => planCommand(given, io, env, freshPlanFile(io.cwd, file ?? "plan.json", tag), typedStack(given, io));
+  if (file === undefined) return { options: await withProjectFile(given, io), saved: undefined, newPlan };
+  const saved = await loadSavedPlan(resolve(io.cwd, file), file, undefined, planCommand(given, io, given.env, file, typedStack(given, io)));
+  const options = await withProjectFile(
+    withSavedEnvironment(given, saved, file, io.env, (env) => newPlan(env, env)),
+    io,
+  );
+  return { options, saved, newPlan };
+}
+
 /** Checks the flags that need nothing read first: the format, the `--ack` rules, `--plan` beside a scope. */
 function checkApplyFlags(options: ApplyCommandOptions, io: CommandIO): { format: PlanFormat; acks: ReturnType<typeof parseAckRules> } {
   const format = options.format ?? "text";
@@ -425,10 +443,14 @@ function planCommand(given: ApplyCommandOptions, io: CommandIO, env: string | un
   return commandLine(["plan", ...given.paths, ...more, ...whereArgs({ ...given, env }, io.env), "--out", out]);
 }
 
+/** `--stack NAME` as typed (not the shell's EDGEPLAN_STACK, which the command line reads as the flag), or nothing. */
+function typedStack(given: ApplyCommandOptions, io: CommandIO): string[] {
+  return given.stack !== undefined && given.stack !== io.env.EDGEPLAN_STACK ? ["--stack", given.stack] : [];
+}
+
 /** `--stack NAME` when a plan made here would not take the saved plan's stack without it, or `--stack` was typed. */
 function stackArgs(saved: Plan, session: Session, given: ApplyCommandOptions, io: CommandIO): string[] {
-  const typed = given.stack !== undefined && given.stack !== io.env.EDGEPLAN_STACK;
-  return typed || saved.stack !== session.stack ? ["--stack", saved.stack] : [];
+  return typedStack(given, io).length > 0 || saved.stack !== session.stack ? ["--stack", saved.stack] : [];
 }
 
 /**

@@ -53,7 +53,7 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
   let claim: HeldLease | null = null;
   try {
     // A module's entry leaves an inventory object that a --takeover of another stack may be writing: under the claim lease.
-    if (parseModuleAddress(address) !== null) claim = await acquireClaimLease(session.client, { holder, timeoutMs: RELEASE_LOCK.timeoutMs, onWait });
+    if (parseModuleAddress(address) !== null) claim = await acquireClaimLease(session.client, { holder, timeoutMs: RELEASE_LOCK.timeoutMs, onWait, unlockWhere });
     const release = buildRelease((claim ?? lease).listing, session.stack, address);
     if (release === null) throw unknownAddress(buildStackState(lease.listing, session.stack), address);
     await session.client.send(release.request);

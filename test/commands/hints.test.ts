@@ -188,6 +188,13 @@ describe("every hint runs as printed", () => {
         "apply --plan takes the environment from the plan: leave out --env to apply it in staging, or make a plan for production: " +
         "edgeplan plan --env production --out t-production.json\n",
     );
+    // A plan saved before plans recorded their environment is applied as before: the environment is chosen here.
+    const { environment: _made, ...older } = JSON.parse(readFileSync(join(cwd, "t.json"), "utf8")) as Record<string, unknown>;
+    writeFileSync(join(cwd, "old.json"), JSON.stringify(older));
+    expect(await run(["apply", "--plan", "old.json"], s)).toEqual({
+      code: 1,
+      text: "edgeplan: edgeplan.yaml defines 2 environments (staging, production): choose one with --env NAME or EDGEPLAN_ENV\n",
+    });
     const byVariable = await run(["apply", "--plan", "t.json"], { ...s, env: { ...s.env, EDGEPLAN_ENV: "production" } });
     expect(byVariable.code).toBe(1);
     expect(byVariable.text).toContain("and EDGEPLAN_ENV names production; nothing was sent. apply --plan takes the environment from the plan: leave out EDGEPLAN_ENV");
@@ -228,6 +235,7 @@ describe("every hint runs as printed", () => {
     const s: Situation = { cwd, env: {}, tty: true };
     expect((await run(["apply", "m", "--local", "--stack", "blue"], s)).code).toBe(0);
     await expectHintsRun(["export", "--local", "--stack", "blue", "--out", "exp"], s, 0, ["edgeplan plan --stack blue --local exp"]);
+    await expectHintsRun(["apply", "m", "--plan", "none.json", "--local", "--stack", "blue"], s, 1, ["edgeplan plan m --stack blue --local --out none.json"]);
 
     const empty = folder();
     const io = captureIO({}, empty);
