@@ -52,6 +52,8 @@ export interface ClaimOptions {
   onWait: (line: string) => void;
   /** A saved plan: its inventory writes must be the ones it shows, or it is refused as stale. */
   saved: string | null;
+  /** The flags after the `unlock` command a message prints (`LeaseOptions.unlockWhere`). */
+  unlockWhere?: string;
 }
 
 /**
@@ -79,7 +81,7 @@ export async function claimModules(client: ApiClient, plan: Plan, options: Claim
  * Takes the account's claim lease (waiting for another holder up to `timeoutMs`): for any write of an inventory, so
  * that no two run at once. Its listing is the account as the claim starts.
  */
-export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "ttlMs" | "onWait">): Promise<HeldLease> {
+export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "ttlMs" | "onWait" | "unlockWhere">): Promise<HeldLease> {
   return acquireLease(client, {
     stack: CLAIM_LEASE_KEY,
     subject: "module ownership (the account's claim lease)",
@@ -88,6 +90,7 @@ export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions,
     ...CLAIM_POLL,
     holder: options.holder,
     onWait: options.onWait,
+    ...(options.unlockWhere === undefined ? {} : { unlockWhere: options.unlockWhere }),
   });
 }
 

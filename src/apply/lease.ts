@@ -37,6 +37,8 @@ export interface LeaseOptions {
   now?: () => number;
   /** What the lease guards, as messages name it (default `stack "S"`); given only for the account's claim lease. */
   subject?: string;
+  /** The flags after `edgeplan unlock STACK` in a message (a leading space): those that reach the same API. */
+  unlockWhere?: string;
 }
 
 /** A lease this process holds. */
@@ -324,7 +326,7 @@ function busyError(holder: Lease, options: LeaseOptions): LeaseBusyError {
     holder,
     `${subjectOf(options)} is locked by another apply: ${describeHolder(holder)}; ${waited}. No change was sent. ` +
       `Run again when it is done (or with a longer --lock-timeout); if that apply is gone, its lease expires ${formatMs(holder.ttlMs)} after its last renewal, ` +
-      `or remove it now with: edgeplan unlock ${options.stack} --lease-id ${holder.id}`,
+      `or remove it now with: edgeplan unlock ${options.stack} --lease-id ${holder.id}${options.unlockWhere ?? ""}`,
   );
 }
 

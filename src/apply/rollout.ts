@@ -219,17 +219,46 @@ function holdReason(change: WeightedBackendChange, at: number): Omit<HeldChange,
   if (r.status === "paused") return { status: "paused", message: `paused: ${r.paused_reason ?? ""}; run "${promoteCommand(change.name)}" to go on` };
   // A saved plan may be applied later than it was made: whether a step is due is decided now.
   if (Date.parse(r.due_at) > at) return { status: "waiting", message: `step ${r.step} of ${r.steps} is due at ${r.due_at}` };
-  const recorded = recordedStepTime(change);
-  const grace = stepGraceMs(r.interval_ms);
-  if (recorded !== null && at - recorded > grace) {
+  const deadline = stepDeadline(change);
+  if (deadline !== null && at > deadline.until) {
     return {
       status: "waiting",
       message:
-        `step ${r.step} of ${r.steps} was planned for ${new Date(recorded).toISOString()}, more than ${formatMs(grace)} ago; ` +
+        `step ${r.step} of ${r.steps} was planned for ${new Date(deadline.recorded).toISOString()}, more than ${formatMs(deadline.until - deadline.recorded)} ago; ` +
         "plan again: the next step counts its interval from the time this write records",
     };
   }
   return null;
+}
+
+/** A rollout step a plan writes, and until when (the API's time, ms) it may be written. */
+export interface StepDeadline {
+  address: string;
+  step: number;
+  steps: number;
+  /** The time the step's write records (the plan's). */
+  recorded: number;
+  /** The recorded time plus the step's grace: written later, the next step would come early. */
+  until: number;
+}
+
+/**
+ * The deadline of a rollout step the change writes (its recorded time plus its grace, `stepGraceMs`), or null when
+ * the change writes no step that records a time (a halt, a pause). Plan says it when it saves a
+ * plan; apply of a saved plan refuses it as stale past it; a run holds back a step past it.
+ */
+export function stepDeadline(change: Change): StepDeadline | null {
+  if (change.kind !== "weighted_backend" || change.action !== "rollout" || !change.rollout) return null;
+  const r = change.rollout;
+  if (r.status === "halted" || r.status === "paused") return null;
+  const recorded = recordedStepTime(change);
+  if (recorded === null || Number.isNaN(recorded)) return null;
+  return { address: change.address, step: r.step, steps: r.steps, recorded, until: recorded + stepGraceMs(r.interval_ms) };
+}
+
+/** The deadlines of the rollout steps a plan writes, in the plan's order. */
+export function stepDeadlines(changes: readonly Change[]): StepDeadline[] {
+  return changes.flatMap((c) => stepDeadline(c) ?? []);
 }
 
 /** The changes without those that depend, directly or not, on a held one (each of them held too, saying why). */
@@ -250,4 +279,24 @@ function holdDependents(changes: Change[], held: Map<string, HeldChange>): Chang
     kept = next;
   }
   return kept;
+}
+
+/** A time as a person reads it against a clock: `16:42:10 UTC`, with the date when it is not `now`'s day. */
+export function utcTimeText(ms: number, now: number): string {
+  const iso = new Date(ms).toISOString();
+  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
+  return `${sameDay ? "" : `${iso.slice(0, 10)} `}${iso.slice(11, 19)} UTC`;
+}
+
+/** A span in whole seconds as a countdown reads: `45s`, `1m 0s`, `2h 5m`. */
+export function spanText(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+/** What plan says of a step it saves: `rollout step 2 of 4 of weighted_backend.api, to apply before 16:42:10 UTC (in 1m 0s)`. */
+export function describeStepDeadline(d: StepDeadline, now: number): string {
+  return `rollout step ${d.step} of ${d.steps} of ${d.address}, to apply before ${utcTimeText(d.until, now)} (in ${spanText(d.until - now)})`;
 }

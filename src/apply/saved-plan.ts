@@ -36,14 +36,15 @@ export const MAX_SAVED_PLAN_DEPTH = 256;
 /**
  * Reads a saved plan. Throws an EdgeplanError that names the file and says how to make a plan when the file cannot
  * be read, is larger than MAX_SAVED_PLAN_BYTES, nests deeper than MAX_SAVED_PLAN_DEPTH, is not JSON, or is not an
- * edgeplan plan (format_version 1); messages start with `where` (the flag and file, or the file). The plan is returned as its schema reads it, not yet checked against itself
+ * edgeplan plan (format_version 1); messages start with `where` (the flag and file, or the file), and end with
+ * `makeOne`, the command that makes a plan where the caller runs. The plan is returned as its schema reads it, not yet checked against itself
  * (`checkPlan`, src/core/plan-check.ts) or the live side.
  */
-export async function loadSavedPlan(path: string, shownAs = path, where = `--plan ${shownAs}`): Promise<Plan> {
-  const json = parseBounded(await readBounded(path, shownAs, where), shownAs, where);
+export async function loadSavedPlan(path: string, shownAs = path, where = `--plan ${shownAs}`, makeOne = `edgeplan plan --out ${shownAs}`): Promise<Plan> {
+  const json = parseBounded(await readBounded(path, where, makeOne), where, makeOne);
   const version = json !== null && typeof json === "object" ? (json as { format_version?: unknown }).format_version : undefined;
   if (version === undefined) {
-    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (it has no format_version); make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (it has no format_version); make one with: ${makeOne}`);
   }
   if (version !== 1) {
     throw new EdgeplanError(
@@ -57,14 +58,12 @@ export async function loadSavedPlan(path: string, shownAs = path, where = `--pla
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-    throw new EdgeplanError(
-      `${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: edgeplan plan --out ${shownAs}`,
-    );
+    throw new EdgeplanError(`${where}: the file is not an edgeplan plan (${field}${issue?.message ?? "it does not match the plan schema"}); ` + `make one with: ${makeOne}`);
   }
   if (parsed.data.api === undefined) {
     throw new EdgeplanError(
       `--plan ${shownAs}: the plan does not say which API and account it was made for (only plan --out records them), so it could be applied to the wrong one; ` +
-        `make it with: edgeplan plan --out ${shownAs}`,
+        `make it with: ${makeOne}`,
     );
   }
   return parsed.data;
@@ -74,33 +73,55 @@ export async function loadSavedPlan(path: string, shownAs = path, where = `--pla
  * Refuses a saved plan made for another API or account than `current` (the session's), before anything is sent:
  * its ids and `before` values describe that API's objects, and a plan of creates alone would otherwise be carried
  * out in the wrong account. Throws an EdgeplanError naming both; the account is named by the first 12 hex digits of
- * its fingerprint (src/api/account.ts), which say nothing of the key.
+ * its fingerprint (src/api/account.ts), which say nothing of the key. `again`: the command that makes a plan for
+ * this API, into a new file (the reviewed one is kept).
  */
-export function checkSavedPlanApi(saved: Plan, current: PlanApi, shownAs: string): void {
+export function checkSavedPlanApi(saved: Plan, current: PlanApi, shownAs: string, again: string): void {
   const made = saved.api;
   if (made === undefined || (made.url === current.url && made.account === current.account)) return;
   const what = made.url !== current.url ? "another API" : "another account (another API key)";
   throw new EdgeplanError(
     `--plan ${shownAs}: the plan was made for ${what}: it was made for ${describeApi(made)}, and this apply talks to ${describeApi(current)}; nothing was sent. ` +
-      `Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out ${shownAs}`,
+      `Apply it with the --api-url and API key it was made with, or make a plan for this API: ${again}`,
   );
 }
 
 /**
  * Refuses a saved plan made in another environment of the project file than `current` (the one chosen now, or null),
  * before anything is sent: a staging plan must never reach production. A plan saved before plans recorded their
- * environment counts as made with none. Throws an EdgeplanError naming both and the command to run.
+ * environment counts as made with none. Throws an EdgeplanError naming both and the command to run (`again`).
  */
-export function checkSavedPlanEnvironment(saved: Plan, current: string | null, shownAs: string): void {
+export function checkSavedPlanEnvironment(saved: Plan, current: string | null, shownAs: string, again: (env: string) => string): void {
   const made = saved.environment?.name ?? null;
   if (made === current) return;
   const was = made === null ? "with no environment" : `for environment ${made}`;
   const now = current === null ? "no environment is chosen now" : `this apply runs in environment ${current}`;
-  const fix =
-    current === null
-      ? `Apply it with --env ${made}, from the project file that defines it`
-      : `Make a plan for ${current}: edgeplan plan --env ${current} --out ${shownAs}${made === null ? "" : `; or apply this one with --env ${made}`}`;
+  const fix = current === null ? `Apply it from the project file that defines environment ${made}` : `Make a plan for ${current}: ${again(current)}`;
   throw new EdgeplanError(`--plan ${shownAs}: the plan was made ${was}, and ${now}; nothing was sent. ${fix}`);
+}
+
+/**
+ * The options of `apply --plan` with the saved plan's environment as `--env`: apply takes it from the plan, so a
+ * staging plan is applied in staging with no flag. Refused, before anything is read or sent, when `--env` or
+ * EDGEPLAN_ENV names another one (`again` gives the command that makes a plan for that one). A plan made with no
+ * environment, or saved before plans recorded it, leaves the options as they are.
+ */
+export function withSavedEnvironment<T extends { env?: string }>(
+  given: T,
+  saved: Plan,
+  shownAs: string,
+  env: Record<string, string | undefined>,
+  again: (env: string) => string,
+): T {
+  const made = saved.environment?.name;
+  if (made === undefined) return given;
+  const named = given.env ?? (env.EDGEPLAN_ENV || undefined);
+  if (named === undefined || named === made) return { ...given, env: made };
+  const source = given.env !== undefined ? "--env" : "EDGEPLAN_ENV";
+  throw new EdgeplanError(
+    `--plan ${shownAs}: the plan was made for environment ${made}, and ${source} names ${named}; nothing was sent. ` +
+      `apply --plan takes the environment from the plan: leave out ${source} to apply it in ${made}, or make a plan for ${named}: ${again(named)}`,
+  );
 }
 
 function describeApi(api: PlanApi): string {
@@ -111,12 +132,12 @@ function describeApi(api: PlanApi): string {
  * The file's text, refused when it has more than MAX_SAVED_PLAN_BYTES: a file by its size, before it is read; and
  * since a file may grow, and a device or a pipe has no size, read in chunks up to one byte past the limit.
  */
-async function readBounded(path: string, shownAs: string, where: string): Promise<string> {
+async function readBounded(path: string, where: string, makeOne: string): Promise<string> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(path, "r");
     const stat = await handle.stat();
-    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs, where);
+    if (stat.isFile() && stat.size > MAX_SAVED_PLAN_BYTES) throw tooLarge(where, makeOne);
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -125,33 +146,33 @@ async function readBounded(path: string, shownAs: string, where: string): Promis
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
       total += bytesRead;
-      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(shownAs, where);
+      if (total > MAX_SAVED_PLAN_BYTES) throw tooLarge(where, makeOne);
     }
     return Buffer.concat(chunks, total).toString("utf8");
   } catch (err) {
     if (err instanceof EdgeplanError) throw err;
     const why = fileErrorReason(err);
-    throw new EdgeplanError(`${where}: cannot read the saved plan (${why}); make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: cannot read the saved plan (${why}); make one with: ${makeOne}`);
   } finally {
     await handle?.close();
   }
 }
 
-function tooLarge(shownAs: string, where: string): EdgeplanError {
-  return new EdgeplanError(`${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: edgeplan plan --out ${shownAs}`);
+function tooLarge(where: string, makeOne: string): EdgeplanError {
+  return new EdgeplanError(`${where}: the file has more than ${MAX_SAVED_PLAN_BYTES} bytes, more than any saved plan; make one with: ${makeOne}`);
 }
 
 /** The parsed JSON of the text, refused before parsing when it nests deeper than MAX_SAVED_PLAN_DEPTH. */
-function parseBounded(text: string, shownAs: string, where: string): unknown {
+function parseBounded(text: string, where: string, makeOne: string): unknown {
   if (nestsDeeperThan(text, MAX_SAVED_PLAN_DEPTH)) {
     throw new EdgeplanError(
-      `${where}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: edgeplan plan --out ${shownAs}`,
+      `${where}: the file nests objects and arrays more than ${MAX_SAVED_PLAN_DEPTH} levels deep, more than a saved plan may have; make one with: ${makeOne}`,
     );
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new EdgeplanError(`${where}: the file is not JSON, so it is not a saved plan; make one with: edgeplan plan --out ${shownAs}`);
+    throw new EdgeplanError(`${where}: the file is not JSON, so it is not a saved plan; make one with: ${makeOne}`);
   }
 }
 

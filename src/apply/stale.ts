@@ -2,13 +2,15 @@
  * Staleness of a saved plan (`apply --plan FILE`): every change was planned against a fingerprint of the live
  * object it touches; when one of them changed since, applying the plan would overwrite what someone else did (or
  * act on an object that is gone), so apply refuses naming each object. A planned create is stale when an object
- * carrying its owner marker exists by now (another run created it). Pure.
+ * carrying its owner marker exists by now (another run created it); a rollout step is stale once its deadline has
+ * passed (src/apply/rollout.ts, `stepDeadline`). Pure.
  */
 import type { TouchedObjects } from "../api/fetch-live.js";
 import { parseLiveMetadata } from "../kinds/weighted-backend.js";
 import { StalePlanError } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import { moduleFingerprint, weightedBackendFingerprint, type LiveState } from "../model/state.js";
+import { spanText, stepDeadlines, utcTimeText } from "./rollout.js";
 
 /** One object of a saved plan that no longer is what the plan was made against. */
 export interface StaleObject {
@@ -82,16 +84,37 @@ export function diffStale(plan: Pick<Plan, "changes" | "stack">, live: LiveState
   return stale;
 }
 
-/** The refusal of a stale plan, naming each object and what to do. */
-export function buildStalePlanError(file: string, stale: readonly StaleObject[]): StalePlanError {
+/**
+ * The rollout steps of a saved plan that are past their deadline at `now` (the API's time): written now, the step
+ * would record the plan's time and the next one would come early, so the plan is stale as a whole.
+ */
+export function expiredSteps(plan: Pick<Plan, "changes">, now: number): StaleObject[] {
+  return stepDeadlines(plan.changes)
+    .filter((d) => now > d.until)
+    .map((d) => ({
+      address: d.address,
+      id: null,
+      reason:
+        `rollout step ${d.step} of ${d.steps} was to be applied before ${utcTimeText(d.until, now)}, ${spanText(d.until - d.recorded)} after the plan was made ` +
+        `(it is ${utcTimeText(now, now)}): written now, the next step would come early`,
+    }));
+}
+
+/**
+ * The refusal of a stale plan, naming each object and what to do: `again`, the command that plans again (with the
+ * flags that say where, and `--out` the same file: a stale plan is not worth keeping).
+ */
+export function buildStalePlanError(file: string, stale: readonly StaleObject[], again: string): StalePlanError {
   const n = stale.length;
   const lines = stale.map((s) => `  ${s.address}${s.id !== null && !s.reason.includes(s.id) ? ` (${s.id})` : ""}: ${s.reason}`);
+  const changed = stale.every((s) => !s.reason.startsWith("rollout step"));
+  const head = changed ? `${n} ${n === 1 ? "object it touches has" : "objects it touches have"} changed since it was made:` : "it can no longer be applied as it was made:";
   return new StalePlanError(
     stale.map((s) => s.address),
     [
-      `the saved plan ${file} is stale: ${n} ${n === 1 ? "object it touches has" : "objects it touches have"} changed since it was made:`,
+      `the saved plan ${file} is stale: ${head}`,
       ...lines,
-      `No change was sent. Make a new plan (edgeplan plan --out ${file}), or pass --refresh to plan again from the manifests and apply that.`,
+      `No change was sent. Plan again with: ${again}; or pass --refresh to plan again from the manifests and apply that.`,
     ].join("\n"),
   );
 }

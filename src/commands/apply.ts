@@ -35,8 +35,8 @@ import { analyzerWithSecrets, checkerWithSecrets } from "../apply/secrets.js";
 import type { ApplyOutcome, ApplyReport, ChangeResult, Convergence } from "../model/apply-report.js";
 import { buildApplyHeadline, buildConvergenceLine, pauseLine, renderApplyMarkdown } from "../render/apply-report.js";
 import { checkPlanAgainstLive } from "../apply/live-check.js";
-import { checkSavedPlanApi, checkSavedPlanEnvironment, fetchSavedPlanLive, loadSavedPlan } from "../apply/saved-plan.js";
-import { buildStalePlanError, diffStale } from "../apply/stale.js";
+import { checkSavedPlanApi, checkSavedPlanEnvironment, fetchSavedPlanLive, loadSavedPlan, withSavedEnvironment } from "../apply/saved-plan.js";
+import { buildStalePlanError, diffStale, expiredSteps } from "../apply/stale.js";
 import { buildDisagreementError, buildSavedPlanLimits, checkPlan } from "../core/plan-check.js";
 import { buildRisks } from "../core/risks.js";
 import { deniedResults, withPolicies } from "../core/policies.js";
@@ -53,6 +53,7 @@ import { PLAN_FORMATS, type PlanFormat } from "./output.js";
 import { fetchForPlan, planEnvironment, planOptionsFrom, type PlanFlags } from "./plan.js";
 import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
+import { commandLine, freshPlanFile, whereArgs, whereText } from "./hints.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
 import { claimModules, type HeldClaim } from "../apply/claim.js";
@@ -147,19 +148,17 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
  * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, 4, or 130/143).
  */
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
-  const options = await withProjectFile(given, io);
+  const { options, saved, newPlan } = await withSavedPlan(given, io);
   const { format, acks } = checkApplyFlags(options, io);
   const waitMs = checkRolloutFlags(options);
   const lock = lockOptionsFrom(options);
   let diagnostics: Diagnostic[] = [];
   let desired: DesiredState | undefined;
-  let saved: Plan | undefined;
-  if (options.plan !== undefined) {
-    saved = await loadSavedPlan(resolve(io.cwd, options.plan), options.plan);
+  if (saved) {
     // A file that disagrees with itself is refused before anything is sent, the lease included.
     const disagreements = checkPlan(saved);
-    if (disagreements.length > 0) throw buildDisagreementError(options.plan, "itself", disagreements);
-    checkSavedPlanEnvironment(saved, options.environment?.name ?? null, options.plan);
+    if (disagreements.length > 0) throw buildDisagreementError(options.plan as string, "itself", disagreements);
+    checkSavedPlanEnvironment(saved, options.environment?.name ?? null, options.plan as string, (env) => newPlan(env, env));
   } else {
     const loaded = await loadManifests(options.paths, io, options.environment ?? null);
     desired = loaded.desired;
@@ -167,16 +166,17 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   }
 
   const session = await openSession(options, io, desired);
+  const unlockWhere = whereText(given, options.environment?.name, io.env);
   let lease: HeldLease | undefined;
   let claim: HeldClaim | null = null;
   try {
     // Before the lease, whose create is a write: a plan made elsewhere sends nothing here.
-    if (saved) checkSavedPlanApi(saved, session.api, options.plan as string);
+    if (saved) checkSavedPlanApi(saved, session.api, options.plan as string, newPlan(options.environment?.name, "new"));
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
     const holder = currentHolder(io.env, options.environment?.name);
-    lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`) });
+    lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`), unlockWhere });
     const chosen = saved
-      ? await fromSavedPlan(saved, options, io, session)
+      ? await fromSavedPlan(saved, options, io, session, planCommand(given, io, options.environment?.name, options.plan as string, stackArgs(saved, session, given, io)))
       : await planFromManifests(
           desired as DesiredState,
           {
@@ -219,6 +219,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
         ttlMs: lock.ttlMs,
         onWait: (line) => io.stderr(`${line}\n`),
         saved: saved ? (options.plan as string) : null,
+        unlockWhere,
       });
     } catch (err) {
       await showPlanOnly(plan, format, options, io);
@@ -233,7 +234,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     return result;
   } finally {
     await claim?.release();
-    if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io);
+    if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io, unlockWhere);
     await session.close();
   }
 }
@@ -262,14 +263,15 @@ function showWhyStopped(run: RunResult, session: Session, io: CommandIO): void {
 
 /**
  * Says when this run's lease is left behind (the API did not answer its delete), how long it holds, and how to remove
- * it. Every command that takes the stack's lease (apply, state release, the rollout actions) says it so.
+ * it. Every command that takes the stack's lease (apply, state release, the rollout actions) says it so; `unlockWhere`
+ * holds the flags that reach the same API (src/commands/hints.ts).
  */
-export function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO): void {
+export function showLeftLease(left: LeftLease | null, stack: string, io: CommandIO, unlockWhere = ""): void {
   if (left === null) return;
   const until = new Date(left.validUntil).toISOString().replace(/\.\d{3}Z$/, "Z");
   io.stderr(
     `edgeplan: the lease of stack "${stack}" is left behind (lease ${left.id}): it is valid until ${until} (${formatMs(left.ttlMs)} after its last renewal), ` +
-      `and the next apply of the stack waits up to ${formatMs(left.ttlMs)} before taking it as expired; remove it now with: edgeplan unlock ${stack} --lease-id ${left.id}\n`,
+      `and the next apply of the stack waits up to ${formatMs(left.ttlMs)} before taking it as expired; remove it now with: edgeplan unlock ${stack} --lease-id ${left.id}${unlockWhere}\n`,
   );
 }
 
@@ -332,6 +334,26 @@ async function reportRun(
   result.exitCode = exitCodeOf(outcome, report.convergence, interruptedBy, { stopped: run.halted.length > 0 || run.timedOut !== null, paused });
 }
 
+/**
+ * The saved plan of `--plan`, read first: it names the environment of the project file it is applied in
+ * (`withSavedEnvironment`); then the options with the project file's settings. `newPlan(env, tag)` is the command
+ * that makes a plan here, in `env`, into a new file named with `tag`, which a refusal suggests.
+ */
+async function withSavedPlan(
+  given: ApplyCommandOptions,
+  io: CommandIO,
+): Promise<{ options: ApplyCommandOptions; saved: Plan | undefined; newPlan: (env: string | undefined, tag: string) => string }> {
+  const file = given.plan;
+  const newPlan = (env: string | undefined, tag: string): string => planCommand(given, io, env, freshPlanFile(io.cwd, file ?? "plan.json", tag), typedStack(given, io));
+  if (file === undefined) return { options: await withProjectFile(given, io), saved: undefined, newPlan };
+  const saved = await loadSavedPlan(resolve(io.cwd, file), file, undefined, planCommand(given, io, given.env, file, typedStack(given, io)));
+  const options = await withProjectFile(
+    withSavedEnvironment(given, saved, file, io.env, (env) => newPlan(env, env)),
+    io,
+  );
+  return { options, saved, newPlan };
+}
+
 /** Checks the flags that need nothing read first: the format, the `--ack` rules, `--plan` beside a scope. */
 function checkApplyFlags(options: ApplyCommandOptions, io: CommandIO): { format: PlanFormat; acks: ReturnType<typeof parseAckRules> } {
   const format = options.format ?? "text";
@@ -379,16 +401,17 @@ async function planFromManifests(desired: DesiredState, planOptions: PlanOptions
  * agree with the live side (an object it does not own, a `before` that is not the object, a protected delete),
  * refused naming each change. Otherwise applied as it is, with its risks recomputed from its changes.
  */
-async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: CommandIO, session: Session): Promise<ToApply> {
+async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: CommandIO, session: Session, again: string): Promise<ToApply> {
   if (saved.stack !== session.stack) {
     io.stderr(`the saved plan is for stack "${saved.stack}"; it is applied to that stack (not "${session.stack}")\n`);
   }
   if (!planHasChanges(saved)) return { plan: withPolicies(saved, options.policies, options.environment ?? null) };
   const file = options.plan as string;
   const { live, stackObjects } = await fetchSavedPlanLive(session.client, saved);
-  const stale = diffStale(saved, live);
+  // A rollout step is timed by the API's clock, which the reads just made told.
+  const stale = [...diffStale(saved, live), ...expiredSteps(saved, session.clock.now())];
   if (stale.length > 0) {
-    if (!options.refresh) throw buildStalePlanError(file, stale);
+    if (!options.refresh) throw buildStalePlanError(file, stale, again);
     io.stderr(`the saved plan ${options.plan} is stale (${stale.map((s) => s.address).join(", ")}); --refresh: planning again from the manifests\n`);
     const loaded = await loadManifests(options.paths, io, options.environment ?? null);
     const planOptions = { ...refreshedPlanOptions(saved, options), environment: planEnvironment(options.environment, session) };
@@ -410,6 +433,24 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
   );
   // The check after a saved plan reads by id, and the outputs' modules too: the estimate follows that.
   return { plan: { ...plan, estimate: buildEstimate(plan, { budget: session.budget, outputRoutes: true }) } };
+}
+
+/**
+ * The command that plans again where this apply runs (`given`'s paths and the flags that say where, `env` the
+ * environment), into `out`.
+ */
+function planCommand(given: ApplyCommandOptions, io: CommandIO, env: string | undefined, out: string, more: string[] = []): string {
+  return commandLine(["plan", ...given.paths, ...more, ...whereArgs({ ...given, env }, io.env), "--out", out]);
+}
+
+/** `--stack NAME` as typed (not the shell's EDGEPLAN_STACK, which the command line reads as the flag), or nothing. */
+function typedStack(given: ApplyCommandOptions, io: CommandIO): string[] {
+  return given.stack !== undefined && given.stack !== io.env.EDGEPLAN_STACK ? ["--stack", given.stack] : [];
+}
+
+/** `--stack NAME` when a plan made here would not take the saved plan's stack without it, or `--stack` was typed. */
+function stackArgs(saved: Plan, session: Session, given: ApplyCommandOptions, io: CommandIO): string[] {
+  return typedStack(given, io).length > 0 || saved.stack !== session.stack ? ["--stack", saved.stack] : [];
 }
 
 /**

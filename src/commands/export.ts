@@ -22,6 +22,7 @@ import { ID_PREFIX, idPattern } from "../model/wire.js";
 import type { CommandIO } from "./io.js";
 import { writeFileAtomic } from "./output.js";
 import { withProjectFile } from "./project.js";
+import { commandLine, whereArgs } from "./hints.js";
 import { loadManifests, openSession } from "./session.js";
 
 export const DEFAULT_EXPORT_DIR = "exported";
@@ -266,8 +267,9 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
   else await writeExportAtomic(outDir, shown, result.files);
   io.stdout(result.files.map((f) => `wrote ${path.relative(io.cwd, path.join(outDir, ...f.path.split("/"))) || f.path}\n`).join(""));
   io.stderr(summaryLine(result, session.stack, shown));
-  const takeover = result.weightedBackends.some((w) => w.match === "takeover") ? " --takeover" : "";
-  const stack = session.stack === "default" ? "" : ` --stack ${session.stack}`;
-  io.stderr(`next: edgeplan plan${stack}${takeover} ${shown}\n`);
+  const takeover = result.weightedBackends.some((w) => w.match === "takeover") ? ["--takeover"] : [];
+  const stack = session.stack === "default" ? [] : ["--stack", session.stack];
+  // The plan runs where the export ran: the same project file, environment and API (src/commands/hints.ts).
+  io.stderr(`next: ${commandLine(["plan", ...stack, ...takeover, ...whereArgs(given, io.env), shown])}\n`);
   return { exitCode: EXIT.ok, result, outDir };
 }

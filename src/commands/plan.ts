@@ -28,6 +28,8 @@ import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/stat
 import type { LoadResult } from "../manifest/load.js";
 import { deniedResults, type Policy } from "../core/policies.js";
 import { buildPolicyDenial } from "../apply/approval.js";
+import { describeStepDeadline, stepDeadlines } from "../apply/rollout.js";
+import { commandLine, whereArgs } from "./hints.js";
 
 export interface PlanFlags {
   /** `--target` address patterns (repeatable). */
@@ -142,7 +144,8 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     const { desired, live, routes } = await fetchForPlan(session.client, loaded.desired, planOptions, listings);
     // The time decides which rollout steps are due (the plan itself sends no check): the API's, as its answers to
     // the reads just made tell it, since the marker's step times are the API's too.
-    const plan = buildPlan(desired, live, { ...planOptions, now: options.now ?? session.clock.now(), budget: session.budget }, routes);
+    const now = options.now ?? session.clock.now();
+    const plan = buildPlan(desired, live, { ...planOptions, now, budget: session.budget }, routes);
     io.stdout(renderPlan(plan, format, useColor(options, io)));
     const denied = deniedResults(plan);
     if (denied.length > 0) {
@@ -154,7 +157,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     if (options.out) {
       // Only the saved plan says where it was made: stdout's JSON stays the same bytes at any API.
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }, { keepSensitive: true }));
-      io.stderr(`plan saved to ${options.out}; apply it with: edgeplan apply --plan ${options.out}\n`);
+      io.stderr(savedLine(plan, given, options.out, now, io));
     }
     if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");
     const hasChanges = planHasChanges(plan);
@@ -167,6 +170,16 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
   } finally {
     await session.close();
   }
+}
+
+/**
+ * What `--out` says: where the plan is, until when each rollout step it writes may be applied (later, apply refuses
+ * it as stale), and the command that applies it here. The environment is left out: the plan carries it.
+ */
+function savedLine(plan: Plan, given: PlanCommandOptions, out: string, now: number, io: CommandIO): string {
+  const steps = stepDeadlines(plan.changes.filter((c) => c.kind === "weighted_backend" && c.rollout?.status === "due"));
+  const holds = steps.length === 0 ? "" : `; it holds ${steps.map((d) => describeStepDeadline(d, now)).join(", and ")}`;
+  return `plan saved to ${out}${holds}; apply it with: ${commandLine(["apply", "--plan", out, ...whereArgs({ ...given, env: undefined }, io.env)])}\n`;
 }
 
 /** Loads the manifests, then opens the session (the embedded server of `--local` is provisioned from them). */

@@ -20,6 +20,7 @@ import { renderRolloutStatusJson, renderRolloutStatusText } from "../render/roll
 import { lockOptionsFrom, showLeftLease } from "./apply.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
+import { whereText } from "./hints.js";
 import { loadManifests, openSession } from "./session.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 
@@ -139,6 +140,7 @@ async function underLease(
       stack: session.stack,
       holder: currentHolder(io.env, options.environment?.name),
       onWait: (line) => io.stderr(`${line}\n`),
+      unlockWhere: whereText(options, options.environment?.name, io.env),
     });
     try {
       const write = build(lease.listing, session.stack, session.clock.now());
@@ -146,7 +148,7 @@ async function underLease(
       io.stdout(`${write.done}\n`);
       return EXIT.ok;
     } finally {
-      showLeftLease(await lease.release(), session.stack, io);
+      showLeftLease(await lease.release(), session.stack, io, whereText(options, options.environment?.name, io.env));
     }
   } finally {
     await session.close();

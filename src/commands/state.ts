@@ -15,6 +15,7 @@ import { EdgeplanError, EXIT } from "../model/errors.js";
 import { renderStackStateJson, renderStackStateText } from "../render/state.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
+import { whereText } from "./hints.js";
 import { openSession } from "./session.js";
 
 export type StateFormat = "text" | "json";
@@ -44,14 +45,15 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
   const session = await openSession(options, io);
   const holder = currentHolder(io.env, options.environment?.name);
   const onWait = (line: string): void => io.stderr(`${line}\n`);
-  const lease = await acquireLease(session.client, { ...RELEASE_LOCK, stack: session.stack, holder, onWait }).catch(async (err: unknown) => {
+  const unlockWhere = whereText(given, options.environment?.name, io.env);
+  const lease = await acquireLease(session.client, { ...RELEASE_LOCK, stack: session.stack, holder, onWait, unlockWhere }).catch(async (err: unknown) => {
     await session.close();
     throw err;
   });
   let claim: HeldLease | null = null;
   try {
     // A module's entry leaves an inventory object that a --takeover of another stack may be writing: under the claim lease.
-    if (parseModuleAddress(address) !== null) claim = await acquireClaimLease(session.client, { holder, timeoutMs: RELEASE_LOCK.timeoutMs, onWait });
+    if (parseModuleAddress(address) !== null) claim = await acquireClaimLease(session.client, { holder, timeoutMs: RELEASE_LOCK.timeoutMs, onWait, unlockWhere });
     const release = buildRelease((claim ?? lease).listing, session.stack, address);
     if (release === null) throw unknownAddress(buildStackState(lease.listing, session.stack), address);
     await session.client.send(release.request);
@@ -59,7 +61,7 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
     return EXIT.ok;
   } finally {
     await claim?.release();
-    showLeftLease(await lease.release(), session.stack, io);
+    showLeftLease(await lease.release(), session.stack, io, unlockWhere);
     await session.close();
   }
 }

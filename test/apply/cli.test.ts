@@ -222,7 +222,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
         [
           "edgeplan: the saved plan plan.json is stale: 1 object it touches has changed since it was made:",
           `  weighted_backend.s (${s.id}): changed since the plan was made`,
-          "No change was sent. Make a new plan (edgeplan plan --out plan.json), or pass --refresh to plan again from the manifests and apply that.",
+          "No change was sent. Plan again with: edgeplan plan --out plan.json; or pass --refresh to plan again from the manifests and apply that.",
           "",
         ].join("\n"),
       );

@@ -66,7 +66,7 @@ describe("apply --plan at another API or account", () => {
     expect(run.stderr).toBe(
       `edgeplan: --plan p.json: the plan was made for another API: it was made for ${a.url} (account ${accountFingerprint(a.url, a.apiKey).slice(0, 12)}), ` +
         `and this apply talks to ${b.url} (account ${accountFingerprint(b.url, b.apiKey).slice(0, 12)}); nothing was sent. ` +
-        "Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out p.json\n",
+        "Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out p-new.json\n",
     );
     expect(await list(b, b.apiKey)).toEqual(before);
     // The log is there (the listings above are in it), and it holds no write.
@@ -81,7 +81,7 @@ describe("apply --plan at another API or account", () => {
     expect(run.stderr).toBe(
       `edgeplan: --plan p.json: the plan was made for another account (another API key): it was made for ${a.url} (account ${accountFingerprint(a.url, a.apiKey).slice(0, 12)}), ` +
         `and this apply talks to ${a.url} (account ${accountFingerprint(a.url, otherKey).slice(0, 12)}); nothing was sent. ` +
-        "Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out p.json\n",
+        "Apply it with the --api-url and API key it was made with, or make a plan for this API: edgeplan plan --out p-new.json\n",
     );
     expect(writesOf(a).slice(writesBefore)).toEqual([]);
     expect(await list(a, otherKey)).toEqual([]);

@@ -187,7 +187,7 @@ describe("a saved plan's requests are what apply sends", { timeout: 90_000 }, ()
 });
 
 describe("a saved rollout step applied late", { timeout: 90_000 }, () => {
-  it("is held back, nothing sent, when its planned time is more than its grace (5 s for a 1 s interval) past", async () => {
+  it("is refused as a stale plan (exit 1), nothing sent, when its planned time is more than its grace (5 s for a 1 s interval) past", async () => {
     const w = await startWorld();
     w.manifests({ "web.yaml": wbYaml("web", { [HR1]: 100, [HR2]: 0 }) });
     expect((await w.cli(["apply", "m", "--auto-approve"])).code).toBe(0);
@@ -200,10 +200,16 @@ describe("a saved rollout step applied late", { timeout: 90_000 }, () => {
 
     const mark = w.log().length;
     const late = await w.cli(["apply", "--plan", "late.json", "--auto-approve"]);
-    expect(late.stderr).toContain(
-      `weighted_backend.web: held back: step 1 of 4 was planned for ${at}, more than 5s ago; plan again: the next step counts its interval from the time this write records`,
+    const until = new Date(Date.parse(at) + 5000).toISOString().slice(11, 19);
+    expect(late.stderr).toMatch(
+      new RegExp(
+        "^edgeplan: the saved plan late\\.json is stale: it can no longer be applied as it was made:\n" +
+          `  weighted_backend\\.web: rollout step 1 of 4 was to be applied before ${until} UTC, 5s after the plan was made \\(it is \\d\\d:\\d\\d:\\d\\d UTC\\): ` +
+          "written now, the next step would come early\n" +
+          "No change was sent\\. Plan again with: edgeplan plan --out late\\.json; or pass --refresh to plan again from the manifests and apply that\\.\n$",
+      ),
     );
-    expect(late.code, late.stderr).toBe(0);
+    expect(late.code, late.stderr).toBe(1);
     // Only the apply's lease was written (docs/reliability.md, section 6).
     expect(w.changeWrites(mark)).toEqual([]);
     expect((await w.owned()).get("web")?.backends).toEqual({ [HR1]: 100, [HR2]: 0 });

@@ -126,7 +126,7 @@ describe("staleness of a saved plan", () => {
       { address: "weighted_backend.gone", id: wbId(2), reason: "no longer exists" },
       { address: "weighted_backend.m", id: wbId(9), reason: `is planned as a create, but ${wbId(9)} carries its owner marker by now` },
     ]);
-    const err = buildStalePlanError("plan.json", stale);
+    const err = buildStalePlanError("plan.json", stale, "edgeplan plan m --out plan.json");
     expect(err).toBeInstanceOf(StalePlanError);
     expect(err.exitCode).toBe(1);
     expect(err.addresses).toEqual([CB_ADDR, SAML_ADDR, "weighted_backend.a", "weighted_backend.gone", "weighted_backend.m"]);
@@ -138,7 +138,7 @@ describe("staleness of a saved plan", () => {
         `  weighted_backend.a (${wbId(1)}): changed since the plan was made`,
         `  weighted_backend.gone (${wbId(2)}): no longer exists`,
         `  weighted_backend.m: is planned as a create, but ${wbId(9)} carries its owner marker by now`,
-        "No change was sent. Make a new plan (edgeplan plan --out plan.json), or pass --refresh to plan again from the manifests and apply that.",
+        "No change was sent. Plan again with: edgeplan plan m --out plan.json; or pass --refresh to plan again from the manifests and apply that.",
       ].join("\n"),
     );
   });

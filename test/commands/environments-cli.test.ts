@@ -101,8 +101,9 @@ describe("environments: one manifest folder, two APIs", () => {
       code: 1,
       stdout: "",
       stderr:
-        "edgeplan: --plan staging.json: the plan was made for environment staging, and this apply runs in environment production; nothing was sent. " +
-        "Make a plan for production: edgeplan plan --env production --out staging.json; or apply this one with --env staging\n",
+        "edgeplan: --plan staging.json: the plan was made for environment staging, and --env names production; nothing was sent. " +
+        "apply --plan takes the environment from the plan: leave out --env to apply it in staging, or make a plan for production: " +
+        "edgeplan plan --env production --out staging-production.json\n",
     });
     // Not a request of any kind reached production: the check comes before the client is made.
     expect(servers.production.stderr().slice(logged)).toBe("");
