@@ -16,6 +16,7 @@ import {
   OUTPUT_FIELDS,
   outputText,
   ownershipText,
+  orphanId,
   phraseOf,
   planOutputs,
   rolloutLines,
@@ -26,7 +27,6 @@ import {
   valueText,
   visibleWeights,
   weightText,
-  unchangedOutputsLine,
   policiesLine,
   policyPlace,
   POLICY_LEVEL_NOTE,
@@ -144,9 +144,15 @@ function markdownHead(plan: Plan): string[] {
   return head;
 }
 
+/** An orphan's id cell: empty for a route module, which has no id of its own. */
+function orphanCell(o: Plan["orphans"][number]): string {
+  const id = orphanId(o);
+  return id === null ? "" : code(id);
+}
+
 /** The parts of the comment that may be cut, each a heading and its items. */
 function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" | "ignored" | "details" | "traffic", Section> {
-  const { shown, unchanged } = planOutputs(plan);
+  const { shown } = planOutputs(plan);
   const outputRows = (o: (typeof shown)[number]): string =>
     OUTPUT_FIELDS.map(([field, label]) => {
       const value = o[field];
@@ -160,15 +166,12 @@ function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" 
     },
     orphans: {
       head: `\n#### Orphans of stack ${code(plan.stack)}\n\n| address | id | plan | why |\n|---|---|---|---|\n`,
-      items: plan.orphans.map((o) => `| ${code(o.address)} | ${code(o.id)} | ${o.action} | ${cell(o.reason)} |\n`),
+      items: plan.orphans.map((o) => `| ${code(o.address)} | ${orphanCell(o)} | ${o.action} | ${cell(o.reason)} |\n`),
       noun: "orphans",
     },
     outputs: {
       head: "\n#### Outputs: copy these into the IdP\n",
-      items: [
-        ...shown.map((o) => `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${outputRows(o)}`),
-        ...(unchanged > 0 ? [`\n${unchangedOutputsLine(unchanged)}\n`] : []),
-      ],
+      items: shown.map((o) => `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${outputRows(o)}`),
       noun: "outputs",
     },
     ignored: {

@@ -18,16 +18,16 @@ import {
   planOutputs,
   rolloutLines,
   summaryLine,
-  SYMBOL_LEGEND,
+  legendOf,
   symbolOf,
   targetedLine,
+  orphanTitle,
   titleOf,
   valueText,
   visibleWeights,
   weightText,
   type ChangeSymbol,
   type ShownOutputs,
-  unchangedOutputsLine,
   policiesLine,
   policyPlace,
   POLICY_LEVEL_NOTE,
@@ -86,11 +86,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
   if (plan.changes.length === 0) {
     out.push(noChangesLine(plan));
   } else {
-    const used = new Set(plan.changes.map(symbolOf));
     out.push(`edgeplan will make these changes (stack "${plan.stack}"); symbols:`);
-    for (const [symbol, meaning] of SYMBOL_LEGEND) {
-      if (used.has(symbol)) out.push(`  ${paint(SYMBOL_STYLE[symbol], symbol.padEnd(2))} ${meaning}`);
-    }
+    for (const [symbol, meaning] of legendOf(plan.changes)) out.push(`  ${paint(SYMBOL_STYLE[symbol], symbol.padEnd(2))} ${meaning}`);
     for (const change of plan.changes) {
       out.push("");
       out.push(...renderChange(change, paint));
@@ -102,7 +99,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
     out.push(`Orphans: objects of stack "${plan.stack}" that no manifest names:`);
     for (const o of plan.orphans) {
       const mark = o.action === "delete" ? paint("red", "-") : " ";
-      out.push(`  ${mark} ${titleOf(o)}: ${o.reason}`);
+      out.push(`  ${mark} ${orphanTitle(o)}: ${o.reason}`);
     }
   }
 
@@ -122,11 +119,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
   return `${out.join("\n")}\n`;
 }
 
-/**
- * The outputs shown as text lines (a blank line first), then the line that stands for those left out, or nothing
- * when there are none; the apply report shows them too.
- */
-export function renderOutputsText({ shown, unchanged }: ShownOutputs): string[] {
+/** The outputs shown as text lines (a blank line first), or nothing when there are none; the apply report shows them too. */
+export function renderOutputsText({ shown }: ShownOutputs): string[] {
   const out: string[] = [];
   if (shown.length > 0) out.push("", "Outputs: copy these into the IdP:");
   const width = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
@@ -134,7 +128,6 @@ export function renderOutputsText({ shown, unchanged }: ShownOutputs): string[] 
     out.push(`  ${o.address}`);
     for (const [field, label] of OUTPUT_FIELDS) out.push(`    ${`${label}:`.padEnd(width)} ${outputText(o[field], o.known_after_apply)}`);
   }
-  if (unchanged > 0) out.push("", unchangedOutputsLine(unchanged));
   return out;
 }
 

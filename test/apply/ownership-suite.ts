@@ -135,7 +135,7 @@ export function ownershipSuite(): void {
           "  + inventory.default#1",
           `      + ${CB_ADDR}: record ownership`,
           "",
-          "Plan: 0 to create, 0 to update, 0 to delete, 1 inventory write.",
+          "Plan: 1 to create (1 inventory record), 0 to update, 0 to delete.",
           "Estimate: apply will send 5 requests (3 writes, 2 reads to check convergence); at 120/60s and 4 at once, that is about 1 s.",
           "",
         ].join("\n"),
