@@ -368,6 +368,12 @@ export function reportOutputs(report: { outputs: readonly SamlOutput[]; changedO
   return { shown: changed === undefined ? report.outputs : report.outputs.filter((o) => changed.includes(o.address)) };
 }
 
+/**
+ * The sentence above the SAML modules of a plan whose IdP values are known only after apply: a plan names them, and
+ * the apply's report shows their values, once.
+ */
+export const PENDING_OUTPUTS = "IdP values of these SAML modules, known after apply (the apply shows them, to copy into the IdP):";
+
 /** An output value as shown: the value, `(known after apply)`, or `(not available)` when the server gave none. */
 export function outputText(value: string | null, knownAfterApply: boolean): string {
   return value ?? (knownAfterApply ? KNOWN_AFTER_APPLY : "(not available)");

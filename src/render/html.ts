@@ -16,6 +16,7 @@ import {
   ownershipText,
   orphanId,
   phraseOf,
+  PENDING_OUTPUTS,
   planOutputs,
   rolloutLines,
   summaryLine,
@@ -62,7 +63,7 @@ export function renderHtml(plan: Plan, place?: HtmlPlanPlace): string {
     ...renderHtmlChanges(plan, "Changes"),
     ...renderHtmlOrphans(plan),
     ...renderHtmlIgnored(plan),
-    ...renderHtmlOutputs(planOutputs(plan)),
+    ...renderHtmlPendingOutputs(planOutputs(plan)),
   ];
   return renderHtmlPage(plan.environment ? `edgeplan plan: ${plan.environment.name}, stack ${plan.stack}` : `edgeplan plan: stack ${plan.stack}`, body);
 }
@@ -223,6 +224,20 @@ export function renderHtmlIgnored(plan: Plan): string[] {
   for (const i of ignored) out.push(`<li><code>${esc(i.address)}</code>: ignored: <code>${esc(i.path)}</code> differs</li>`);
   out.push("</ul>", "</section>");
   return out;
+}
+
+/** The SAML modules of a plan whose IdP values are known after apply, by address. */
+function renderHtmlPendingOutputs({ shown }: ShownOutputs): string[] {
+  if (shown.length === 0) return [];
+  return [
+    '<section aria-labelledby="outputs">',
+    '<h2 id="outputs">Outputs</h2>',
+    `<p>${esc(PENDING_OUTPUTS)}</p>`,
+    "<ul>",
+    ...shown.map((o) => `<li><code>${esc(o.address)}</code></li>`),
+    "</ul>",
+    "</section>",
+  ];
 }
 
 /** The SAML values a person copies into the IdP, when the IdP does not hold them yet. */

@@ -13,11 +13,10 @@ import {
   ignoredOfUnchanged,
   estimateLine,
   noChangesLine,
-  OUTPUT_FIELDS,
-  outputText,
   ownershipText,
   orphanId,
   phraseOf,
+  PENDING_OUTPUTS,
   planOutputs,
   rolloutLines,
   summaryLine,
@@ -153,11 +152,6 @@ function orphanCell(o: Plan["orphans"][number]): string {
 /** The parts of the comment that may be cut, each a heading and its items. */
 function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" | "ignored" | "details" | "traffic", Section> {
   const { shown } = planOutputs(plan);
-  const outputRows = (o: (typeof shown)[number]): string =>
-    OUTPUT_FIELDS.map(([field, label]) => {
-      const value = o[field];
-      return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
-    }).join("");
   return {
     changes: {
       head: "\n#### Changes\n\n| | address | change | manifest |\n|:-:|---|---|---|\n",
@@ -170,8 +164,8 @@ function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" 
       noun: "orphans",
     },
     outputs: {
-      head: "\n#### Outputs: copy these into the IdP\n",
-      items: shown.map((o) => `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${outputRows(o)}`),
+      head: `\n#### Outputs\n\n${PENDING_OUTPUTS}\n\n`,
+      items: shown.map((o) => `- ${code(o.address)}\n`),
       noun: "outputs",
     },
     ignored: {

@@ -15,6 +15,7 @@ import {
   outputText,
   ownershipText,
   phraseOf,
+  PENDING_OUTPUTS,
   planOutputs,
   rolloutLines,
   summaryLine,
@@ -109,7 +110,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
     for (const i of ignored) out.push(`  # ${i.address}: ignored: ${i.path} differs`);
   }
 
-  out.push(...renderOutputsText(planOutputs(plan)));
+  const { shown } = planOutputs(plan);
+  if (shown.length > 0) out.push("", `Outputs: ${PENDING_OUTPUTS}`, ...shown.map((o) => `  ${o.address}`));
 
   if (plan.changes.length > 0) {
     out.push("");

@@ -23,8 +23,12 @@ describe("edgeplan demo", () => {
     expect(lines.filter((l) => l.startsWith("  done "))).toEqual([]);
     expect(res.stdout).toContain("\nApply complete: 12 done.\n");
     expect(res.stderr.match(/^weighted_backend\.storefront-blue: created /gm)).toHaveLength(1);
-    // The IdP block: the plan's (known after apply), then the values the apply set; nothing of them after that.
-    expect(lines.filter((l) => l === "Outputs: copy these into the IdP:")).toHaveLength(2);
+    // The IdP values, once: the plan names the three SAML modules, the apply shows their values, the last plan says nothing.
+    expect(lines.filter((l) => l.startsWith("Outputs: "))).toEqual([
+      "Outputs: IdP values of these SAML modules, known after apply (the apply shows them, to copy into the IdP):",
+      "Outputs: copy these into the IdP:",
+    ]);
+    expect(lines.filter((l) => l.startsWith("    entity id: "))).toHaveLength(3);
     expect(res.stdout).not.toContain("The IdP values");
     expect(res.stdout).toContain("Converged: the live state matches the manifests.");
     expect(

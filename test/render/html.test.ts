@@ -160,11 +160,14 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(await text(ignored.page, "section[aria-labelledby=ignored] li")).toEqual([expect.stringMatching(/^weighted_backend\.\S+: ignored: description differs$/)]);
   });
 
-  it("the SAML values to copy into the IdP: those of a module the plan creates, nothing for those unchanged", async () => {
+  it("the SAML modules the plan creates, whose values the apply shows; nothing for those unchanged", async () => {
     const created = (await open(scenario("019-saml-create"))).page;
-    expect(await text(created, "#outputs")).toEqual(["Outputs: copy these into the IdP"]);
-    expect(await text(created, "section[aria-labelledby=outputs] dt")).toEqual(["entity id", "ACS URL", "SLO URL", "metadata URL", "certificate SHA-256"]);
-    expect((await text(created, "section[aria-labelledby=outputs] dd"))[0]).toBe("(known after apply)");
+    expect(await text(created, "#outputs")).toEqual(["Outputs"]);
+    expect(await text(created, "section[aria-labelledby=outputs] p")).toEqual([
+      "IdP values of these SAML modules, known after apply (the apply shows them, to copy into the IdP):",
+    ]);
+    expect(await text(created, "section[aria-labelledby=outputs] li")).toEqual(["edge_route.edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw.saml"]);
+    expect(await text(created, "section[aria-labelledby=outputs] dd")).toEqual([]);
     const replaced = (await open(scenario("020-saml-replace-idp-metadata"))).page;
     expect(await text(replaced, "#outputs")).toEqual([]);
   });
