@@ -198,6 +198,11 @@ describe("rollout gates against the real server", () => {
         promoted: null,
       },
     ]);
+    // As text: where it stopped, and that traffic is back at the weights it started from.
+    expect((await run("abort", ["rollout", "status"])).stdout.split("\n")[1]).toBe(
+      `  weighted_backend.web (${(await object("abort")).id}): halted at step 1 of 4: aborted by edgeplan rollout abort; ` +
+        'rolled back to the weights it started from; change the manifest, or run "edgeplan rollout retry web", to start it again',
+    );
     const again = await run("abort", ["rollout", "abort", "web"]);
     expect(again.code).toBe(1);
     expect(again.stderr).toBe("edgeplan: weighted_backend.web: the rollout is halted already (aborted by edgeplan rollout abort); nothing to abort\n");
