@@ -4,7 +4,7 @@
  * at the end, so a script or a browser reads all of it at once.
  */
 import { renderApplyHtml, renderApplyJson, renderApplyMarkdown, renderApplyText } from "../render/apply-report.js";
-import { renderHtml } from "../render/html.js";
+import { renderHtml, type HtmlPlanPlace } from "../render/html.js";
 import type { ApplyReport } from "../model/apply-report.js";
 import type { Plan } from "../model/plan.js";
 import type { CommandIO } from "./io.js";
@@ -15,6 +15,8 @@ export interface ShowOptions {
   /** Also write the page to this file. */
   html?: string;
   color?: boolean;
+  /** No progress was shown on stderr: the text report then lists the changes done as well. */
+  quiet?: boolean;
 }
 
 /** Formats whose stdout is one document written at the end (the report with the plan, or the plan alone). */
@@ -33,10 +35,10 @@ export function showPlan(plan: Plan, format: PlanFormat, options: ShowOptions, i
  * When nothing runs (nothing to change, nothing due, a refusal): the document of `--format json` with `report:
  * null`, the plan's page on stdout (`--format html`), and the page in `--html FILE`.
  */
-export async function showPlanOnly(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
+export async function showPlanOnly(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO, place?: HtmlPlanPlace): Promise<void> {
   if (format === "json") io.stdout(renderApplyJson(plan, null));
   if (format !== "html" && options.html === undefined) return;
-  const page = renderHtml(plan);
+  const page = renderHtml(plan, place);
   if (format === "html") io.stdout(page);
   if (options.html !== undefined) await writeHtmlFile(io, options.html, page, "plan");
 }
@@ -47,6 +49,6 @@ export async function showReport(report: ApplyReport, plan: Plan, format: PlanFo
   if (format === "json") io.stdout(renderApplyJson(plan, report));
   else if (format === "markdown") io.stdout(`\n${renderApplyMarkdown(report)}`);
   else if (format === "html") io.stdout(page);
-  else io.stdout(renderApplyText(report));
+  else io.stdout(renderApplyText(report, { progressShown: options.quiet !== true }));
   if (options.html !== undefined) await writeHtmlFile(io, options.html, page, "apply report");
 }

@@ -82,8 +82,10 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   format?: PlanFormat;
   /** Also write the report (or the plan, when nothing ran) as an HTML page to this file. */
   html?: string;
-  /** No progress on stderr while the changes run (the report on stdout is unchanged). */
+  /** No progress on stderr while the changes run (the report on stdout then lists the changes done too). */
   quiet?: boolean;
+  /** The plan was just shown by a plan of the same manifests (the demo's first step): it is not shown again. */
+  planShown?: boolean;
   /** Go on after the first run, step after step, until every rollout reached its manifest's weights. */
   wait?: boolean;
   /** How long `--wait` may go on (a duration; default 1h). */
@@ -190,19 +192,21 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
           lease.listing.map(liveWeightedBackend),
         );
     const { plan, fromManifests } = chosen;
+    // A page of a plan made now says where and when; a saved plan's says its API (src/render/html.ts).
+    const place = fromManifests ? { api_url: session.api.url, at: new Date(session.clock.now()).toISOString() } : undefined;
     if (chosen.diagnostics) diagnostics = chosen.diagnostics;
 
-    showPlan(plan, format, options, io);
+    if (options.planShown !== true) showPlan(plan, format, options, io);
     const hasChanges = planHasChanges(plan);
     const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, hasChanges };
     if (!hasChanges) {
-      await showPlanOnly(plan, format, options, io);
+      await showPlanOnly(plan, format, options, io, place);
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
     }
     const idle = idleRollouts(plan, session.clock.now());
     if (idle !== null && options.wait !== true) {
-      await showPlanOnly(plan, format, options, io);
+      await showPlanOnly(plan, format, options, io, place);
       io.stderr(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`);
       result.exitCode = idle.halted ? EXIT.partial : idle.paused ? EXIT.paused : EXIT.ok;
       return result;
@@ -222,7 +226,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
         unlockWhere,
       });
     } catch (err) {
-      await showPlanOnly(plan, format, options, io);
+      await showPlanOnly(plan, format, options, io, place);
       throw err;
     }
 

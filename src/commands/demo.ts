@@ -43,7 +43,8 @@ export async function runDemo(io: CommandIO): Promise<number> {
     step(1, `plan: what applying ${examples} to an empty local server would do`);
     await runPlan(common, demoIO);
     step(2, "apply: make the changes (auto-approved, risks acknowledged for the demo)");
-    const applied = await runApply({ ...common, autoApprove: true, force: true }, demoIO);
+    // The plan was shown by step 1: the apply shows its progress and report only.
+    const applied = await runApply({ ...common, autoApprove: true, force: true, planShown: true }, demoIO);
     if (applied.exitCode !== EXIT.ok) return applied.exitCode;
     step(3, "plan again: the live side now matches the manifests");
     const again = await runPlan({ ...common, detailedExitcode: true }, demoIO);

@@ -5,7 +5,7 @@
 import { rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Plan } from "../model/plan.js";
-import { renderHtml } from "../render/html.js";
+import { renderHtml, type HtmlPlanPlace } from "../render/html.js";
 import { renderJson } from "../render/json.js";
 import { renderMarkdown } from "../render/markdown.js";
 import { renderText } from "../render/text.js";
@@ -19,11 +19,11 @@ export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
   return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
 }
 
-/** Renders the plan in the chosen format. */
-export function renderPlan(plan: Plan, format: PlanFormat, color: boolean): string {
+/** Renders the plan in the chosen format; an HTML page's header shows `place`, where and when it was made. */
+export function renderPlan(plan: Plan, format: PlanFormat, color: boolean, place?: HtmlPlanPlace): string {
   if (format === "json") return renderJson(plan);
   if (format === "markdown") return renderMarkdown(plan);
-  if (format === "html") return renderHtml(plan);
+  if (format === "html") return renderHtml(plan, place);
   return renderText(plan, { color });
 }
 

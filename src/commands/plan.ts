@@ -146,12 +146,13 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     // the reads just made tell it, since the marker's step times are the API's too.
     const now = options.now ?? session.clock.now();
     const plan = buildPlan(desired, live, { ...planOptions, now, budget: session.budget }, routes);
-    io.stdout(renderPlan(plan, format, useColor(options, io)));
+    const place = { api_url: session.api.url, at: new Date(now).toISOString() };
+    io.stdout(renderPlan(plan, format, useColor(options, io), place));
     const denied = deniedResults(plan);
     if (denied.length > 0) {
       // A denied plan is shown (with why) but never saved: nothing could apply it.
       io.stderr(`edgeplan: ${buildPolicyDenial(denied, "plan").message}\n`);
-      if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");
+      if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place), "plan");
       return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges: planHasChanges(plan) };
     }
     if (options.out) {
@@ -159,7 +160,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }, { keepSensitive: true }));
       io.stderr(savedLine(plan, given, options.out, now, io));
     }
-    if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan), "plan");
+    if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place), "plan");
     const hasChanges = planHasChanges(plan);
     return {
       exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,

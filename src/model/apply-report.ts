@@ -66,7 +66,7 @@ export interface ApplyReport {
   outputs: SamlOutput[];
   /**
    * The addresses of the outputs this run set or changed (`diffOutputs`): text, Markdown and HTML show only those,
-   * and count the others; JSON holds every output. Absent: all are shown.
+   * and say nothing of the others; JSON holds every output. Absent: all are shown.
    */
   changedOutputs?: string[];
   /** What the convergence was checked against: the manifests, or a saved plan. */

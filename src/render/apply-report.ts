@@ -5,7 +5,7 @@
  * (./html.ts). Reads the report only. Pure.
  */
 import { APPLY_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
-import { hideSensitive, OUTPUT_FIELDS, outputText, reportOutputs, unchangedOutputsLine } from "./common.js";
+import { hideSensitive, OUTPUT_FIELDS, outputText, reportOutputs } from "./common.js";
 import { renderOutputsText } from "./text.js";
 import { cell, code } from "./markdown.js";
 import { esc, renderHtmlPage } from "./html-page.js";
@@ -56,10 +56,19 @@ function resultsInOrder(outcome: ApplyOutcome): ChangeResult[] {
   return STATUS_ORDER.flatMap((s) => outcome.results.filter((r) => r.status === s));
 }
 
+/** How the text report is shown. */
+export interface ApplyTextOptions {
+  /**
+   * Each change's line was shown as it ended (the progress on stderr): the report then lists only the changes that
+   * were not done, so that a change is listed once, as Terraform's apply does. Default false: every change is listed.
+   */
+  progressShown?: boolean;
+}
+
 /** The report as text, starting with a blank line and ending with a newline. */
-export function renderApplyText(report: ApplyReport): string {
+export function renderApplyText(report: ApplyReport, options: ApplyTextOptions = {}): string {
   const out: string[] = ["", buildApplyHeadline(report)];
-  const results = resultsInOrder(report.outcome);
+  const results = resultsInOrder(report.outcome).filter((r) => !(options.progressShown === true && r.status === "done"));
   const width = Math.max(0, ...results.map((r) => STATUS_LABEL[r.status].length));
   for (const r of results) {
     const ms = r.ms !== null && r.status === "done" ? ` (${r.ms} ms)` : "";
@@ -129,13 +138,12 @@ export function renderApplyMarkdown(report: ApplyReport): string {
     out.push("");
     for (const r of pending) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
   }
-  const { shown, unchanged } = reportOutputs(report);
-  if (shown.length > 0 || unchanged > 0) out.push("", "#### Outputs: copy these into the IdP", "");
+  const { shown } = reportOutputs(report);
+  if (shown.length > 0) out.push("", "#### Outputs: copy these into the IdP", "");
   for (const o of shown) {
     out.push(`- ${code(o.address)}`);
     for (const [field, label] of OUTPUT_FIELDS) out.push(`  - ${label}: ${code(outputText(o[field], o.known_after_apply))}`);
   }
-  if (unchanged > 0) out.push(...(shown.length > 0 ? [""] : []), unchangedOutputsLine(unchanged));
   return `${out.join("\n")}\n`;
 }
 

@@ -8,6 +8,7 @@ import type {
   Estimate,
   FieldDiff,
   JsonValue,
+  Orphan,
   Plan,
   PlanPolicies,
   PolicyResult,
@@ -51,8 +52,24 @@ export const SYMBOL_LEGEND: ReadonlyArray<[ChangeSymbol, string]> = [
   [">", "adopt (add the owner marker)"],
   ["!", "take over from another stack"],
   ["=>", "rename (rewrite the owner marker, keep the id)"],
-  [">>", "rollout step (no child's share of traffic moves more than max_step points)"],
+  [">>", "rollout step"],
 ];
+
+/**
+ * The legend of the symbols a plan's changes use, in SYMBOL_LEGEND's order. A rollout step's pace is named as the
+ * manifests set it: `max_step` points, the `steps:` list, or both when the plan holds rollouts of each kind.
+ */
+export function legendOf(changes: readonly Change[]): Array<[ChangeSymbol, string]> {
+  const used = new Set(changes.map(symbolOf));
+  const rollouts = changes.flatMap((c) => (c.kind === "weighted_backend" && c.rollout ? [c.rollout] : []));
+  const paces = [
+    ...(rollouts.some((r) => r.shares === null) ? ["no child's share of traffic moves more than max_step points"] : []),
+    ...(rollouts.some((r) => r.shares !== null) ? ["traffic moves to the next share of the manifest's steps: list"] : []),
+  ];
+  return SYMBOL_LEGEND.filter(([symbol]) => used.has(symbol)).map(([symbol, meaning]): [ChangeSymbol, string] =>
+    symbol === ">>" && paces.length > 0 ? [symbol, `${meaning} (${paces.join("; or ")})`] : [symbol, meaning],
+  );
+}
 
 export function symbolOf(change: Change): ChangeSymbol {
   if (change.kind === "weighted_backend") {
@@ -103,7 +120,8 @@ export function phraseOf(change: Change): string {
   }
   if (change.action === "delete") return "will be deleted";
   if (change.recreates) return "will be set again (it was deleted outside edgeplan)";
-  return change.before === null ? "will be set (the route has none yet)" : "will be replaced";
+  // A module's PUT keeps the route and the module's generated values: an update in place, never a delete and create.
+  return change.before === null ? "will be set (the route has none yet)" : "will be updated in place";
 }
 
 /** The heading of what changed outside edgeplan, shown before the plan in every format. */
@@ -247,6 +265,19 @@ export function titleOf(change: { address: string; id?: string | null }): string
   return change.id && !change.address.endsWith(change.id) ? `${change.address} (${change.id})` : change.address;
 }
 
+/**
+ * The id an orphan is shown with: a weighted backend's own; none for a route module, whose address names its edge and
+ * route (the orphan's `id` is that of the inventory record that lists it, which is not the module's).
+ */
+export function orphanId(orphan: Pick<Orphan, "address" | "id">): string | null {
+  return orphan.address.startsWith("weighted_backend.") ? orphan.id : null;
+}
+
+/** An orphan as shown: its address, and its id when it has one of its own. */
+export function orphanTitle(orphan: Pick<Orphan, "address" | "id">): string {
+  return titleOf({ address: orphan.address, id: orphanId(orphan) });
+}
+
 /** A child of a weighted backend as shown: its id, its name when it has one, or `name (known after apply)`. */
 export function childLabel(w: WeightChange): string {
   if (w.known_after_apply) return `${w.child} (known after apply)`;
@@ -269,7 +300,6 @@ export function visibleWeights(weights: WeightChange[]): { shown: WeightChange[]
   return { shown, hidden: weights.length - shown.length };
 }
 
-/** `Plan: 1 to create, 2 to update, 0 to delete.` plus every other kind of change that occurs. */
 /** What an inventory write does to one module's entry, as words: `record ownership`, `forget ownership`, the protect flag. */
 export function ownershipText(diff: FieldDiff): string {
   const protect = (v: JsonValue): boolean => typeof v === "object" && v !== null && !Array.isArray(v) && v.protect === true;
@@ -278,23 +308,33 @@ export function ownershipText(diff: FieldDiff): string {
   return `protect: ${protect(diff.before)} -> ${protect(diff.after)}`;
 }
 
+/**
+ * `Plan: 1 to create, 2 to update, 0 to delete.` plus every other kind of change that occurs. Each count is that of
+ * the lines drawn with its symbol (`+`, `~`, `-`), whatever their kind, so the line never says `0 to delete` under a
+ * deletion; a count that holds modules or inventory records says how many of each.
+ */
 export function summaryLine(plan: Plan): string {
   const s = plan.summary;
-  const parts = [`${s.create} to create`, `${s.update} to update`, `${s.delete} to delete`];
+  const count = (symbol: ChangeSymbol, verb: string): string => {
+    const changes = plan.changes.filter((c) => symbolOf(c) === symbol);
+    const kinds = SUMMARY_KINDS.map(([test, one, many]) => [changes.filter(test).length, one, many] as const).filter(([n]) => n > 0);
+    const detail = kinds.some(([, one]) => one !== "weighted backend") ? ` (${kinds.map(([n, one, many]) => `${n} ${n === 1 ? one : many}`).join(", ")})` : "";
+    return `${changes.length} to ${verb}${detail}`;
+  };
+  const parts = [count("+", "create"), count("~", "update"), count("-", "delete")];
   if (s.adopt) parts.push(`${s.adopt} to adopt`);
   if (s.takeover) parts.push(`${s.takeover} to take over`);
   if (s.rename) parts.push(`${s.rename} to rename`);
   if (s.rollout) parts.push(`${s.rollout} ${s.rollout === 1 ? "rollout" : "rollouts"}`);
-  // A module PUT on a route that has none is shown as a create (`+`): counted so, apart from the replaces.
-  const created = plan.changes.filter((c) => (c.kind === "saml" || c.kind === "circuit_breaker") && c.action === "replace" && c.before === null).length;
-  const modules = (n: number, what: string): string => `${n} ${n === 1 ? "module" : "modules"} to ${what}`;
-  if (created) parts.push(modules(created, "create"));
-  if (s.module_replace - created) parts.push(modules(s.module_replace - created, "replace"));
-  if (s.module_delete) parts.push(modules(s.module_delete, "delete"));
-  const inventory = plan.changes.filter((c) => c.kind === "inventory").length;
-  if (inventory) parts.push(`${inventory} inventory ${inventory === 1 ? "write" : "writes"}`);
   return `Plan: ${parts.join(", ")}.`;
 }
+
+/** The kinds a summary count is split into, with their nouns. */
+const SUMMARY_KINDS: ReadonlyArray<readonly [(c: Change) => boolean, string, string]> = [
+  [(c) => c.kind === "weighted_backend", "weighted backend", "weighted backends"],
+  [(c) => c.kind === "saml" || c.kind === "circuit_breaker", "module", "modules"],
+  [(c) => c.kind === "inventory", "inventory record", "inventory records"],
+];
 
 /** `about 40 s`, `about 16 min`, `about 2 h 5 min`. */
 export function durationText(seconds: number): string {
@@ -326,10 +366,12 @@ export const OUTPUT_FIELDS = [
 
 export const KNOWN_AFTER_APPLY = "(known after apply)";
 
-/** The outputs a rendering shows, and how many it leaves out because the IdP already holds their values. */
+/**
+ * The outputs a rendering shows: only values the IdP does not hold yet. Those it holds are left out without a word
+ * (a plan that changes nothing of them says nothing of them); `--format json` lists them all.
+ */
 export interface ShownOutputs {
   shown: readonly SamlOutput[];
-  unchanged: number;
 }
 
 /**
@@ -337,22 +379,20 @@ export interface ShownOutputs {
  * across replaces, so the others are what the IdP already holds). JSON keeps them all.
  */
 export function planOutputs(plan: Pick<Plan, "outputs">): ShownOutputs {
-  const shown = plan.outputs.filter((o) => o.known_after_apply);
-  return { shown, unchanged: plan.outputs.length - shown.length };
+  return { shown: plan.outputs.filter((o) => o.known_after_apply) };
 }
 
 /** The outputs of an apply's report worth showing: those the run set or changed (all when the report does not say). */
 export function reportOutputs(report: { outputs: readonly SamlOutput[]; changedOutputs?: readonly string[] }): ShownOutputs {
   const changed = report.changedOutputs;
-  const shown = changed === undefined ? report.outputs : report.outputs.filter((o) => changed.includes(o.address));
-  return { shown, unchanged: report.outputs.length - shown.length };
+  return { shown: changed === undefined ? report.outputs : report.outputs.filter((o) => changed.includes(o.address)) };
 }
 
-/** The line that stands for the outputs left out. */
-export function unchangedOutputsLine(unchanged: number): string {
-  const modules = unchanged === 1 ? "1 SAML module" : `${unchanged} SAML modules`;
-  return `The IdP values of ${modules} are unchanged, so not shown (edgeplan plan --format json lists them).`;
-}
+/**
+ * The sentence above the SAML modules of a plan whose IdP values are known only after apply: a plan names them, and
+ * the apply's report shows their values, once.
+ */
+export const PENDING_OUTPUTS = "IdP values of these SAML modules, known after apply (the apply shows them, to copy into the IdP):";
 
 /** An output value as shown: the value, `(known after apply)`, or `(not available)` when the server gave none. */
 export function outputText(value: string | null, knownAfterApply: boolean): string {

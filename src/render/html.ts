@@ -17,7 +17,9 @@ import {
   OUTPUT_FIELDS,
   outputText,
   ownershipText,
+  orphanId,
   phraseOf,
+  PENDING_OUTPUTS,
   planOutputs,
   rolloutLines,
   summaryLine,
@@ -26,7 +28,6 @@ import {
   valueText,
   type ChangeSymbol,
   type ShownOutputs,
-  unchangedOutputsLine,
   policiesLine,
   policyPlace,
   POLICY_LEVEL_NOTE,
@@ -34,14 +35,31 @@ import {
 import { esc, renderHtmlPage, SPLIT_COLOURS } from "./html-page.js";
 import { childName, childTag, finalShare, shareMove, trafficChanges } from "./mermaid.js";
 
-/** Renders the plan as a whole HTML page, ending with a newline. */
-export function renderHtml(plan: Plan): string {
+/** Where and when a plan was made, as the command that renders it knows: the page's header shows both. */
+export interface HtmlPlanPlace {
+  /** The API the plan read (`local:<file>` for `--local`). */
+  api_url: string;
+  /** When the plan was made, ISO 8601. */
+  at: string;
+}
+
+/**
+ * Renders the plan as a whole HTML page, ending with a newline. The header names the stack, the API (the
+ * environment's, `place`'s, or a saved plan's) and, with `place`, the time: a page read later says what it was made
+ * against, with or without environments.
+ */
+export function renderHtml(plan: Plan, place?: HtmlPlanPlace): string {
+  const api = plan.environment?.api_url ?? place?.api_url ?? plan.api?.url;
+  const where = [
+    ...(plan.environment ? [`environment <code>${esc(plan.environment.name)}</code>`] : []),
+    ...(api === undefined ? [] : [`API <code>${esc(api)}</code>`]),
+    `stack <code>${esc(plan.stack)}</code>`,
+    ...(place ? [`planned at <time datetime="${esc(place.at)}">${esc(place.at)}</time>`] : []),
+  ];
   const body = [
     "<header>",
     `<h1>edgeplan plan</h1>`,
-    plan.environment
-      ? `<p class="muted environment">environment <code>${esc(plan.environment.name)}</code>, API <code>${esc(plan.environment.api_url)}</code>, stack <code>${esc(plan.stack)}</code></p>`
-      : `<p class="muted">stack <code>${esc(plan.stack)}</code></p>`,
+    `<p class="muted${plan.environment ? " environment" : ""}">${where.join(", ")}</p>`,
     ...renderHtmlSummary(plan),
     "</header>",
     ...renderHtmlDrift(plan),
@@ -49,7 +67,7 @@ export function renderHtml(plan: Plan): string {
     ...renderHtmlChanges(plan, "Changes"),
     ...renderHtmlOrphans(plan),
     ...renderHtmlIgnored(plan),
-    ...renderHtmlOutputs(planOutputs(plan)),
+    ...renderHtmlPendingOutputs(planOutputs(plan)),
   ];
   return renderHtmlPage(plan.environment ? `edgeplan plan: ${plan.environment.name}, stack ${plan.stack}` : `edgeplan plan: stack ${plan.stack}`, body);
 }
@@ -208,7 +226,8 @@ export function renderHtmlOrphans(plan: Pick<Plan, "orphans" | "stack">): string
   const out = ['<section aria-labelledby="orphans">', `<h2 id="orphans">Orphans of stack <code>${esc(plan.stack)}</code></h2>`, "<ul>"];
   for (const o of plan.orphans) {
     const what = o.action === "delete" ? '<strong class="del">deleted</strong>' : "kept";
-    out.push(`<li><code>${esc(o.address)}</code> <code>${esc(o.id)}</code>: ${what}. ${esc(o.reason)}</li>`);
+    const id = orphanId(o);
+    out.push(`<li><code>${esc(o.address)}</code>${id === null ? "" : ` <code>${esc(id)}</code>`}: ${what}. ${esc(o.reason)}</li>`);
   }
   out.push("</ul>", "</section>");
   return out;
@@ -224,9 +243,23 @@ export function renderHtmlIgnored(plan: Plan): string[] {
   return out;
 }
 
-/** The SAML values a person copies into the IdP, and a line for those left out because they are unchanged. */
-export function renderHtmlOutputs({ shown, unchanged }: ShownOutputs): string[] {
-  if (shown.length === 0 && unchanged === 0) return [];
+/** The SAML modules of a plan whose IdP values are known after apply, by address. */
+function renderHtmlPendingOutputs({ shown }: ShownOutputs): string[] {
+  if (shown.length === 0) return [];
+  return [
+    '<section aria-labelledby="outputs">',
+    '<h2 id="outputs">Outputs</h2>',
+    `<p>${esc(PENDING_OUTPUTS)}</p>`,
+    "<ul>",
+    ...shown.map((o) => `<li><code>${esc(o.address)}</code></li>`),
+    "</ul>",
+    "</section>",
+  ];
+}
+
+/** The SAML values a person copies into the IdP, when the IdP does not hold them yet. */
+export function renderHtmlOutputs({ shown }: ShownOutputs): string[] {
+  if (shown.length === 0) return [];
   const out = ['<section aria-labelledby="outputs">', '<h2 id="outputs">Outputs: copy these into the IdP</h2>'];
   for (const o of shown) {
     out.push(`<div class="card"><h3><code>${esc(o.address)}</code></h3>`, "<dl>");
@@ -238,7 +271,6 @@ export function renderHtmlOutputs({ shown, unchanged }: ShownOutputs): string[] 
     }
     out.push("</dl>", "</div>");
   }
-  if (unchanged > 0) out.push(`<p class="muted">${esc(unchangedOutputsLine(unchanged))}</p>`);
   out.push("</section>");
   return out;
 }

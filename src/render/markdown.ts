@@ -15,10 +15,10 @@ import {
   ignoredOfUnchanged,
   estimateLine,
   noChangesLine,
-  OUTPUT_FIELDS,
-  outputText,
   ownershipText,
+  orphanId,
   phraseOf,
+  PENDING_OUTPUTS,
   planOutputs,
   rolloutLines,
   summaryLine,
@@ -28,7 +28,6 @@ import {
   valueText,
   visibleWeights,
   weightText,
-  unchangedOutputsLine,
   policiesLine,
   policyPlace,
   POLICY_LEVEL_NOTE,
@@ -167,14 +166,15 @@ function markdownDrift(plan: Plan): string[] {
   return out;
 }
 
+/** An orphan's id cell: empty for a route module, which has no id of its own. */
+function orphanCell(o: Plan["orphans"][number]): string {
+  const id = orphanId(o);
+  return id === null ? "" : code(id);
+}
+
 /** The parts of the comment that may be cut, each a heading and its items. */
 function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" | "ignored" | "details" | "traffic", Section> {
-  const { shown, unchanged } = planOutputs(plan);
-  const outputRows = (o: (typeof shown)[number]): string =>
-    OUTPUT_FIELDS.map(([field, label]) => {
-      const value = o[field];
-      return `| ${label} | ${value === null ? outputText(null, o.known_after_apply) : code(value)} |\n`;
-    }).join("");
+  const { shown } = planOutputs(plan);
   return {
     changes: {
       head: "\n#### Changes\n\n| | address | change | manifest |\n|:-:|---|---|---|\n",
@@ -183,15 +183,12 @@ function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" 
     },
     orphans: {
       head: `\n#### Orphans of stack ${code(plan.stack)}\n\n| address | id | plan | why |\n|---|---|---|---|\n`,
-      items: plan.orphans.map((o) => `| ${code(o.address)} | ${code(o.id)} | ${o.action} | ${cell(o.reason)} |\n`),
+      items: plan.orphans.map((o) => `| ${code(o.address)} | ${orphanCell(o)} | ${o.action} | ${cell(o.reason)} |\n`),
       noun: "orphans",
     },
     outputs: {
-      head: "\n#### Outputs: copy these into the IdP\n",
-      items: [
-        ...shown.map((o) => `\n${code(o.address)}\n\n| field | value |\n|---|---|\n${outputRows(o)}`),
-        ...(unchanged > 0 ? [`\n${unchangedOutputsLine(unchanged)}\n`] : []),
-      ],
+      head: `\n#### Outputs\n\n${PENDING_OUTPUTS}\n\n`,
+      items: shown.map((o) => `- ${code(o.address)}\n`),
       noun: "outputs",
     },
     ignored: {

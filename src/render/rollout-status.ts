@@ -3,7 +3,7 @@
  */
 import type { RolloutStatus } from "../model/rollout-schema.js";
 import { RolloutStatusDocumentSchema } from "../model/rollout-schema.js";
-import { shareOf } from "../kinds/weighted-backend.js";
+import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
 import { promoteCommand } from "../core/rollout.js";
 
 /** `bkdhr_1 9000 (90%), bkdhr_2 1000 (10%)` */
@@ -11,6 +11,17 @@ function weightsText(w: Readonly<Record<string, number>>): string {
   const total = Object.values(w).reduce((s, x) => s + x, 0);
   const children = Object.entries(w);
   return children.length === 0 ? "no children" : children.map(([child, weight]) => `${child} ${weight} (${shareOf(weight, total)}%)`).join(", ");
+}
+
+/**
+ * A halted rollout: the step it stopped at, why, and where traffic is: back at the weights it started from (the halt
+ * writes them), or still at the step's when that write failed (the next apply writes it again).
+ */
+function halted(r: RolloutStatus): string {
+  const at = `halted at step ${r.step}${r.steps === null ? "" : ` of ${r.steps}`}: ${r.halted ?? ""}`;
+  return sameWeights(r.weights, r.from)
+    ? `${at}; rolled back to the weights it started from`
+    : `${at}; not rolled back yet: traffic is still at the step's weights (the next apply writes the starting weights)`;
 }
 
 /** What one rollout does next, after the step it wrote. */
@@ -24,7 +35,7 @@ function standing(r: RolloutStatus): string {
     case "paused":
       return `${written}; paused: ${r.paused ?? ""}; run "${promoteCommand(r.name)}" to go on`;
     case "halted":
-      return `${written}; halted: ${r.halted ?? ""}; change the manifest, or run "edgeplan rollout retry ${r.name}", to start it again`;
+      return `${halted(r)}; change the manifest, or run "edgeplan rollout retry ${r.name}", to start it again`;
     case "unknown":
       return `${written}; no manifest of it was read (or it names another target): how many steps and when the next is due are not known`;
   }

@@ -19,19 +19,20 @@ import {
   outputText,
   ownershipText,
   phraseOf,
+  PENDING_OUTPUTS,
   planOutputs,
   rolloutLines,
   summaryLine,
-  SYMBOL_LEGEND,
+  legendOf,
   symbolOf,
   targetedLine,
+  orphanTitle,
   titleOf,
   valueText,
   visibleWeights,
   weightText,
   type ChangeSymbol,
   type ShownOutputs,
-  unchangedOutputsLine,
   policiesLine,
   policyPlace,
   POLICY_LEVEL_NOTE,
@@ -91,11 +92,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
   if (plan.changes.length === 0) {
     out.push(noChangesLine(plan));
   } else {
-    const used = new Set(plan.changes.map(symbolOf));
     out.push(`edgeplan will make these changes (stack "${plan.stack}"); symbols:`);
-    for (const [symbol, meaning] of SYMBOL_LEGEND) {
-      if (used.has(symbol)) out.push(`  ${paint(SYMBOL_STYLE[symbol], symbol.padEnd(2))} ${meaning}`);
-    }
+    for (const [symbol, meaning] of legendOf(plan.changes)) out.push(`  ${paint(SYMBOL_STYLE[symbol], symbol.padEnd(2))} ${meaning}`);
     for (const change of plan.changes) {
       out.push("");
       out.push(...renderChange(change, paint));
@@ -107,7 +105,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
     out.push(`Orphans: objects of stack "${plan.stack}" that no manifest names:`);
     for (const o of plan.orphans) {
       const mark = o.action === "delete" ? paint("red", "-") : " ";
-      out.push(`  ${mark} ${titleOf(o)}: ${o.reason}`);
+      out.push(`  ${mark} ${orphanTitle(o)}: ${o.reason}`);
     }
   }
 
@@ -117,7 +115,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
     for (const i of ignored) out.push(`  # ${i.address}: ignored: ${i.path} differs`);
   }
 
-  out.push(...renderOutputsText(planOutputs(plan)));
+  const { shown } = planOutputs(plan);
+  if (shown.length > 0) out.push("", `Outputs: ${PENDING_OUTPUTS}`, ...shown.map((o) => `  ${o.address}`));
 
   if (plan.changes.length > 0) {
     out.push("");
@@ -127,11 +126,8 @@ export function renderText(plan: Plan, options: TextOptions): string {
   return `${out.join("\n")}\n`;
 }
 
-/**
- * The outputs shown as text lines (a blank line first), then the line that stands for those left out, or nothing
- * when there are none; the apply report shows them too.
- */
-export function renderOutputsText({ shown, unchanged }: ShownOutputs): string[] {
+/** The outputs shown as text lines (a blank line first), or nothing when there are none; the apply report shows them too. */
+export function renderOutputsText({ shown }: ShownOutputs): string[] {
   const out: string[] = [];
   if (shown.length > 0) out.push("", "Outputs: copy these into the IdP:");
   const width = Math.max(...OUTPUT_FIELDS.map(([, label]) => label.length)) + 1;
@@ -139,7 +135,6 @@ export function renderOutputsText({ shown, unchanged }: ShownOutputs): string[] 
     out.push(`  ${o.address}`);
     for (const [field, label] of OUTPUT_FIELDS) out.push(`    ${`${label}:`.padEnd(width)} ${outputText(o[field], o.known_after_apply)}`);
   }
-  if (unchanged > 0) out.push("", unchangedOutputsLine(unchanged));
   return out;
 }
 

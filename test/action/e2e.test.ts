@@ -115,26 +115,26 @@ describe.each(RUNTIMES)("the bundled action on %s against the real server", (_na
       "has-changes": "true",
       exitcode: "2",
       "plan-file": join(first.runner.dir, "temp", "edgeplan-plan-e2e.json"),
-      summary: "Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.",
+      summary: "Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.",
     });
     const saved = JSON.parse(readFileSync(outputs["plan-file"]!, "utf8")) as Plan;
     expect(saved.format_version).toBe(1);
     expect(saved.stack).toBe("e2e");
     // The weighted backend, the circuit breaker, and the inventory write that records the circuit breaker.
     expect(saved.changes).toHaveLength(3);
-    expect(first.run.stdout).toContain("::notice title=edgeplan::Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.\n");
+    expect(first.run.stdout).toContain("::notice title=edgeplan::Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.\n");
 
     const comments = gh.comments.get("acme/routes#21")!;
     expect(comments).toHaveLength(1);
     const body1 = comments[0]!.body;
     expect(
       body1.startsWith(
-        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [], { head: "5e5e5e5e5e5e", after: 0, entries: [] })}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.**\n`,
+        `<!-- edgeplan:plan stack=e2e -->\n${reviewedMarker(buildPlanRecord(saved), [], { head: "5e5e5e5e5e5e", after: 0, entries: [] })}\n\n### edgeplan plan: stack \`e2e\`\n\n**Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.**\n`,
       ),
     ).toBe(true);
     expect(body1).toContain("weighted_backend.checkout");
     expect(body1).toContain("<sub>Commit 5e5e5e5 · [workflow run](https://github.com/acme/routes/actions/runs/4242)</sub>");
-    expect(first.runner.summary()).toContain("**Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.**");
+    expect(first.runner.summary()).toContain("**Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.**");
     expectNoKey(first.run, first.runner, [readFileSync(outputs["plan-file"]!, "utf8")]);
 
     // A second push changes the weights: the same comment is edited, not a second one added.

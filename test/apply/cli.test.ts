@@ -42,7 +42,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       const first = await w.cli(APPLY);
       expect(first.code).toBe(0);
       // The two modules are declared for the first time: one inventory write records them.
-      expect(first.stdout).toContain("Plan: 3 to create, 0 to update, 0 to delete, 2 modules to create, 1 inventory write.");
+      expect(first.stdout).toContain("Plan: 6 to create (3 weighted backends, 2 modules, 1 inventory record), 0 to update, 0 to delete.");
       expect(first.stdout).toContain("\nApply complete: 6 done.\n");
       expect(first.stdout).toContain("\nConverged: the live state matches the manifests.\n");
       // The outputs come from the module as the server holds it now.
@@ -69,7 +69,7 @@ describe.concurrent("edgeplan apply (built CLI, real server)", { timeout: 90_000
       expect(second.code).toBe(0);
       // The SAML module's delete forgets its inventory entry.
       expect(second.stdout).toContain(
-        "Plan: 0 to create, 1 to update, 1 to delete, 1 to adopt, 1 to take over, 1 to rename, 1 module to replace, 1 module to delete, 1 inventory write.",
+        "Plan: 0 to create, 3 to update (1 weighted backend, 1 module, 1 inventory record), 2 to delete (1 weighted backend, 1 module), 1 to adopt, 1 to take over, 1 to rename.",
       );
       expect(second.stdout).toContain("\nApply complete: 8 done.\n");
       expect(second.stdout).toContain("\nConverged: the live state matches the manifests.\n");

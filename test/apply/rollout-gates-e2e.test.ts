@@ -198,6 +198,11 @@ describe("rollout gates against the real server", () => {
         promoted: null,
       },
     ]);
+    // As text: where it stopped, and that traffic is back at the weights it started from.
+    expect((await run("abort", ["rollout", "status"])).stdout.split("\n")[1]).toBe(
+      `  weighted_backend.web (${(await object("abort")).id}): halted at step 1 of 4: aborted by edgeplan rollout abort; ` +
+        'rolled back to the weights it started from; change the manifest, or run "edgeplan rollout retry web", to start it again',
+    );
     const again = await run("abort", ["rollout", "abort", "web"]);
     expect(again.code).toBe(1);
     expect(again.stderr).toBe("edgeplan: weighted_backend.web: the rollout is halted already (aborted by edgeplan rollout abort); nothing to abort\n");
@@ -231,12 +236,11 @@ describe("rollout gates against the real server", () => {
     await untilDue("report");
     const halted = await run("report", ["apply", "m", "--auto-approve"]);
     check.status = 200;
-    const id = (await object("report")).id;
     expect(halted.code).toBe(3);
     expect(reportOf(halted.stdout)).toBe(
       [
+        // The change done was shown by its progress line; the report names what it came to.
         "Apply halted a rollout: 1 done.",
-        `  done  weighted_backend.web: rollout halted: the weights it started from are written back ${id} (MS)`,
         `  halted  weighted_backend.web: rolled back to 100/0: check GET ${check.url} failed 3 times: HTTP 503, expected a 2xx status`,
         "",
         "Not converged: 1 object does not match the manifests yet (edgeplan plan shows the details):",

@@ -15,8 +15,21 @@ describe("edgeplan demo", () => {
       "Demo done: the second plan has nothing to do. Next, on a copy of the examples in your own folder: " +
         "cp -r examples edgeplan-examples && edgeplan plan --local edgeplan-examples",
     );
-    // The first plan creates everything the examples declare; the last one has nothing to do.
-    expect(res.stdout).toContain("Plan: 6 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
+    // The first plan creates everything the examples declare, shown once (the apply does not show it again); the
+    // last one has nothing to do. Each change is listed once, by its progress line; the report counts them.
+    const lines = res.stdout.split("\n");
+    expect(lines.filter((l) => l.startsWith("Plan: "))).toEqual(["Plan: 12 to create (6 weighted backends, 5 modules, 1 inventory record), 0 to update, 0 to delete."]);
+    expect(lines.filter((l) => l.startsWith("edgeplan will make these changes"))).toHaveLength(1);
+    expect(lines.filter((l) => l.startsWith("  done "))).toEqual([]);
+    expect(res.stdout).toContain("\nApply complete: 12 done.\n");
+    expect(res.stderr.match(/^weighted_backend\.storefront-blue: created /gm)).toHaveLength(1);
+    // The IdP values, once: the plan names the three SAML modules, the apply shows their values, the last plan says nothing.
+    expect(lines.filter((l) => l.startsWith("Outputs: "))).toEqual([
+      "Outputs: IdP values of these SAML modules, known after apply (the apply shows them, to copy into the IdP):",
+      "Outputs: copy these into the IdP:",
+    ]);
+    expect(lines.filter((l) => l.startsWith("    entity id: "))).toHaveLength(3);
+    expect(res.stdout).not.toContain("The IdP values");
     expect(res.stdout).toContain("Converged: the live state matches the manifests.");
     expect(
       res.stdout

@@ -39,7 +39,7 @@ describe("edgeplan plan (built CLI, real server)", () => {
     expect(first.stdout).toContain("+ weighted_backend.checkout");
     expect(first.stdout).toContain(`+ edge_route.${EDGE}/${R1}.circuit_breaker`);
     // The circuit breaker is declared for the first time: the inventory write that records it is part of the plan.
-    expect(first.stdout).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.");
+    expect(first.stdout).toContain("Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.");
     // One page of weighted backends, one page of the account's edges (the edge with its routes and modules), and one
     // read of each child id the create introduces: nothing else.
     expect(
@@ -143,16 +143,20 @@ describe("HTML pages from the CLI", () => {
     expect(md.stderr).toBe("plan written to plan.html (HTML; open it in a browser)\n");
     const page = readFileSync(join(w.dir, "plan.html"), "utf8");
     expect(page.startsWith("<!doctype html>\n")).toBe(true);
-    expect(page).toContain('<p class="summary">Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.</p>');
-    // Same plan, same bytes: the page of `--format html` on stdout is the file's.
-    expect((await w.cli(["plan", "m", "--format", "html"])).stdout).toBe(page);
+    expect(page).toContain('<p class="summary">Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.</p>');
+    // The header says which API was read, and when: the only bytes that differ from one run to the next.
+    const header = /<p class="muted">API <code>http:\/\/127\.0\.0\.1:\d+<\/code>, stack <code>default<\/code>, planned at <time datetime="(\S+)">\1<\/time><\/p>/;
+    expect(page).toMatch(header);
+    const timeless = (html: string): string => html.replace(/<time datetime="\S+">\S+<\/time>/, "<time>");
+    // Same plan, same bytes but the time: the page of `--format html` on stdout is the file's.
+    expect(timeless((await w.cli(["plan", "m", "--format", "html"])).stdout)).toBe(timeless(page));
 
     // apply --format html refused (no terminal, no --auto-approve): the plan was asked about on stderr as text, and
     // stdout holds the plan's page, one whole document.
     const refused = await w.cli(["apply", "m", "--format", "html"]);
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toBe(page);
-    expect(refused.stderr).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write.\n");
+    expect(timeless(refused.stdout)).toBe(timeless(page));
+    expect(refused.stderr).toContain("Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete.\n");
     // Only the refused apply's lease was written (the plans before it write nothing).
     expect(w.changeWrites()).toEqual([]);
 

@@ -223,7 +223,7 @@ describe("edgeplan export", () => {
     ]);
     const text = await cli("plan", "exported", "--detailed-exitcode");
     expect(text.code).toBe(2);
-    expect(text.stdout).toContain("Plan: 0 to create, 0 to update, 0 to delete, 2 to adopt, 1 inventory write.\n");
+    expect(text.stdout).toContain("Plan: 1 to create (1 inventory record), 0 to update, 0 to delete, 2 to adopt.\n");
   });
 
   it("writes into a folder that holds other files, leaving them as they are", async () => {

@@ -25,7 +25,7 @@ const EXPECTED: Record<string, (out: string, folder: string) => void> = {
   "edgeplan demo": (out) => expect(out).toContain("Demo done: the second plan has nothing to do."),
   "edgeplan validate manifests     # exit 1 on any error": (out) => expect(out).toContain("1 file, 2 objects: 0 errors, 0 warnings"),
   "edgeplan plan --local --fixtures fixtures.yaml manifests": (out) =>
-    expect(out).toContain("Plan: 1 to create, 0 to update, 0 to delete, 1 module to create, 1 inventory write."),
+    expect(out).toContain("Plan: 3 to create (1 weighted backend, 1 module, 1 inventory record), 0 to update, 0 to delete."),
   "edgeplan export --out exported": (out, folder) => {
     expect(out).toContain('exported 1 weighted backend (1 owned by stack "default") and 1 route of 1 edge to exported');
     expect(readFileSync(join(folder, "exported", "weighted-backends", "checkout.yaml"), "utf8")).toContain("name: checkout");
@@ -90,7 +90,7 @@ function followDemo(shell: Shell, demoOutput: string): void {
   expect(next, last).not.toBeNull();
   const { code, out } = bash(shell, next![1]!);
   expect(code, `${next![1]}\n${out}`).toBe(0);
-  expect(out).toContain("Plan: 6 to create, 0 to update, 0 to delete, 5 modules to create, 1 inventory write.");
+  expect(out).toContain("Plan: 12 to create (6 weighted backends, 5 modules, 1 inventory record), 0 to update, 0 to delete.");
 }
 
 describe("the README's commands, on the installed package", () => {

@@ -73,8 +73,10 @@ describe("apply report", () => {
     expect(md.startsWith(applied.trimEnd() + "\n\n<details><summary>The plan that was applied</summary>\n\n### edgeplan plan: stack `default`")).toBe(true);
     expect(md).toContain(`| \`~\` | \`edge_route.${EDGE}/${ROUTE}.saml\` |`);
     expect(md.endsWith("\n\n</details>")).toBe(true);
-    // Without an apply report (nothing was applied), the plan keeps its outputs.
-    expect(renderActionApply(p, undefined).match(/#### Outputs/g)).toHaveLength(1);
+    // Without an apply report (nothing was applied), the plan keeps its outputs: those it sets, none it leaves as they are.
+    expect(renderActionApply(p, undefined)).not.toContain("#### Outputs");
+    const created = plan({ routes: [desiredRoute(present(samlSettings({})), unmanaged)] }, { routes: [liveRouteOf(null, null)] });
+    expect(renderActionApply(created, undefined).match(/#### Outputs/g)).toHaveLength(1);
   });
 
   it("puts a failure above what the run had shown", () => {

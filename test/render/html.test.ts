@@ -160,16 +160,16 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(await text(ignored.page, "section[aria-labelledby=ignored] li")).toEqual([expect.stringMatching(/^weighted_backend\.\S+: ignored: description differs$/)]);
   });
 
-  it("the SAML values to copy into the IdP: those of a module the plan creates, a line for those unchanged", async () => {
+  it("the SAML modules the plan creates, whose values the apply shows; nothing for those unchanged", async () => {
     const created = (await open(scenario("019-saml-create"))).page;
-    expect(await text(created, "#outputs")).toEqual(["Outputs: copy these into the IdP"]);
-    expect(await text(created, "section[aria-labelledby=outputs] dt")).toEqual(["entity id", "ACS URL", "SLO URL", "metadata URL", "certificate SHA-256"]);
-    expect((await text(created, "section[aria-labelledby=outputs] dd"))[0]).toBe("(known after apply)");
-    const replaced = (await open(scenario("020-saml-replace-idp-metadata"))).page;
-    expect(await text(replaced, "section[aria-labelledby=outputs] dt")).toEqual([]);
-    expect(await text(replaced, "section[aria-labelledby=outputs] p")).toEqual([
-      "The IdP values of 1 SAML module are unchanged, so not shown (edgeplan plan --format json lists them).",
+    expect(await text(created, "#outputs")).toEqual(["Outputs"]);
+    expect(await text(created, "section[aria-labelledby=outputs] p")).toEqual([
+      "IdP values of these SAML modules, known after apply (the apply shows them, to copy into the IdP):",
     ]);
+    expect(await text(created, "section[aria-labelledby=outputs] li")).toEqual(["edge_route.edghts_2G4e8ay6UX87bXwr8GXBHKATNk6/edghtsrt_32ELHwJPhCQPmmUX0L0b2M0hXZw.saml"]);
+    expect(await text(created, "section[aria-labelledby=outputs] dd")).toEqual([]);
+    const replaced = (await open(scenario("020-saml-replace-idp-metadata"))).page;
+    expect(await text(replaced, "#outputs")).toEqual([]);
   });
 
   it("a plan of 500 changes: every card, the mass-delete risk, and nothing wider than 360 px", async () => {
@@ -210,12 +210,15 @@ describe("the HTML plan in chromium", { timeout: 60_000 }, () => {
     expect(result.exitCode).toBe(0);
     expect(io.out.startsWith("<!doctype html>\n")).toBe(true);
     expect(io.out.match(/<!doctype html>/g)?.length).toBe(1);
-    expect(io.err).toContain("Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create, 1 inventory write."); // the plan asked about
+    expect(io.err).toContain("Plan: 5 to create (1 weighted backend, 3 modules, 1 inventory record), 0 to update, 0 to delete."); // the plan asked about
     const file = path.join(dir, "report.html");
     writeFileSync(file, io.out);
     const { page, others } = await open(file, 360);
     expect(await text(page, "h1")).toEqual(["edgeplan apply"]);
-    expect(await text(page, ".summary")).toEqual(["Apply complete: 5 done.", "Plan: 1 to create, 0 to update, 0 to delete, 3 modules to create, 1 inventory write."]);
+    expect(await text(page, ".summary")).toEqual([
+      "Apply complete: 5 done.",
+      "Plan: 5 to create (1 weighted backend, 3 modules, 1 inventory record), 0 to update, 0 to delete.",
+    ]);
     expect(await text(page, "header p.add")).toEqual(["Converged: the live state matches the manifests."]);
     expect(await page.locator("section[aria-labelledby=results] tbody tr").count()).toBe(5);
     expect(await text(page, "section[aria-labelledby=results] tbody td:nth-child(2)")).toEqual(["done", "done", "done", "done", "done"]);

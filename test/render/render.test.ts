@@ -98,8 +98,6 @@ describe("renderText", () => {
         'Orphans: objects of stack "default" that no manifest names:',
         `    weighted_backend.left (${wbId(1)}): no manifest names it; run with --prune to delete it`,
         "",
-        "The IdP values of 1 SAML module are unchanged, so not shown (edgeplan plan --format json lists them).",
-        "",
       ].join("\n"),
     );
     expect(renderMarkdown(q)).toContain('**No changes to the objects of the manifests; 1 orphan of stack "default" that no manifest names is kept (--prune deletes it).**');
