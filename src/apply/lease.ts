@@ -35,6 +35,10 @@ export interface LeaseOptions {
    */
   firstPollMs?: number;
   now?: () => number;
+  /** How the wait sleeps between two reads (default: a timer); given by tests that move `now` themselves. */
+  sleep?: (ms: number) => Promise<void>;
+  /** Time between two reminders of who holds the lease while this apply waits (default 30 s). */
+  remindMs?: number;
   /** What the lease guards, as messages name it (default `stack "S"`); given only for the account's claim lease. */
   subject?: string;
   /** The flags after `edgeplan unlock STACK` in a message (a leading space): those that reach the same API. */
@@ -93,6 +97,9 @@ export class LeaseBusyError extends EdgeplanError {
   }
 }
 
+/** How often a wait says again who holds the lease, until when, and how to remove it. */
+export const REMIND_MS = 30_000;
+
 /** Attempts to take the lease before giving up even if the timeout allows more (each one waits for a holder to end). */
 const MAX_ATTEMPTS = 1000;
 
@@ -142,7 +149,7 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
     if (now() >= deadline) throw busyError(blocker, options);
     if (!announced.has(blocker.id)) {
       announced.add(blocker.id);
-      options.onWait(`${subjectOf(options)} is locked by ${describeHolder(blocker)}; waiting for it (--lock-timeout ${formatMs(options.timeoutMs)})`);
+      options.onWait(waitLine(blocker, watch.validUntil(blocker), options, null));
     }
     await waitForEnd(client, blocker, watch, deadline, options);
   }
@@ -273,6 +280,11 @@ class ExpiryWatch {
   readonly gone = new Set<string>();
   constructor(private readonly now: () => number) {}
 
+  /** Until when the lease is valid without another renewal, on this clock (since its count was last seen to change). */
+  validUntil(lease: Lease): number {
+    return (this.seen.get(lease.id)?.since ?? this.now()) + lease.ttlMs;
+  }
+
   /** Records what a read showed; returns whether the lease has expired. */
   observe(lease: Lease): boolean {
     const last = this.seen.get(lease.id);
@@ -290,13 +302,17 @@ class ExpiryWatch {
  */
 async function waitForEnd(client: ApiClient, blocker: Lease, watch: ExpiryWatch, deadline: number, options: LeaseOptions): Promise<void> {
   const now = options.now ?? Date.now;
+  const pause = options.sleep ?? sleep;
+  const remindMs = options.remindMs ?? REMIND_MS;
+  const start = now();
+  let remindedAt = start;
   const pollMs = options.pollMs ?? Math.min(1000, Math.max(50, Math.floor(blocker.ttlMs / 4)));
   const firstPollMs = Math.min(options.firstPollMs ?? pollMs, pollMs);
   // At most one read per poll until the deadline, and a dead holder expires within its TTL: both bound this loop.
   const maxPolls = Math.ceil((deadline - now()) / firstPollMs) + 2;
   let current = blocker;
   for (let poll = 0, delay = firstPollMs; poll < maxPolls; poll++, delay = Math.min(pollMs, delay * 2)) {
-    await sleep(Math.max(0, Math.min(delay, deadline - now())));
+    await pause(Math.max(0, Math.min(delay, deadline - now())));
     const read = await client.getWeightedBackend(current.id);
     const lease = read === null ? null : parseLease(read);
     if (lease === null) return;
@@ -308,6 +324,10 @@ async function waitForEnd(client: ApiClient, blocker: Lease, watch: ExpiryWatch,
       return;
     }
     if (now() >= deadline) break;
+    if (now() - remindedAt >= remindMs) {
+      remindedAt = now();
+      options.onWait(waitLine(lease, watch.validUntil(lease), options, remindedAt - start));
+    }
   }
   throw busyError(current, options);
 }
@@ -322,12 +342,61 @@ async function deleteIfThere(client: ApiClient, id: string): Promise<void> {
 
 function busyError(holder: Lease, options: LeaseOptions): LeaseBusyError {
   const waited = options.timeoutMs === 0 ? "--lock-timeout 0: not waiting" : `waited ${formatMs(options.timeoutMs)} (--lock-timeout)`;
+  const { who, hint, dead } = holderState(holder, null, options);
+  const again = dead ? "Run again once its lease has expired" : "Run again when it is done";
   return new LeaseBusyError(
     holder,
-    `${subjectOf(options)} is locked by another apply: ${describeHolder(holder)}; ${waited}. No change was sent. ` +
-      `Run again when it is done (or with a longer --lock-timeout); if that apply is gone, its lease expires ${formatMs(holder.ttlMs)} after its last renewal, ` +
-      `or remove it now with: edgeplan unlock ${options.stack} --lease-id ${holder.id}${options.unlockWhere ?? ""}`,
+    `${subjectOf(options)} is locked by another apply: ${who}; ${waited}. No change was sent. ${again} (or with a longer --lock-timeout)${hint}`,
   );
+}
+
+/**
+ * What a wait says when it starts (`elapsed` null) and every `remindMs` after: who holds the lease, until when, and
+ * the `unlock` command, as the `--lock-timeout 0` error says them.
+ */
+function waitLine(holder: Lease, validUntil: number, options: LeaseOptions, elapsed: number | null): string {
+  const { who, hint } = holderState(holder, validUntil, options);
+  const timeout = `--lock-timeout ${formatMs(options.timeoutMs)}`;
+  if (elapsed === null) return `${subjectOf(options)} is locked by ${who}; waiting for it (${timeout})${hint}`;
+  return `still waiting (${Math.round(elapsed / 1000)}s of ${timeout}): ${subjectOf(options)} is locked by ${who}${hint}`;
+}
+
+/**
+ * The holder as the lock messages name it, and how its lease ends: a holder that is a dead process of this host is
+ * said to be dead, but its lease is never broken for that (a pid is reused, and another container may bear the same
+ * host name): it expires on its own, or a person runs `unlock`. `validUntil`: on this clock, when known.
+ */
+function holderState(holder: Lease, validUntil: number | null, options: LeaseOptions): { who: string; hint: string; dead: boolean } {
+  const ttl = formatMs(holder.ttlMs);
+  const unlock = `edgeplan unlock ${options.stack} --lease-id ${holder.id}${options.unlockWhere ?? ""}`;
+  if (deadOnThisHost(holder.holder)) {
+    const until = validUntil === null ? `${ttl} after its last renewal` : `at ${isoSeconds(validUntil)}`;
+    return {
+      who: `${describeHolder(holder)} (process ${holder.holder.pid} on this host is no longer running; the lease expires ${until}, or run: ${unlock})`,
+      hint: "",
+      dead: true,
+    };
+  }
+  const until = validUntil === null ? `${ttl} after its last renewal` : `at ${isoSeconds(validUntil)} (${ttl} after its last renewal)`;
+  return { who: describeHolder(holder), hint: `; if that apply is gone, its lease expires ${until}, or remove it now with: ${unlock}`, dead: false };
+}
+
+/**
+ * True when the holder ran on this host (by name) and its process is gone: signal 0 checks a pid without touching
+ * it, and ESRCH means no such process (EPERM: one that is someone else's, alive).
+ */
+export function deadOnThisHost(holder: LeaseHolder): boolean {
+  if (holder.host !== hostname() || !Number.isSafeInteger(holder.pid) || holder.pid <= 0) return false;
+  try {
+    process.kill(holder.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+function isoSeconds(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 function subjectOf(options: LeaseOptions): string {

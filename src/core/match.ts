@@ -144,3 +144,47 @@ function matchByMarker(index: PlanIndex, matching: Matching, problems: PlanProbl
     }
   }
 }
+
+/**
+ * A create whose name another stack's object carries is never planned silently: names are per stack, so without
+ * --takeover the create goes ahead with a note naming that object and the `id:` line that would take it over; with
+ * --takeover, which moves only what `id:` names, the manifest is an error (the user asked to take objects over, and
+ * a second object of the same name is seldom what they meant), as Terraform refuses a resource that already exists
+ * and says to import it. Runs after the renames, on the creates left.
+ */
+export function checkNamesOfOtherStacks(index: PlanIndex, matching: Matching, takeover: boolean, problems: PlanProblems): void {
+  const creates = [...matching.matches.values()].filter((m) => m.action === "create");
+  if (creates.length === 0) return;
+  const elsewhere = namedElsewhere(index);
+  for (const m of creates) {
+    const found = elsewhere.get(m.desired.name);
+    if (found === undefined) continue;
+    const objects = found.map((f) => `${f.id} of stack "${f.stack}"`).join(", ");
+    const idLines = found.map((f) => `\`id: ${f.id}\``).join(" or ");
+    const it = found.length === 1 ? "it" : "one";
+    if (takeover) {
+      problems.error(
+        posOf(m.desired, "name"),
+        `weighted backend "${m.desired.name}": ${objects} ${found.length === 1 ? "has" : "have"} this name, and --takeover takes over only what \`id:\` names: ` +
+          `add ${idLines} to this manifest to take ${it} over, or plan without --takeover to create a second "${m.desired.name}" in stack "${index.stack}"`,
+      );
+    } else {
+      m.notes.push(
+        `${objects} also ${found.length === 1 ? "has" : "have"} this name (names are per stack, so this creates another); to take ${it} over instead, add ${idLines} and plan with --takeover`,
+      );
+    }
+  }
+}
+
+/** The objects of other stacks by their marker's name, in id order. */
+function namedElsewhere(index: PlanIndex): Map<string, Array<{ id: string; stack: string }>> {
+  const named = new Map<string, Array<{ id: string; stack: string }>>();
+  for (const l of index.live) {
+    const marker = markerOf(index, l.id);
+    if (marker === null || marker.stack === index.stack) continue;
+    const list = named.get(marker.name) ?? [];
+    list.push({ id: l.id, stack: marker.stack });
+    named.set(marker.name, list);
+  }
+  return named;
+}

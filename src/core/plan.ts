@@ -15,7 +15,7 @@ import type { DesiredState, LiveState } from "../model/state.js";
 import { buildWeightedBackendChange, buildWeightedBackendDelete } from "../kinds/weighted-backend.js";
 import { matchedIds, resolveAllChildren, type Resolved } from "./children.js";
 import { buildDependencies, buildLiveParents } from "./graph.js";
-import { matchWeightedBackends, type Match, type Matching } from "./match.js";
+import { checkNamesOfOtherStacks, matchWeightedBackends, type Match, type Matching } from "./match.js";
 import { planOrphans, type Orphans } from "./orphans.js";
 import { buildOutputs } from "./outputs.js";
 import { indexPlanInput, markerOf, ownedByStack, PlanProblems, type PlanIndex } from "./plan-index.js";
@@ -67,7 +67,8 @@ export const DEFAULT_MAX_SHIFT = 50;
  * built with sorted keys, so the same input renders to the same bytes.
  *
  * Throws ManifestError (every problem at once, each `file:line:col: message`) for inputs no plan can satisfy: an
- * `id:` that does not exist live, an `id:` owned by another stack without `takeover`, a route the live side lacks,
+ * `id:` that does not exist live, an `id:` owned by another stack without `takeover`, a new object whose name another
+ * stack's object carries with `takeover` (only `id:` takes over), a route the live side lacks,
  * two children that name the same object, children that lead back to their parent through an id. Names, adopted ids
  * and routes are unique in `desired` (the loader's rules): a repeat throws InternalError.
  *
@@ -84,6 +85,7 @@ export function buildPlan(desired: DesiredState, live: LiveState, options: PlanO
   const matching = matchWeightedBackends(index, options.takeover, problems);
   const nameToId = matchedIds(matching);
   findRenames(index, matching, nameToId);
+  checkNamesOfOtherStacks(index, matching, options.takeover, problems);
   const resolvedByName = resolveAllChildren(index, matching, nameToId, problems);
   const routePlan = routes ?? planRoutes(desired.edgeRoutes, live.routes);
   const routePairs = routePlan.pairs;

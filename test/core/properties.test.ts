@@ -64,6 +64,9 @@ const liveArb = fc
     fc.record({
       owner: fc.constantFrom("default", "default", "default", "other", "none", "junk"),
       name: fc.constantFrom(...NAMES, "old1", "old2"),
+      // Another stack's object under a name no manifest may take: with --takeover, a manifest that would create a
+      // second object of another stack's name is an error, so without these a takeover plan seldom gets made.
+      apart: fc.boolean(),
       protect: fc.boolean(),
       description: fc.constantFrom("", "x"),
       team: fc.boolean(),
@@ -76,7 +79,8 @@ const liveArb = fc
   .map((specs) =>
     specs.map((s, i) => {
       const user = s.team ? { team: "t" } : {};
-      const metadata = s.owner === "none" ? (s.team ? '{"team":"t"}' : "") : s.owner === "junk" ? "owner=bob" : markerMetadata(s.owner, s.name, user, s.protect);
+      const name = s.owner === "other" && s.apart ? `${s.name}-apart` : s.name;
+      const metadata = s.owner === "none" ? (s.team ? '{"team":"t"}' : "") : s.owner === "junk" ? "owner=bob" : markerMetadata(s.owner, name, user, s.protect);
       // Children only among older objects: the API refuses cycles.
       const olderChildren = s.children.filter((c) => c <= i).map(wbId);
       return liveWeightedBackend({
