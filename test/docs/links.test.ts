@@ -1,6 +1,8 @@
 /**
  * Every relative link of the user and contributor documentation leads somewhere: the file or folder exists, and a
  * `#fragment` names a heading of the target (by GitHub's rule for heading anchors) or an explicit anchor in it.
+ * docs/architecture.md stays short enough to read and names only files that exist; the promises table of
+ * docs/reliability.md names only tests that exist.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -75,5 +77,55 @@ describe("links in the documentation", () => {
       "README.md: docs/nope.md (no such file: docs/nope.md)",
       'README.md: docs/cli.md#nope (no heading or anchor "nope" in docs/cli.md)',
     ]);
+  });
+});
+
+/** The rows of the promises table of docs/reliability.md: each row's promise and the cell naming its tests. */
+function promiseRows(markdown: string): { promise: string; heldBy: string }[] {
+  const section = markdown.split(/^## Promises and the tests that hold them$/m)[1]?.split(/^## /m)[0] ?? "";
+  return [...section.matchAll(/^\| (.+?) \| (.+?) \| [^|]+ \|$/gm)]
+    .map(([, promise, heldBy]) => ({ promise: promise!, heldBy: heldBy! }))
+    .filter((row) => row.promise !== "promise" && !row.promise.startsWith("---"));
+}
+
+/** What a row's tests cell gets wrong: a path that does not exist, a quoted test name its file does not hold. */
+function missingTests(heldBy: string): string[] {
+  const named = [...heldBy.matchAll(/`(test\/[^`]+)`(?: "([^"]+)")?/g)];
+  if (named.length === 0) return [`no test named in: ${heldBy}`];
+  return named.flatMap(([, path, name]) => {
+    const file = join(REPO_ROOT, path!);
+    if (!existsSync(file)) return [`${path}: no such file`];
+    return name === undefined || readFileSync(file, "utf8").includes(name) ? [] : [`${path}: no test "${name}"`];
+  });
+}
+
+describe("the maintainer's documents", () => {
+  const architecture = readFileSync(join(REPO_ROOT, "docs/architecture.md"), "utf8");
+
+  it("docs/architecture.md is at most 15 KB", () => {
+    expect(Buffer.byteLength(architecture)).toBeLessThanOrEqual(15 * 1024);
+  });
+
+  it("every file docs/architecture.md names exists", () => {
+    const named = [...architecture.matchAll(/`((?:src|scripts|schemas|test)\/[^`\s]*)`/g)].map(([, path]) => path!);
+    expect(named.length).toBeGreaterThan(50);
+    expect(named.filter((path) => !existsSync(join(REPO_ROOT, path)))).toEqual([]);
+  });
+
+  it("docs/reliability.md opens with its promises, each held by tests that exist", () => {
+    const reliability = readFileSync(join(REPO_ROOT, "docs/reliability.md"), "utf8");
+    expect(reliability.indexOf("## Promises and the tests that hold them")).toBeLessThan(reliability.indexOf("## 1. "));
+    const rows = promiseRows(reliability);
+    expect(rows.length).toBeGreaterThan(40);
+    expect(rows.flatMap((row) => missingTests(row.heldBy))).toEqual([]);
+  });
+
+  it("names a test file or test name that does not exist", () => {
+    expect(missingTests('`test/docs/links.test.ts` "reads anchors as GitHub makes them"')).toEqual([]);
+    expect(missingTests('`test/docs/nope.test.ts`, `test/helpers/server.ts` "no such test"')).toEqual([
+      "test/docs/nope.test.ts: no such file",
+      'test/helpers/server.ts: no test "no such test"',
+    ]);
+    expect(missingTests("the whole suite")).toEqual(["no test named in: the whole suite"]);
   });
 });
