@@ -42,7 +42,7 @@ export interface InstalledPackage {
 
 /**
  * The Node release the package is installed and run with: this process's, or the major release that
- * EDGEPLAN_TEST_NODE_MAJOR names (22 or 24: CONTRIBUTING.md), fetched from npm once; `headers`
+ * EDGEPLAN_TEST_NODE_MAJOR names (`.ci/run` runs this suite again with 22 and 24), fetched from npm once; `headers`
  * is where that release's C headers are, for the native binding, which is then built rather than copied.
  */
 function nodeUnderTest(): { bin: string; headers?: string } {
