@@ -9,6 +9,8 @@ import type { RedactFunction, Redactor } from "../model/redact.js";
 /** The secrets of a run: masked in the log, redacted from everything the action writes itself. */
 export interface Secrets {
   apiKey: string | undefined;
+  /** Where the key is read when the api-key input is empty: EDGEPLAN_API_KEY, or the variable `api_key_env` names. */
+  keyVariable: string;
   githubToken: string | undefined;
   /** The run's one redactor: it learns the manifests' header and query values while plan or apply reads them. */
   redactor: Redactor;

@@ -69,6 +69,8 @@ export interface InputDefaults {
   stack?: string;
   /** The environment chosen: the environment input, else EDGEPLAN_ENV, else the only one the file defines. */
   environment?: string;
+  /** The variable that holds the API key when the api-key input is empty: the file's `api_key_env`. */
+  apiKeyEnv?: string;
 }
 
 /** A wrong input value: the message names the input and the values it takes. */

@@ -129,8 +129,9 @@ interface Finished {
  * `drift-issue` reports drift; invalid manifests, API errors, a refused apply are 1; an apply with failed changes is 3.
  */
 export async function runAction(io: CommandIO, runners: ActionRunners, options: ActionOptions = {}): Promise<ActionOutcome> {
-  const secrets = maskSecrets(io);
-  const run = startRun(io, secrets, options.defaults ?? {});
+  const defaults = options.defaults ?? {};
+  const secrets = maskSecrets(io, defaults.apiKeyEnv);
+  const run = startRun(io, secrets, defaults);
   if ("exitCode" in run) return run;
   if (run.ctx.commentedPullRequest !== undefined) return acknowledgeRun(run, run.ctx.commentedPullRequest);
   const { review, finished } = await reviewAndRun(io, run, runners);
@@ -177,11 +178,13 @@ async function acknowledgeRun(run: ActionRun, number: number): Promise<ActionOut
 /**
  * Reads the two secrets and masks them, with the values of the `EDGEPLAN_VAR_*` variables: the first bytes of the
  * log, before any line could contain them. The two join the redactor of `io` (its own when it has none), which plan
- * and apply share.
+ * and apply share. The api-key input wins, as `--api-key-file` does in the CLI; else the key is in `keyVariable`
+ * (the project file's `api_key_env`, which the workflow maps from a secret), never in EDGEPLAN_API_KEY in its
+ * place: that could be another environment's key.
  */
-function maskSecrets(io: CommandIO): Secrets {
+function maskSecrets(io: CommandIO, keyVariable = ACTION_KEY_VARIABLE): Secrets {
   const { env } = io;
-  const apiKey = readInput("api-key") ?? (env.EDGEPLAN_API_KEY?.trim() || undefined);
+  const apiKey = readInput("api-key") ?? (env[keyVariable]?.trim() || undefined);
   const githubToken = readInput("github-token");
   // As the redactor, not a value too short to be a secret: the runner would hide every `1` of the log.
   const variables = Object.entries(env).flatMap(([name, value]) => (name.startsWith(VAR_PREFIX) && value && value.trim().length >= MIN_VARIABLE_CHARS ? [value] : []));
@@ -191,7 +194,7 @@ function maskSecrets(io: CommandIO): Secrets {
   }
   // The variables' values join it once the manifests name them (src/commands/session.ts).
   const redactor = (io.redactor ?? new Redactor()).add([apiKey, githubToken]);
-  return { apiKey, githubToken, redactor, redact: redactor.fn };
+  return { apiKey, keyVariable, githubToken, redactor, redact: redactor.fn };
 }
 
 /** Reads the inputs and the context; on a wrong one, reports it and returns the outcome of a run that could not start. */
@@ -225,12 +228,7 @@ function startRun(io: CommandIO, secrets: Secrets, defaults: InputDefaults): Act
 /** Runs plan or apply in a log group, with the API key handed over; the error of a failed run becomes its result. */
 async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners, review: MergeReview | undefined): Promise<Finished> {
   const { apiKey } = run.secrets;
-  if (!apiKey) {
-    const failure =
-      "no API key: set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})" +
-      (run.pr?.isFork ? "; this pull request comes from a fork, and GitHub gives no secrets to workflows of forks" : "");
-    return finish(run, { exitCode: EXIT.error, diagnostics: [] }, failure, undefined, io.cwd);
-  }
+  if (!apiKey) return finish(run, { exitCode: EXIT.error, diagnostics: [] }, noKeyMessage(run), undefined, io.cwd);
   const child = childIO(io, run.secrets.redactor, apiKey, run);
   const planFile = run.command === "plan" ? planFilePath(run) : undefined;
   const token = `edgeplan-${randomUUID()}`;
@@ -254,6 +252,18 @@ async function runCommand(io: CommandIO, run: ActionRun, runners: ActionRunners,
   return finish(run, result, failure, planFile, io.cwd);
 }
 
+/** Why a run has no API key, and the line of the workflow that gives it one. */
+function noKeyMessage(run: ActionRun): string {
+  const variable = run.secrets.keyVariable;
+  const where =
+    variable === ACTION_KEY_VARIABLE
+      ? "set the action's api-key input from a secret (api-key: ${{ secrets.EDGEPLAN_API_KEY }})"
+      : `${variable} (the project file's api_key_env) is not set: map it from a secret in the step's env ` +
+        `(env: ${variable}: \${{ secrets.${variable} }}), or set the action's api-key input`;
+  const fork = run.pr?.isFork ? "; this pull request comes from a fork, and GitHub gives no secrets to workflows of forks" : "";
+  return `no API key: ${where}${fork}`;
+}
+
 /** The result of a command that threw: its exit code and diagnostics, and what to say (manifest errors say themselves). */
 function failedResult(err: unknown, merged: number | undefined): { result: RunResult; failure: string | undefined } {
   const outcome = errorOutcome(err);
@@ -270,8 +280,8 @@ function failedResult(err: unknown, merged: number | undefined): { result: RunRe
 }
 
 /**
- * Where plan and apply find the key: the action's api-key input (the workflow picks each environment's secret), not
- * the variable an environment's `api_key_env` names, which the runner does not hold.
+ * Where plan and apply find the key the action read (maskSecrets): the api-key input, else the variable the
+ * project file's `api_key_env` names, handed over under this one name.
  */
 const ACTION_KEY_VARIABLE = "EDGEPLAN_API_KEY";
 

@@ -23,7 +23,8 @@ export async function runActionCommand(io: CommandIO): Promise<number> {
 /**
  * The action reads the project file (`edgeplan.yaml` at the root of the checkout) as the CLI does: the inputs left
  * empty take its paths and prune, and its stack when neither the input nor EDGEPLAN_STACK gives one (the action
- * names the stack in its comment before plan runs). Every other setting reaches plan and apply through
+ * names the stack in its comment before plan runs); an empty api-key input, the key in the variable `api_key_env`
+ * names, as the CLI reads it. Every other setting reaches plan and apply through
  * `withProjectFile`. A file with errors is left for plan and apply to report, as annotations.
  */
 export async function projectDefaults(io: CommandIO): Promise<InputDefaults> {
@@ -43,6 +44,7 @@ export async function projectDefaults(io: CommandIO): Promise<InputDefaults> {
   if (settings.paths) defaults.paths = settings.paths;
   if (settings.prune !== undefined) defaults.prune = settings.prune;
   if (settings.stack !== undefined) defaults.stack = settings.stack;
+  if (settings.apiKeyEnv !== undefined) defaults.apiKeyEnv = settings.apiKeyEnv;
   return defaults;
 }
 

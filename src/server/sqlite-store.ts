@@ -74,12 +74,29 @@ CREATE TABLE IF NOT EXISTS fixture_keys (
   `UPDATE routes SET saml = json_remove(saml, '$.private_key_pem') WHERE saml IS NOT NULL;`,
   // The fields a fixture gives a child backend, answered by its get and list ('{}': every field empty). Added only
   // when absent: SQLite has no ADD COLUMN IF NOT EXISTS, and a file whose version was set back must still open.
-  (db: Database.Database) => {
-    const columns = db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('fixture_backends')").all();
+  (db: Database.Database, held: object[]) => {
+    const columns = hold(held, db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('fixture_backends')")).all();
     if (!columns.some((c) => c.name === "fields")) db.exec("ALTER TABLE fixture_backends ADD COLUMN fields TEXT NOT NULL DEFAULT '{}'");
   },
 ];
 const SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Databases and statements of closed stores, kept until the process exits. Node 24's ObjectWrap, which
+ * better-sqlite3 12's Database and Statement extend, removes a cleanup hook in its destructor and aborts the process
+ * when no JavaScript context is current, as when the garbage collector destroys a wrapper during a microtask
+ * checkpoint (`Assertion failed: (env) != nullptr`, `Statement::~Statement`): `edgeplan demo` died so in 14 runs of
+ * 20. So no wrapper is ever left to the collector: a store holds every statement it prepares, closing it finalizes
+ * the SQLite handles and keeps the store here (a few kilobytes), and Node deletes the wrappers at exit, in a
+ * context. better-sqlite3 13, built on Node-API instead, requires Node 22 (engines), and this package supports 20.
+ */
+const RETIRED: object[] = [];
+
+/** `statement`, kept in `held` (the wrappers of one store: see RETIRED). */
+function hold<T extends object>(held: object[], statement: T): T {
+  held.push(statement);
+  return statement;
+}
 
 /**
  * Opens (creating when needed) the store in `file`, or in memory when `file` is undefined. Throws an
@@ -94,7 +111,14 @@ export function openSqliteStore(file?: string): SqliteStore {
       cause: err,
     });
   }
-  return new SqliteStore(db, file);
+  const held: object[] = [db];
+  try {
+    return new SqliteStore(db, file, held);
+  } catch (err) {
+    if (db.open) db.close();
+    RETIRED.push(held);
+    throw err;
+  }
 }
 
 export class SqliteStore implements Store, StoreTx {
@@ -108,20 +132,19 @@ export class SqliteStore implements Store, StoreTx {
   constructor(
     private readonly db: Database.Database,
     readonly file: string | undefined,
+    /** `db` and every statement prepared on it but those of `s`: what `close` retires (see RETIRED). */
+    private readonly held: object[] = [db],
   ) {
-    if (file) {
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = NORMAL");
-    }
-    db.pragma("busy_timeout = 5000");
-    const version = db.pragma("user_version", { simple: true }) as number;
+    // exec, not pragma(): pragma() prepares a statement that would be left to the garbage collector.
+    if (file) db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA busy_timeout = 5000");
+    const version = hold(held, db.prepare<[], { user_version: number }>("PRAGMA user_version")).get()?.user_version ?? 0;
     if (version > SCHEMA_VERSION) {
-      db.close();
       throw new EdgeplanError(
         `the data file ${file} was written by a newer edgeplan (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade edgeplan or use another --data file`,
       );
     }
-    migrate(db, version);
+    migrate(db, version, held);
 
     this.s = prepare(db);
     // Ids stay monotonic across restarts: the generator continues after the last id this file recorded.
@@ -341,7 +364,11 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (this.db.open) {
+      this.db.close();
+      // Every wrapper it made: its database and `s` through the store, and the statements of `held`.
+      RETIRED.push(this, ...this.held);
+    }
     return Promise.resolve();
   }
 }
@@ -407,15 +434,15 @@ function prepare(db: Database.Database) {
 }
 
 /** Brings the file from schema `version` to SCHEMA_VERSION in one transaction. */
-function migrate(db: Database.Database, version: number): void {
+function migrate(db: Database.Database, version: number, held: object[]): void {
   if (version === SCHEMA_VERSION) return;
-  db.pragma("secure_delete = ON");
+  db.exec("PRAGMA secure_delete = ON");
   db.transaction(() => {
     for (const step of MIGRATIONS.slice(version)) {
       if (typeof step === "string") db.exec(step);
-      else step(db);
+      else step(db, held);
     }
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   })();
-  db.pragma("secure_delete = OFF");
+  db.exec("PRAGMA secure_delete = OFF");
 }

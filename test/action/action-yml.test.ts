@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { INPUT_NAMES, OUTPUT_NAMES } from "../../src/action/inputs.js";
+import { fencedBlocks } from "../package/readme-blocks.js";
 
 const root = new URL("../../", import.meta.url);
 const load = (path: string): any => parse(readFileSync(new URL(path, root), "utf8"));
@@ -84,7 +85,10 @@ describe("example workflows", () => {
     expect(rollout.permissions).toEqual({ contents: "read" });
     expect(rollout.jobs.rollout.environment).toBeUndefined();
     expect(rollout.concurrency).toEqual({ group: "edgeplan-rollout-production", "cancel-in-progress": false });
-    expect(edgeplanStep(rollout, "rollout").with).toMatchObject({ command: "apply", paths: "manifests", stack: "production", comment: false, "rollouts-only": true });
+    const step = edgeplanStep(rollout, "rollout");
+    expect(step.with).toMatchObject({ command: "apply", comment: false, "rollouts-only": true });
+    // The stack and paths come from edgeplan.yaml, as for the other workflows: none is written here.
+    expect(Object.keys(step.with).filter((name) => ["stack", "paths", "environment"].includes(name))).toEqual([]);
   });
 
   it("drift check plans nightly, and the action keeps the drift issue", () => {
@@ -101,10 +105,48 @@ describe("example workflows", () => {
     const steps = [plan, apply, drift, rollout, environments].flatMap((wf) =>
       Object.values<any>(wf.jobs).flatMap((job) => job.steps.filter((s: any) => String(s.uses).includes("/edgeplan@") && s.with?.["api-key"])),
     );
-    expect(steps).toHaveLength(5);
-    for (const step of steps) expect(step.with["api-url"]).toBe("${{ vars.EDGEPLAN_API_URL }}");
-    // Each matrix entry runs in the GitHub environment of its name, whose variable names its API.
-    expect(environments.jobs.edgeplan.environment).toBe("${{ matrix.environment }}");
+    expect(steps).toHaveLength(6);
+    for (const step of steps) expect(["${{ vars.EDGEPLAN_API_URL }}", "${{ vars[matrix.url] }}"]).toContain(step.with["api-url"]);
+    // Each environment's plan and apply take the URL and key of its matrix entry.
+    for (const job of ["plan", "apply"]) {
+      expect(environments.jobs[job].strategy.matrix.include).toEqual([
+        { environment: "staging", url: "EDGEPLAN_API_URL_STAGING", key: "EDGEPLAN_API_KEY_STAGING" },
+        { environment: "production", url: "EDGEPLAN_API_URL_PROD", key: "EDGEPLAN_API_KEY_PROD" },
+      ]);
+      expect(edgeplanStep(environments, job).with).toMatchObject({ environment: "${{ matrix.environment }}", "api-key": "${{ secrets[matrix.key] }}" });
+    }
+    // The apply of a merge runs in the GitHub environment of its name, whose protection rules guard it.
+    expect(environments.jobs.apply.environment).toBe("${{ matrix.environment }}");
+  });
+
+  it("no job that plans a pull request runs in a GitHub environment, whose reviewers would hold the plan", () => {
+    const environments = load("examples/workflows/environments.yml");
+    const onPullRequests = [plan, apply, drift, rollout, environments].flatMap((wf) =>
+      "pull_request" in wf.on ? Object.entries<any>(wf.jobs).filter(([, job]) => job.if === undefined || String(job.if).includes("github.event_name == 'pull_request'")) : [],
+    );
+    expect(onPullRequests.map(([name]) => name)).toEqual(["plan", "plan"]);
+    for (const [, job] of onPullRequests) expect(job.environment).toBeUndefined();
+  });
+
+  it("every workflow with a plan on pull requests takes acknowledgements from their comments", () => {
+    const environments = load("examples/workflows/environments.yml");
+    for (const wf of [plan, environments]) {
+      expect(wf.on.issue_comment).toEqual({ types: ["created", "edited"] });
+      expect(wf.jobs.acknowledge.if).toContain("github.event_name == 'issue_comment' && github.event.issue.pull_request");
+      expect(edgeplanStep(wf, "acknowledge").with?.["api-key"]).toBeUndefined();
+    }
+  });
+
+  it("the README's workflow is plan-on-pr.yml's in short: the same events, jobs and conditions", () => {
+    const block = fencedBlocks(readFileSync(new URL("README.md", root), "utf8")).find((b) => b.body.startsWith("# .github/workflows/plan-on-pr.yml\n"));
+    const readme = parse(block!.body);
+    expect(readme.on).toEqual({ ...plan.on, pull_request: { paths: ["manifests/**", "edgeplan.yaml"] } });
+    expect(readme.permissions).toEqual(plan.permissions);
+    expect(Object.keys(readme.jobs)).toEqual(Object.keys(plan.jobs));
+    for (const job of Object.keys(plan.jobs)) {
+      expect(readme.jobs[job].if).toBe(plan.jobs[job].if);
+      expect(edgeplanStep(readme, job).with).toEqual(edgeplanStep(plan, job).with);
+    }
   });
 
   it("no two workflows share a concurrency group", () => {

@@ -289,6 +289,31 @@ describe("edgeplan action on a pull request", () => {
     expect(gh.comments.get("acme/routes#9")).toBeUndefined();
   });
 
+  it("reads the key from the variable an environment's api_key_env names when the api-key input is empty, never from EDGEPLAN_API_KEY", async () => {
+    const project = "environments:\n  production:\n    stack: web\n    api_key_env: EDGEPLAN_API_KEY_PROD\n    vars: {edge: e}\n";
+    const runWith = async (env: Record<string, string>) => {
+      const { runner, io } = setup({ inputs: { stack: "", "api-key": "" } });
+      writeFileSync(join(runner.workspace, "edgeplan.yaml"), project);
+      Object.assign(io.env, env);
+      const fake = runners({ exitCode: 0 });
+      const outcome = await runAction(io, fake, { defaults: await projectDefaults(io) });
+      return { io, fake, outcome };
+    };
+    const mapped = await runWith({ EDGEPLAN_API_KEY_PROD: CANARY, EDGEPLAN_API_KEY: "ep_other_environments_key_1" });
+    expect(mapped.outcome.exitCode).toBe(0);
+    expect(mapped.fake.recorded.plan[0]!.env.EDGEPLAN_API_KEY).toBe(CANARY);
+    // The key is masked in the log as the input's would be.
+    expect(mapped.io.out).toContain(`::add-mask::${CANARY}\n`);
+
+    const unset = await runWith({ EDGEPLAN_API_KEY: "ep_other_environments_key_1" });
+    expect(unset.outcome.exitCode).toBe(1);
+    expect(unset.fake.recorded.plan).toHaveLength(0);
+    expect(unset.io.out).toContain(
+      "::error title=edgeplan::no API key: EDGEPLAN_API_KEY_PROD (the project file's api_key_env) is not set: map it from a secret in the step's env " +
+        "(env: EDGEPLAN_API_KEY_PROD: ${{ secrets.EDGEPLAN_API_KEY_PROD }}), or set the action's api-key input\n",
+    );
+  });
+
   it("fails with a hint when a fork's run has no API key", async () => {
     const { runner, io } = setup({ pr: { number: 9, headSha: "abc", fork: true }, inputs: { "api-key": "" } });
     const fake = runners({ exitCode: 0 });

@@ -2,7 +2,7 @@
  * Other Node releases, from the npm registry (the `node` package at a major version ships the binary, and its
  * platform package the headers a native addon is compiled against), into node_modules/.cache, once: later runs find
  * them there. Node 24 is the runtime of the GitHub Action (action.yml `runs.using: node24`); 22 and 24 are what the
- * CLI's users run, on which the package's install test runs when asked (`EDGEPLAN_TEST_NODE_MAJOR`, test/package/install.ts).
+ * CLI's users run, and `.ci/run` installs the package on each (`EDGEPLAN_TEST_NODE_MAJOR`, test/package/install.ts).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
