@@ -447,9 +447,13 @@ describe("answers", () => {
       res.writeHead(status, { "content-type": type });
       res.end("<!DOCTYPE html>\n<html><body><h1>Bad Gateway</h1><p>nginx</p></body></html>");
     };
-    const said = (status: number, url: string) =>
-      `${status}: the server at ${url} answered ${status} with an HTML page, not the API's JSON: is --api-url the API's address?`;
-    for (const [status, type] of [[502, "text/html; charset=utf-8"], [404, "text/html"], [200, "text/html"], [404, "text/plain"]] as const) {
+    const said = (status: number, url: string) => `${status}: the server at ${url} answered ${status} with an HTML page, not the API's JSON: is --api-url the API's address?`;
+    for (const [status, type] of [
+      [502, "text/html; charset=utf-8"],
+      [404, "text/html"],
+      [200, "text/html"],
+      [404, "text/plain"],
+    ] as const) {
       const { stub, client } = await setup(page(status, type));
       const message = (await errorOf(client.getWeightedBackend(WB))).message;
       const retried = status === 502 ? " (gave up after 4 attempts)" : "";
