@@ -594,12 +594,21 @@ class HttpApiClient implements ApiClient {
   /** An ApiError for an answer that is not a success; `msg` replaces the server's message when given. */
   private apiError(answer: Answer, msg?: string): ApiError {
     const body = this.errorBody(answer);
-    let text = msg ?? body?.msg ?? (answer.text.trim().slice(0, 200) || "(no message)");
+    // An HTML page (a proxy's or a web server's error page) is never shown: it is long, and not the API speaking.
+    const html = body === undefined && msg === undefined && isHtml(answer) ? this.htmlHint(answer) : undefined;
+    let text = msg ?? body?.msg ?? html ?? (answer.text.trim().slice(0, 200) || "(no message)");
     // Every path edgeplan asks for is the API's: a 404 without an error code (and no meaning the caller gives it) means the
     // server does not know the path.
-    if (answer.status === 404 && body?.error_code === undefined && msg === undefined) text += `; ${this.unknownPathHint()}`;
+    if (answer.status === 404 && body?.error_code === undefined && msg === undefined && (html === undefined || this.prefix !== "")) {
+      text += `; ${this.unknownPathHint()}`;
+    }
     if (answer.attempts > 1) text += ` (gave up after ${answer.attempts} attempts)`;
     return new ApiError(answer.method, answer.path, answer.status, this.safeCode(body?.error_code), this.safe(text), answer.operationId);
+  }
+
+  /** What to say of an answer that is an HTML page: another server than the API answered. */
+  private htmlHint(answer: Answer): string {
+    return `the server at ${this.baseUrl} answered ${answer.status} with an HTML page, not the API's JSON: is --api-url the API's address?`;
   }
 
   /** What to do when the server does not know one of the API's paths: the base URL is not the API's. */
@@ -624,6 +633,9 @@ class HttpApiClient implements ApiClient {
   }
 
   private parse<S extends z.ZodType>(schema: S, answer: Answer, json: unknown = safeJson(answer.text)): z.infer<S> {
+    if (json === undefined && isHtml(answer)) {
+      throw new ApiError(answer.method, answer.path, answer.status, undefined, this.safe(this.htmlHint(answer)), answer.operationId);
+    }
     if (json === undefined) {
       throw this.contractError(answer.method, answer.path, answer.status, answer.operationId, "the answer is not JSON");
     }
@@ -674,6 +686,12 @@ const PLAIN_HTTP_CODES: ReadonlySet<string> = new Set(["ERR_SSL_WRONG_VERSION_NU
 function headerOf(headers: Answer["headers"], name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** An answer that is a web page: said so by its content type, or by its first tag when the type is missing or wrong. */
+function isHtml(answer: Answer): boolean {
+  const type = headerOf(answer.headers, "content-type") ?? "";
+  return /^\s*(?:text\/html|application\/xhtml\+xml)\b/i.test(type) || /^\s*<(?:!doctype\s+html|html)\b/i.test(answer.text);
 }
 
 function safeJson(text: string): unknown {

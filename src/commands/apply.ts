@@ -546,7 +546,7 @@ async function runChanges(
     // With --wait, a step not due yet is waited for, not held back: its line comes once it is written.
     const told = options.wait === true ? prepared.held.filter((h) => h.status !== "waiting") : prepared.held;
     if (!quiet) for (const h of told) io.stderr(`${h.address}: held back: ${h.message}\n`);
-    const progress = quiet ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client });
+    const progress = quiet ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client, stopping: stop.signal });
     let outcome: ApplyOutcome;
     try {
       outcome = await applyPlan(prepared.changes, session.client, {

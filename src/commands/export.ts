@@ -13,6 +13,7 @@ import { describeMissing, RouteNotFoundError } from "../api/errors.js";
 import { readRoutes, type RouteRead } from "../api/fetch-live.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildExport, type ExportFile, type ExportInput, type ExportResult, type ExportRouteInput } from "../export/build-export.js";
+import type { ExportSkip } from "../export/types.js";
 import { inScope, scopeReachesKind } from "../core/scope.js";
 import type { DesiredState } from "../model/state.js";
 import { scopeFrom, type PlanFlags } from "./plan.js";
@@ -209,6 +210,28 @@ function summaryLine(result: ExportResult, stack: string, shown: string): string
 }
 
 /**
+ * The notes on what was skipped. Objects of other stacks are routine in a shared account (one line each was a wall
+ * of text), so they are counted per stack in one line unless `--verbose`; every other skip keeps its own line.
+ */
+export function skipNotes(skipped: readonly ExportSkip[], verbose: boolean): string[] {
+  const lines: string[] = [];
+  const perStack = new Map<string, number>();
+  for (const s of skipped) {
+    if (s.stack !== undefined && !verbose) perStack.set(s.stack, (perStack.get(s.stack) ?? 0) + 1);
+    else lines.push(`note: skipped ${s.what}: ${s.reason}\n`);
+  }
+  if (perStack.size === 0) return lines;
+  const total = [...perStack.values()].reduce((a, b) => a + b, 0);
+  const counts = [...perStack].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([stack, n]) => `stack "${stack}": ${n}`);
+  const whose = perStack.size === 1 && total === 1 ? "of another stack" : "of other stacks";
+  lines.unshift(
+    `note: skipped ${plural(total, "object")} ${whose} (${counts.join(", ")}), as edgeplan never changes another stack's objects; ` +
+      "--verbose lists them, --takeover exports them pinned by id\n",
+  );
+  return lines;
+}
+
+/**
  * Runs `export`. Refuses (EdgeplanError, exit 1) an out folder whose files export would overwrite without having
  * written them (unless `--force`), a malformed `--route`, and invalid manifests; API errors are thrown as they are.
  * Nothing is written when anything fails.
@@ -252,7 +275,7 @@ export async function runExport(given: ExportCommandOptions, io: CommandIO): Pro
         lines.push(`note: edge route ${r.edge}/${r.route} has no module set; there is nothing to export for it\n`);
       }
     }
-    for (const s of result.skipped) lines.push(`note: skipped ${s.what}: ${s.reason}\n`);
+    lines.push(...skipNotes(result.skipped, options.verbose === true));
     for (const n of result.notes) lines.push(`note: ${n}\n`);
     if (lines.length > 0) io.stderr(lines.join(""));
   } finally {

@@ -12,7 +12,7 @@ import { checkBaseUrl } from "../api/options.js";
 import { EdgeplanError, EXIT, fileErrorReason } from "../model/errors.js";
 import { NameSchema } from "../model/manifest-schema.js";
 import { PROJECT_FILE } from "../model/project-schema.js";
-import type { CommandIO } from "./io.js";
+import { type CommandIO, EndOfInputError } from "./io.js";
 import { writeFileAtomic } from "./output.js";
 import { displayPath } from "../manifest/walk.js";
 
@@ -60,22 +60,51 @@ backends:
   bkdtg_2rFMShI8Ur050sW2QI0yg26sfMq: 1000
 `;
 
+/** Bad answers asked again before init gives up: enough for a typo or two, never a loop on a stuck input. */
+export const INIT_ASKS = 3;
+
 /** The answers: flags, then on a terminal (without `--yes`) a question for each, its default shown. */
 async function askAnswers(options: InitOptions, io: CommandIO): Promise<{ stack: string; apiUrl: string }> {
-  let stack = options.stack ?? DEFAULT_STACK;
-  let apiUrl = options.apiUrl ?? "";
-  if (io.stdinIsTTY && options.yes !== true) {
-    stack = (await io.prompt(`Stack name, kept in the owner markers of what edgeplan creates [${stack}]: `)).trim() || stack;
-    const shown = apiUrl === "" ? "none: EDGEPLAN_API_URL, or --local to try without an account" : apiUrl;
-    apiUrl = (await io.prompt(`API URL [${shown}]: `)).trim() || apiUrl;
+  const stack = options.stack ?? DEFAULT_STACK;
+  const apiUrl = options.apiUrl ?? "";
+  if (!io.stdinIsTTY || options.yes === true) {
+    checkStack(stack);
+    if (apiUrl !== "") checkBaseUrl(apiUrl, true, "--api-url");
+    return { stack, apiUrl };
   }
+  const shown = apiUrl === "" ? "none: EDGEPLAN_API_URL, or --local to try without an account" : apiUrl;
+  return {
+    stack: await ask(io, `Stack name, kept in the owner markers of what edgeplan creates [${stack}]: `, stack, checkStack),
+    apiUrl: await ask(io, `API URL [${shown}]: `, apiUrl, (url) => url === "" || checkBaseUrl(url, true, "--api-url")),
+  };
+}
+
+/** Asks until `check` accepts the answer (an empty one is `fallback`), saying why before asking again, at most INIT_ASKS times. */
+async function ask(io: CommandIO, question: string, fallback: string, check: (answer: string) => unknown): Promise<string> {
+  for (let n = 1; ; n++) {
+    let answer: string;
+    try {
+      answer = (await io.prompt(question)).trim() || fallback;
+    } catch (err) {
+      if (!(err instanceof EndOfInputError)) throw err;
+      throw new EdgeplanError("init: the input ended before an answer; nothing was written: run init again, or pass --yes with --stack and --api-url");
+    }
+    try {
+      check(answer);
+      return answer;
+    } catch (err) {
+      if (!(err instanceof EdgeplanError) || n >= INIT_ASKS) throw err;
+      io.stderr(`${err.message}; try again (${INIT_ASKS - n} ${INIT_ASKS - n === 1 ? "try" : "tries"} left)\n`);
+    }
+  }
+}
+
+function checkStack(stack: string): void {
   if (!NameSchema.safeParse(stack).success) {
     throw new EdgeplanError(
       `init: stack "${stack}" is not a valid name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters`,
     );
   }
-  if (apiUrl !== "") checkBaseUrl(apiUrl, true, "--api-url");
-  return { stack, apiUrl };
 }
 
 const exists = (file: string): Promise<boolean> =>

@@ -3,7 +3,7 @@
  * sits at the terminal. The CLI passes the real process; tests and the GitHub Action pass their own.
  */
 import { createInterface } from "node:readline/promises";
-import { formatDiagnostic, type Diagnostic } from "../model/errors.js";
+import { EdgeplanError, formatDiagnostic, type Diagnostic } from "../model/errors.js";
 import { Redactor } from "../model/redact.js";
 
 export interface CommandIO {
@@ -17,7 +17,7 @@ export interface CommandIO {
   stdinIsTTY: boolean;
   /** The terminal stderr writes to, when it is one (the live progress line of apply draws on it). */
   stderrTerminal?: NodeJS.WriteStream;
-  /** Asks a question on the terminal and returns the answer (only called when stdinIsTTY). */
+  /** Asks a question on the terminal and returns the answer (only called when stdinIsTTY); EndOfInputError when the input ends first. */
   prompt(question: string): Promise<string>;
   /**
    * The run's one redactor (src/model/redact.ts), which `stdout` and `stderr` apply: what learns a sensitive value
@@ -52,13 +52,23 @@ export function processIO(): CommandIO {
     ...(process.stderr.isTTY ? { stderrTerminal: process.stderr } : {}),
     prompt: async (question) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
+      // A question pending when the input ends (Ctrl-D) never settles: the process would end with no word.
+      const ended = new Promise<never>((_, reject) => rl.once("close", () => reject(new EndOfInputError())));
       try {
-        return await rl.question(question);
+        return await Promise.race([rl.question(question), ended]);
       } finally {
         rl.close();
       }
     },
   };
+}
+
+/** The input ended (Ctrl-D, a closed pipe) before a question was answered. */
+export class EndOfInputError extends EdgeplanError {
+  override name = "EndOfInputError";
+  constructor() {
+    super("the input ended before an answer was given; nothing was done");
+  }
 }
 
 /** A CommandIO that records everything, for tests and for callers that post the output elsewhere; it redacts as the process's does. */

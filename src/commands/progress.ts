@@ -34,6 +34,8 @@ export interface ProgressInput {
   client: Pick<ApiClient, "stats">;
   /** Milliseconds now (tests pass their own clock). */
   now?: () => number;
+  /** Aborts when the run stops early: the line then says it is stopping instead of a time left. */
+  stopping?: AbortSignal;
 }
 
 /**
@@ -103,6 +105,7 @@ class Tally {
       total: this.input.total,
       requestsPerSecond: rps,
       secondsLeft: Math.ceil(Math.max(byLimit, bySeen)),
+      stopping: this.input.stopping?.aborted === true,
     };
   }
 }

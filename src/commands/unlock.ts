@@ -1,6 +1,6 @@
 /**
  * `edgeplan unlock STACK`: reads the project file as apply does (for the API), and removes the lease of a stack that an apply left behind (a killed run, a lost machine),
- * instead of waiting for it to expire. It shows the holder first. On a terminal it asks (y/N); without one it needs
+ * instead of waiting for it to expire. It names the holder once: before asking, or in the line of the removal. On a terminal it asks (y/N); without one it needs
  * `--lease-id ID` (the id the lock error and this command print), which removes that lease only, or `--force`,
  * which removes every lease of the stack. An apply that still holds the lease stops before its next write and
  * exits 1. Exit 0 when the lease was removed or there was none; 1 when nothing was removed (declined, no terminal
@@ -35,14 +35,19 @@ export async function runUnlock(stack: string, options: UnlockOptions, io: Comma
       io.stdout(`stack "${stack}" is not locked: nothing removed\n`);
       return EXIT.ok;
     }
-    for (const lease of leases) io.stderr(`stack "${stack}" is locked by ${describeHolder(lease)}\n`);
+    // The holder is named once: in the line of the removal when a flag chose the lease, else above the question
+    // (or the refusal), which the removal line then refers to.
+    const byFlag = options.force === true || leases.some((l) => l.id === options.leaseId);
+    if (!byFlag) for (const lease of leases) io.stderr(`stack "${stack}" is locked by ${describeHolder(lease)}\n`);
     const chosen = await chooseLeases(stack, leases, options, io);
     if (chosen.length === 0) {
       io.stderr("nothing removed\n");
       return EXIT.error;
     }
     await removeLeases(session.client, chosen);
-    for (const lease of chosen) io.stdout(`removed the lease of stack "${stack}" held by ${describeHolder(lease)}\n`);
+    for (const lease of chosen) {
+      io.stdout(`removed the lease of stack "${stack}" ${byFlag ? `held by ${describeHolder(lease)}` : `shown above (lease ${lease.id})`}\n`);
+    }
     return EXIT.ok;
   } finally {
     await session.close();

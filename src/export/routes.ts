@@ -53,6 +53,7 @@ export function routeDocument(r: ExportRouteInput, log: ExportLog, scope: RouteS
     log.skipped.push({
       what: `edge route ${r.edge}/${r.route} ${kind}`,
       reason: `it is recorded by stack "${recordedBy}" (docs/ownership.md), and edgeplan never changes another stack's modules; pass --takeover to export it`,
+      stack: recordedBy,
     });
     return false;
   };

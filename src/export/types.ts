@@ -85,6 +85,8 @@ export interface ExportFile {
 export interface ExportSkip {
   what: string;
   reason: string;
+  /** The other stack that owns it, when that is why it is left out (such skips are counted per stack, not listed). */
+  stack?: string;
 }
 
 /** What the steps of an export report besides their files: what they left out, and notes for a person. */

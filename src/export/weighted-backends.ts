@@ -145,6 +145,7 @@ export function classifyWeightedBackend(wb: ExportWeightedBackendInput, meta: Ex
     log.skipped.push({
       what: describe(wb),
       reason: `it belongs to stack "${held.stack}" (as "${held.name}"), and edgeplan never changes another stack's objects; pass --takeover to export it pinned by id`,
+      stack: held.stack,
     });
     return null;
   }

@@ -7,6 +7,7 @@ import { Composer, type CST, isAlias, isMap, isNode, isScalar, isSeq, Lexer, Lin
 import { withoutQuotedSource } from "../model/confine.js";
 import { lineColOf, type Diagnostic } from "../model/errors.js";
 import type { SourcePos } from "../model/state.js";
+import { explainYamlError } from "./yaml-mistakes.js";
 
 /** Largest manifest file read (1 MiB): far above any real manifest, small enough to parse at once. */
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
@@ -229,14 +230,21 @@ function yamlProblem(e: YAMLError, at: (offset: number) => SourcePos): Diagnosti
 function yamlProblems(doc: Document.Parsed, text: string, at: (offset: number) => SourcePos): Diagnostic[] {
   // The line after the value, when the key YAML reads runs on into it (a quoted key written over lines does not).
   const nextLine = (e: YAMLError) => (e.code === "MULTILINE_IMPLICIT_KEY" && !/["']/.test(text.charAt(e.pos[0])) ? text.indexOf("\n", e.pos[0]) + 1 : 0);
-  const moved = new Map(doc.errors.filter((e) => nextLine(e) > 0 && nextLine(e) < e.pos[1]).map((e) => [e.pos[0], e]));
-  return [...doc.errors, ...doc.warnings].flatMap((e) => {
-    const line = moved.get(e.pos[0]);
-    if (line === undefined) return [yamlProblem(e, at)];
-    if (e !== line) return [];
-    const start = nextLine(e) + (/^[ \t]*/.exec(text.slice(nextLine(e), e.pos[1]))?.[0].length ?? 0);
-    return [err(at(start), "this line is indented more than the line before it, so YAML reads it as part of the value above; indent it like the key it belongs beside")];
-  });
+  // A common mistake is said once, in its own words, instead of the errors it made the parser trip over.
+  const first = doc.errors[0];
+  const mistake = first === undefined ? undefined : explainYamlError(first, text);
+  const errors = mistake === undefined ? doc.errors : doc.errors.filter((e) => !mistake.explains(e));
+  const said = mistake === undefined ? [] : [err(at(mistake.offset), mistake.message)];
+  const moved = new Map(errors.filter((e) => nextLine(e) > 0 && nextLine(e) < e.pos[1]).map((e) => [e.pos[0], e]));
+  return said.concat(
+    [...errors, ...doc.warnings].flatMap((e) => {
+      const line = moved.get(e.pos[0]);
+      if (line === undefined) return [yamlProblem(e, at)];
+      if (e !== line) return [];
+      const start = nextLine(e) + (/^[ \t]*/.exec(text.slice(nextLine(e), e.pos[1]))?.[0].length ?? 0);
+      return [err(at(start), "this line is indented more than the line before it, so YAML reads it as part of the value above; indent it like the key it belongs beside")];
+    }),
+  );
 }
 
 /**

@@ -436,10 +436,29 @@ describe("answers", () => {
 
   it("refuses an answer that is not JSON", async () => {
     const { client } = await setup((_req, res) => {
-      res.writeHead(200, { "content-type": "text/html" });
-      res.end("<html>login</html>");
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("login");
     });
     expect((await errorOf(client.getWeightedBackend(WB))).message).toBe(`GET /backends/weighted/${WB}: 200: the answer is not JSON; check that --api-url points at the API`);
+  });
+
+  it("says that another server answered with an HTML page, and never prints the page", async () => {
+    const page = (status: number, type: string) => (_req: unknown, res: import("node:http").ServerResponse) => {
+      res.writeHead(status, { "content-type": type });
+      res.end("<!DOCTYPE html>\n<html><body><h1>Bad Gateway</h1><p>nginx</p></body></html>");
+    };
+    const said = (status: number, url: string) => `${status}: the server at ${url} answered ${status} with an HTML page, not the API's JSON: is --api-url the API's address?`;
+    for (const [status, type] of [
+      [502, "text/html; charset=utf-8"],
+      [404, "text/html"],
+      [200, "text/html"],
+      [404, "text/plain"],
+    ] as const) {
+      const { stub, client } = await setup(page(status, type));
+      const message = (await errorOf(client.getWeightedBackend(WB))).message;
+      const retried = status === 502 ? " (gave up after 4 attempts)" : "";
+      expect(message).toBe(`GET /backends/weighted/${WB}: ${said(status, stub.url)}${retried}`);
+    }
   });
 
   it("explains 401 and 403 as a key problem", async () => {

@@ -111,3 +111,30 @@ describe("the live line on a terminal", () => {
     expect(written).toMatch(/[#-]{20} \d+\/10 changes done/);
   });
 });
+
+describe("progress once the run is stopping", () => {
+  it("says it is stopping instead of a time left", () => {
+    const io = captureIO();
+    const stopping = new AbortController();
+    let now = 0;
+    let requests = 0;
+    const progress = startProgress(io, {
+      total: 10,
+      estimate: { requests: 10, writes: 10, reads: 0, seconds: 10, rate_limit: null, concurrency: 1 },
+      budget: { rateLimit: { count: 1, windowMs: 1000 }, concurrency: 1 },
+      client: { stats: () => ({ requests, retries: 0, byStatus: {}, status429: 0 }) },
+      now: () => now,
+      stopping: stopping.signal,
+    });
+    const end = (i: number): void => {
+      now += 1000;
+      requests++;
+      progress.result(done(`weighted_backend.w${i}`));
+    };
+    end(0);
+    stopping.abort();
+    end(1);
+    progress.stop();
+    expect(io.err).toBe("1/10 changes done, 1.0 requests/s, about 9 s left\n2/10 changes done, 1.0 requests/s, stopping: finishing the writes in flight\n");
+  });
+});

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runInit } from "../../src/commands/init.js";
-import { captureIO } from "../../src/commands/io.js";
+import { captureIO, EndOfInputError } from "../../src/commands/io.js";
 import { runCliIn } from "../helpers/server.js";
 
 const dirs: string[] = [];
@@ -156,5 +156,36 @@ describe("runInit on a terminal", () => {
     expect(await runInit({ yes: true, stack: "s1" }, { ...io, cwd: other })).toBe(0);
     expect(asked).toBe(2);
     expect(read(other, "edgeplan.yaml")).toBe(PROJECT("s1", null));
+  });
+  it("asks again after a bad answer, saying why, at most 3 times, and exits 1 at the end of input", async () => {
+    const terminal = (answers: (string | null)[]) => {
+      const io = captureIO({}, tempDir());
+      io.stdinIsTTY = true;
+      io.prompt = async () => {
+        const a = answers.shift();
+        if (a === null || a === undefined) throw new EndOfInputError();
+        return a;
+      };
+      return io;
+    };
+    const bad = (name: string) =>
+      `init: stack "${name}" is not a valid name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters`;
+    const io = terminal(["Shop", "shop", "ftp://x", "http://127.0.0.1:4780"]);
+    expect(await runInit({}, io)).toBe(0);
+    expect(io.err).toBe(
+      `${bad("Shop")}; try again (2 tries left)\n` +
+        `--api-url: only http and https are supported, got "ftp"; try again (2 tries left)\n` +
+        "next: edgeplan validate && edgeplan plan\n",
+    );
+    expect(read(io.cwd, "edgeplan.yaml")).toBe(PROJECT("shop", "http://127.0.0.1:4780"));
+
+    const stubborn = terminal(["A", "B", "C", "ok"]);
+    await expect(runInit({}, stubborn)).rejects.toThrow(bad("C"));
+    expect(stubborn.err).toBe(`${bad("A")}; try again (2 tries left)\n${bad("B")}; try again (1 try left)\n`);
+    expect(readdirSync(stubborn.cwd)).toEqual([]);
+
+    const ended = terminal(["Shop", null]);
+    await expect(runInit({}, ended)).rejects.toThrow("init: the input ended before an answer; nothing was written: run init again, or pass --yes with --stack and --api-url");
+    expect(readdirSync(ended.cwd)).toEqual([]);
   });
 });

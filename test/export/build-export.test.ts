@@ -127,6 +127,7 @@ describe("buildExport: weighted backends", () => {
       {
         what: `weighted backend ${wbId(4)}`,
         reason: `it belongs to stack "green" (as "theirs"), and edgeplan never changes another stack's objects; pass --takeover to export it pinned by id`,
+        stack: "green",
       },
     ]);
     expect(fileText(result, "weighted-backends/storefront-eu.yaml")).toBe(
@@ -350,6 +351,7 @@ describe("buildExport: routes", () => {
       {
         what: `edge route ${edgeId(1)}/${routeId(1)} circuit_breaker`,
         reason: 'it is recorded by stack "green" (docs/ownership.md), and edgeplan never changes another stack\'s modules; pass --takeover to export it',
+        stack: "green",
       },
     ]);
     expect(run({ weightedBackends: [inventory], routes, takeover: true }).routes.map((r) => r.modules)).toEqual([["saml", "circuit_breaker"]]);

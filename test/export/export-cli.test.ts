@@ -145,7 +145,7 @@ describe("edgeplan export", () => {
         .join(""),
     );
     expect(r.stderr).toBe(
-      `note: skipped weighted backend ${ids.green}: it belongs to stack "green" (as "shared"), and edgeplan never changes another stack's objects; pass --takeover to export it pinned by id\n` +
+      `note: skipped 1 object of another stack (stack "green": 1), as edgeplan never changes another stack's objects; --verbose lists them, --takeover exports them pinned by id\n` +
         `note: skipped weighted backend ${ids.text}: its metadata "free text" is text but not JSON of an object, which a manifest cannot hold ` +
         `(metadata is a mapping or JSON text of an object), and adopting it would replace that text with edgeplan's owner marker; ` +
         `store it as a JSON object (or clear it) in the API, then export again\n` +
