@@ -7,6 +7,7 @@
 import { existsSync } from "node:fs";
 import { extname, resolve } from "node:path";
 import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
+import type { Plan } from "../model/plan.js";
 
 /** What the flags of a hint are taken from: the options as the command line gave them, before the project file. */
 export type GivenWhere = Pick<CommonCliOptions, "config" | "env" | "apiUrl" | "apiKeyFile" | "local" | "fixtures" | "insecureHttp" | "versionHeader">;
@@ -74,6 +75,17 @@ export function whereText(given: GivenWhere, env: string | null | undefined, she
  */
 export function stackWhere(given: GivenWhere, env: string | null | undefined, shell: ShellEnv, stack?: string): string {
   return whereText(given, env, shell) + (stack === undefined ? "" : ` --stack ${shellWord(stack)}`);
+}
+
+/**
+ * `stackWhere` for a saved plan that `show` prints: its environment's `--env`, `--local` for the embedded server's
+ * plan, else `--api-url` (unless it is the shell's EDGEPLAN_API_URL), and its `--stack`. The file is untrusted: each
+ * word is quoted as the shell reads it back.
+ */
+export function savedPlanWhere(plan: Pick<Plan, "api" | "environment" | "stack">, shell: ShellEnv): string {
+  const url = plan.api?.url;
+  const given: GivenWhere = url === undefined ? {} : url.startsWith("local:") ? { local: true } : { apiUrl: url };
+  return stackWhere(given, plan.environment?.name, shell, plan.stack === shell.EDGEPLAN_STACK ? undefined : plan.stack);
 }
 
 /** `--stack` as typed (not the shell's EDGEPLAN_STACK, which the command line reads as the flag), or undefined. */

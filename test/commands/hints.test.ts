@@ -19,6 +19,7 @@ import { captureIO, type CommandIO } from "../../src/commands/io.js";
 import { runPlan } from "../../src/commands/plan.js";
 import { runRolloutAbort, runRolloutPromote, runRolloutRetry, runRolloutStatus } from "../../src/commands/rollout.js";
 import { openSession } from "../../src/commands/session.js";
+import { runShow } from "../../src/commands/show.js";
 import { runStateList, runStateRelease } from "../../src/commands/state.js";
 import { runUnlock } from "../../src/commands/unlock.js";
 import { whereText } from "../../src/commands/hints.js";
@@ -50,6 +51,7 @@ const FLAGS: Record<string, readonly string[]> = {
   validate: ["--config", "--env"],
   rollout: [...WHERE, "--stack", "--format", "--manifests", "--full", "--lock-timeout", "--lock-ttl"],
   state: [...WHERE, "--stack", "--format"],
+  show: ["--format"],
 };
 const BOOLEAN = new Set(["--local", "--insecure-http", "--takeover", "--detailed-exitcode", "--auto-approve", "--force", "--refresh", "--full"]);
 const ROLLOUT = { status: runRolloutStatus, promote: runRolloutPromote, abort: runRolloutAbort, retry: runRolloutRetry };
@@ -95,6 +97,7 @@ async function run(argv: string[], s: Situation): Promise<Ran> {
     else if (command === "export") code = (await runExport({ ...flags, paths: args }, tty)).exitCode;
     else if (command === "unlock") code = await runUnlock(args[0] as string, flags, tty);
     else if (command === "rollout") code = await ROLLOUT[args[0] as keyof typeof ROLLOUT](args[1] as string, flags, tty);
+    else if (command === "show") code = await runShow(args[0] as string, flags, tty);
     else if (command === "state") code = args[0] === "list" ? await runStateList(flags, tty) : await runStateRelease(args[1] as string, flags, tty);
     else {
       const write = { write: (t: string) => io.stderr(t) };
@@ -298,6 +301,8 @@ describe("the rollout commands that plans, apply reports and rollout status name
     expect(await hintsOf(["apply", "m", ...local, "--auto-approve"], s, 4)).toEqual([promote]);
     expect(await hintsOf(["plan", "m", ...local], s, 0)).toEqual([promote]);
     expect(await hintsOf(["plan", "m", ...local, "--format", "markdown"], s, 0)).toEqual([promote]);
+    expect(await hintsOf(["plan", "m", ...local, "--out", "p.json"], s, 0)).toEqual([promote, "edgeplan apply --plan p.json --local"]);
+    expect(await hintsOf(["show", "p.json"], s, 0)).toEqual([promote]);
     expect((await run(["plan", "m", ...local, "--format", "html"], s)).text).toContain(`&quot;${promote}&quot;`);
     expect((await run(["plan", "m", ...local, "--format", "json"], s)).text).toContain('run \\"edgeplan rollout promote web\\" to go on');
     expect(await hintsOf(["apply", "m", ...local, "--auto-approve"], s, 4)).toEqual([promote]);
