@@ -17,6 +17,8 @@ export interface ShowOptions {
   color?: boolean;
   /** No progress was shown on stderr: the text report then lists the changes done as well. */
   quiet?: boolean;
+  /** The flags that reach the same API and stack, appended to the commands the plan and the report quote (`stackWhere`). */
+  where?: string;
 }
 
 /** Formats whose stdout is one document written at the end (the report with the plan, or the plan alone). */
@@ -27,8 +29,8 @@ const ONE_DOCUMENT: readonly PlanFormat[] = ["json", "html"];
  * document written at the end: then the plan goes to stderr as text for the person asked.
  */
 export function showPlan(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): void {
-  if (ONE_DOCUMENT.includes(format)) io.stderr(renderPlan(plan, "text", false));
-  else io.stdout(renderPlan(plan, format, useColor(options, io)));
+  if (ONE_DOCUMENT.includes(format)) io.stderr(renderPlan(plan, "text", false, options.where));
+  else io.stdout(renderPlan(plan, format, useColor(options, io), options.where));
 }
 
 /**
@@ -38,17 +40,18 @@ export function showPlan(plan: Plan, format: PlanFormat, options: ShowOptions, i
 export async function showPlanOnly(plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO, place?: HtmlPlanPlace): Promise<void> {
   if (format === "json") io.stdout(renderApplyJson(plan, null));
   if (format !== "html" && options.html === undefined) return;
-  const page = renderHtml(plan, place);
+  const page = renderHtml(plan, place, options.where);
   if (format === "html") io.stdout(page);
   if (options.html !== undefined) await writeHtmlFile(io, options.html, page, "plan");
 }
 
 /** The report on stdout in the chosen format, and as a page in `--html FILE`. */
 export async function showReport(report: ApplyReport, plan: Plan, format: PlanFormat, options: ShowOptions, io: CommandIO): Promise<void> {
-  const page = format === "html" || options.html !== undefined ? renderApplyHtml(report, plan) : "";
+  const where = options.where ?? "";
+  const page = format === "html" || options.html !== undefined ? renderApplyHtml(report, plan, where) : "";
   if (format === "json") io.stdout(renderApplyJson(plan, report));
-  else if (format === "markdown") io.stdout(`\n${renderApplyMarkdown(report)}`);
+  else if (format === "markdown") io.stdout(`\n${renderApplyMarkdown(report, where)}`);
   else if (format === "html") io.stdout(page);
-  else io.stdout(renderApplyText(report, { progressShown: options.quiet !== true }));
+  else io.stdout(renderApplyText(report, { progressShown: options.quiet !== true, where }));
   if (options.html !== undefined) await writeHtmlFile(io, options.html, page, "apply report");
 }

@@ -44,6 +44,7 @@ import { buildConvergenceFromPlan, buildConvergenceFromReplan, buildOutputsFromL
 import { buildEstimate } from "../core/estimate.js";
 import { diffOutputs } from "../core/outputs.js";
 import { buildPlan, planHasChanges, type PlanOptions } from "../core/plan.js";
+import { completeCommands } from "../core/command-text.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Change, Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
@@ -53,7 +54,7 @@ import { PLAN_FORMATS, type PlanFormat } from "./output.js";
 import { fetchForPlan, planEnvironment, planOptionsFrom, type PlanFlags } from "./plan.js";
 import { startProgress } from "./progress.js";
 import { withProjectFile } from "./project.js";
-import { commandLine, freshPlanFile, whereArgs, whereText } from "./hints.js";
+import { commandLine, freshPlanFile, stackWhere, typedStack, whereArgs, whereText } from "./hints.js";
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
 import { claimModules, type HeldClaim } from "../apply/claim.js";
@@ -159,7 +160,10 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   if (saved) {
     // A file that disagrees with itself is refused before anything is sent, the lease included.
     const disagreements = checkPlan(saved);
-    if (disagreements.length > 0) throw buildDisagreementError(options.plan as string, "itself", disagreements);
+    if (disagreements.length > 0) {
+      const again = planCommand(given, io, options.environment?.name, options.plan as string, typedStackArgs(given, io));
+      throw buildDisagreementError(options.plan as string, "itself", disagreements, "applied", again);
+    }
     checkSavedPlanEnvironment(saved, options.environment?.name ?? null, options.plan as string, (env) => newPlan(env, env));
   } else {
     const loaded = await loadManifests(options.paths, io, options.environment ?? null);
@@ -195,19 +199,22 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     // A page of a plan made now says where and when; a saved plan's says its API (src/render/html.ts).
     const place = fromManifests ? { api_url: session.api.url, at: new Date(session.clock.now()).toISOString() } : undefined;
     if (chosen.diagnostics) diagnostics = chosen.diagnostics;
+    // The commands the plan and the report name (`rollout promote NAME`, ...) reach this API and stack as printed.
+    const stack = saved !== undefined && saved.stack !== session.stack ? saved.stack : typedStack(given, io.env);
+    const shown = { ...options, where: stackWhere(given, options.environment?.name, io.env, stack) };
 
-    if (options.planShown !== true) showPlan(plan, format, options, io);
+    if (options.planShown !== true) showPlan(plan, format, shown, io);
     const hasChanges = planHasChanges(plan);
     const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, hasChanges };
     if (!hasChanges) {
-      await showPlanOnly(plan, format, options, io, place);
+      await showPlanOnly(plan, format, shown, io, place);
       io.stderr("Nothing to apply: no change was sent.\n");
       return result;
     }
     const idle = idleRollouts(plan, session.clock.now());
     if (idle !== null && options.wait !== true) {
-      await showPlanOnly(plan, format, options, io, place);
-      io.stderr(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`);
+      await showPlanOnly(plan, format, shown, io, place);
+      io.stderr(completeCommands(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`, shown.where));
       result.exitCode = idle.halted ? EXIT.partial : idle.paused ? EXIT.paused : EXIT.ok;
       return result;
     }
@@ -226,14 +233,14 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
         unlockWhere,
       });
     } catch (err) {
-      await showPlanOnly(plan, format, options, io, place);
+      await showPlanOnly(plan, format, shown, io, place);
       throw err;
     }
 
     const toRun = claim?.plan ?? plan;
     const known = claim && fromManifests ? { ...fromManifests, before: { ...fromManifests.before, weightedBackends: claim.listing } } : fromManifests;
-    const run = await runChanges(toRun, session, options, io, { fromManifests: known, waitMs, lease, claim });
-    await reportRun(toRun, run, { session, fromManifests: known, format, options }, io, result);
+    const run = await runChanges(toRun, session, shown, io, { fromManifests: known, waitMs, lease, claim });
+    await reportRun(toRun, run, { session, fromManifests: known, format, options: shown }, io, result);
     showWhyStopped(run, session, io);
     return result;
   } finally {
@@ -300,7 +307,7 @@ async function approve(plan: Plan, acks: ReturnType<typeof parseAckRules>, optio
 async function reportRun(
   plan: Plan,
   run: RunResult,
-  ctx: { session: Session; fromManifests: FromManifests | undefined; format: PlanFormat; options: ApplyCommandOptions },
+  ctx: { session: Session; fromManifests: FromManifests | undefined; format: PlanFormat; options: ApplyCommandOptions & { where: string } },
   io: CommandIO,
   result: ApplyCommandResult,
 ): Promise<void> {
@@ -327,8 +334,8 @@ async function reportRun(
   if (run.analysis.length > 0) report.analysis = run.analysis;
   if (run.timedOut) report.timedOut = run.timedOut;
   await showReport(report, plan, ctx.format, ctx.options, io);
-  for (const h of run.halted) io.stderr(`edgeplan: ${haltMessage(h)}\n`);
-  for (const p of run.paused) io.stderr(`edgeplan: ${pauseMessage(p)}\n`);
+  for (const h of run.halted) io.stderr(`edgeplan: ${completeCommands(haltMessage(h), ctx.options.where)}\n`);
+  for (const p of run.paused) io.stderr(`edgeplan: ${completeCommands(pauseMessage(p), ctx.options.where)}\n`);
   result.summaryMarkdown = renderApplyMarkdown(report);
   const firstPause = run.paused[0];
   result.summary = firstPause
@@ -348,9 +355,9 @@ async function withSavedPlan(
   io: CommandIO,
 ): Promise<{ options: ApplyCommandOptions; saved: Plan | undefined; newPlan: (env: string | undefined, tag: string) => string }> {
   const file = given.plan;
-  const newPlan = (env: string | undefined, tag: string): string => planCommand(given, io, env, freshPlanFile(io.cwd, file ?? "plan.json", tag), typedStack(given, io));
+  const newPlan = (env: string | undefined, tag: string): string => planCommand(given, io, env, freshPlanFile(io.cwd, file ?? "plan.json", tag), typedStackArgs(given, io));
   if (file === undefined) return { options: await withProjectFile(given, io), saved: undefined, newPlan };
-  const saved = await loadSavedPlan(resolve(io.cwd, file), file, undefined, planCommand(given, io, given.env, file, typedStack(given, io)));
+  const saved = await loadSavedPlan(resolve(io.cwd, file), file, undefined, planCommand(given, io, given.env, file, typedStackArgs(given, io)));
   const options = await withProjectFile(
     withSavedEnvironment(given, saved, file, io.env, (env) => newPlan(env, env)),
     io,
@@ -422,7 +429,7 @@ async function fromSavedPlan(saved: Plan, options: ApplyCommandOptions, io: Comm
     return { ...(await planFromManifests(loaded.desired, planOptions, session)), diagnostics: loaded.diagnostics };
   }
   const disagreements = checkPlanAgainstLive(saved, live);
-  if (disagreements.length > 0) throw buildDisagreementError(file, "the live side", disagreements);
+  if (disagreements.length > 0) throw buildDisagreementError(file, "the live side", disagreements, "applied", again);
   // The guards are the plan's changes', never the file's: the risks are computed again, with thresholds no looser
   // than the defaults unless given now, and so are the policies' results, by the project's policies as they are now.
   const given = {
@@ -448,13 +455,14 @@ function planCommand(given: ApplyCommandOptions, io: CommandIO, env: string | un
 }
 
 /** `--stack NAME` as typed (not the shell's EDGEPLAN_STACK, which the command line reads as the flag), or nothing. */
-function typedStack(given: ApplyCommandOptions, io: CommandIO): string[] {
-  return given.stack !== undefined && given.stack !== io.env.EDGEPLAN_STACK ? ["--stack", given.stack] : [];
+function typedStackArgs(given: ApplyCommandOptions, io: CommandIO): string[] {
+  const stack = typedStack(given, io.env);
+  return stack === undefined ? [] : ["--stack", stack];
 }
 
 /** `--stack NAME` when a plan made here would not take the saved plan's stack without it, or `--stack` was typed. */
 function stackArgs(saved: Plan, session: Session, given: ApplyCommandOptions, io: CommandIO): string[] {
-  return typedStack(given, io).length > 0 || saved.stack !== session.stack ? ["--stack", saved.stack] : [];
+  return typedStackArgs(given, io).length > 0 || saved.stack !== session.stack ? ["--stack", saved.stack] : [];
 }
 
 /**
@@ -512,7 +520,7 @@ interface RunResult {
 async function runChanges(
   plan: Plan,
   session: Session,
-  options: ApplyCommandOptions,
+  options: ApplyCommandOptions & { where: string },
   io: CommandIO,
   ctx: { fromManifests: FromManifests | undefined; waitMs: number; lease: HeldLease; claim: HeldClaim | null },
 ): Promise<RunResult> {
@@ -545,7 +553,7 @@ async function runChanges(
     if (!quiet && (n > 0 || options.wait !== true)) io.stderr(`Applying ${n} ${n === 1 ? "change" : "changes"} to stack "${plan.stack}" (at most ${concurrency} at once)\n`);
     // With --wait, a step not due yet is waited for, not held back: its line comes once it is written.
     const told = options.wait === true ? prepared.held.filter((h) => h.status !== "waiting") : prepared.held;
-    if (!quiet) for (const h of told) io.stderr(`${h.address}: held back: ${h.message}\n`);
+    if (!quiet) for (const h of told) io.stderr(`${h.address}: held back: ${completeCommands(h.message, options.where)}\n`);
     const progress = quiet ? undefined : startProgress(io, { total: n, estimate: plan.estimate, budget: session.budget, client: session.client, stopping: stop.signal });
     let outcome: ApplyOutcome;
     try {
@@ -574,7 +582,7 @@ async function runChanges(
       signal: stop.signal,
       beforeStart,
       ...rollouts,
-      ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${line}\n`) }),
+      ...(quiet ? {} : { onProgress: (line: string) => io.stderr(`${completeCommands(line, options.where)}\n`) }),
     };
     const waited = await waitForRollouts({
       deadline: rollouts.now() + ctx.waitMs,

@@ -7,6 +7,7 @@
 import { existsSync } from "node:fs";
 import { extname, resolve } from "node:path";
 import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
+import type { Plan } from "../model/plan.js";
 
 /** What the flags of a hint are taken from: the options as the command line gave them, before the project file. */
 export type GivenWhere = Pick<CommonCliOptions, "config" | "env" | "apiUrl" | "apiKeyFile" | "local" | "fixtures" | "insecureHttp" | "versionHeader">;
@@ -58,10 +59,36 @@ export function freshPlanFile(cwd: string, file: string, tag: string): string {
 }
 
 /**
- * `whereArgs` as text to append to a command (a leading space, or nothing), with `env` the environment chosen (the
- * flag, EDGEPLAN_ENV or the saved plan's): an `unlock` or a new `plan` must reach the same API.
+ * `whereArgs` as text to append to a command that does not plan (`unlock`, `rollout`, `state`), with `env` the
+ * environment chosen (the flag, EDGEPLAN_ENV or the saved plan's): a leading space each, or nothing. Such a command
+ * must reach the same API; it takes no `--fixtures` (it reads the local server's file as it is).
  */
 export function whereText(given: GivenWhere, env: string | null | undefined, shell: ShellEnv): string {
-  const args = whereArgs({ ...given, env: env ?? undefined }, shell);
+  const args = whereArgs({ ...given, env: env ?? undefined, fixtures: undefined }, shell);
   return args.map((a) => ` ${shellWord(a)}`).join("");
+}
+
+/**
+ * `whereText` and `--stack STACK` when `stack` is given (the stack typed, or a saved plan's that the command would not
+ * choose by itself): what takes a `rollout` or `state` command that a note or a report names (`rollout promote NAME`)
+ * to the same API and stack.
+ */
+export function stackWhere(given: GivenWhere, env: string | null | undefined, shell: ShellEnv, stack?: string): string {
+  return whereText(given, env, shell) + (stack === undefined ? "" : ` --stack ${shellWord(stack)}`);
+}
+
+/**
+ * `stackWhere` for a saved plan that `show` prints: its environment's `--env`, `--local` for the embedded server's
+ * plan, else `--api-url` (unless it is the shell's EDGEPLAN_API_URL), and its `--stack`. The file is untrusted: each
+ * word is quoted as the shell reads it back.
+ */
+export function savedPlanWhere(plan: Pick<Plan, "api" | "environment" | "stack">, shell: ShellEnv): string {
+  const url = plan.api?.url;
+  const given: GivenWhere = url === undefined ? {} : url.startsWith("local:") ? { local: true } : { apiUrl: url };
+  return stackWhere(given, plan.environment?.name, shell, plan.stack === shell.EDGEPLAN_STACK ? undefined : plan.stack);
+}
+
+/** `--stack` as typed (not the shell's EDGEPLAN_STACK, which the command line reads as the flag), or undefined. */
+export function typedStack(given: { stack?: string }, shell: ShellEnv): string | undefined {
+  return given.stack !== undefined && given.stack !== shell.EDGEPLAN_STACK ? given.stack : undefined;
 }

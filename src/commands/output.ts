@@ -19,12 +19,15 @@ export function useColor(options: { color?: boolean }, io: CommandIO): boolean {
   return options.color !== false && io.stdoutIsTTY && !io.env.NO_COLOR;
 }
 
-/** Renders the plan in the chosen format; an HTML page's header shows `place`, where and when it was made. */
-export function renderPlan(plan: Plan, format: PlanFormat, color: boolean, place?: HtmlPlanPlace): string {
+/**
+ * Renders the plan in the chosen format; an HTML page's header shows `place`, where and when it was made. `where`
+ * (the run's flags that reach the same API and stack) completes the commands the notes quote; JSON stays the data.
+ */
+export function renderPlan(plan: Plan, format: PlanFormat, color: boolean, where = "", place?: HtmlPlanPlace): string {
   if (format === "json") return renderJson(plan);
-  if (format === "markdown") return renderMarkdown(plan);
-  if (format === "html") return renderHtml(plan, place);
-  return renderText(plan, { color });
+  if (format === "markdown") return renderMarkdown(plan, { where });
+  if (format === "html") return renderHtml(plan, place, where);
+  return renderText(plan, { color, where });
 }
 
 /**

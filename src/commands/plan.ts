@@ -29,7 +29,7 @@ import type { LoadResult } from "../manifest/load.js";
 import { deniedResults, type Policy } from "../core/policies.js";
 import { buildPolicyDenial } from "../apply/approval.js";
 import { describeStepDeadline, stepDeadlines } from "../apply/rollout.js";
-import { commandLine, whereArgs } from "./hints.js";
+import { commandLine, stackWhere, typedStack, whereArgs } from "./hints.js";
 
 export interface PlanFlags {
   /** `--target` address patterns (repeatable). */
@@ -147,12 +147,14 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     const now = options.now ?? session.clock.now();
     const plan = buildPlan(desired, live, { ...planOptions, now, budget: session.budget }, routes);
     const place = { api_url: session.api.url, at: new Date(now).toISOString() };
-    io.stdout(renderPlan(plan, format, useColor(options, io), place));
+    // The commands the notes name (`rollout promote NAME`, ...) reach this API and stack as printed; the plan does not say how.
+    const where = stackWhere(given, options.environment?.name, io.env, typedStack(given, io.env));
+    io.stdout(renderPlan(plan, format, useColor(options, io), where, place));
     const denied = deniedResults(plan);
     if (denied.length > 0) {
       // A denied plan is shown (with why) but never saved: nothing could apply it.
       io.stderr(`edgeplan: ${buildPolicyDenial(denied, "plan").message}\n`);
-      if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place), "plan");
+      if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place, where), "plan");
       return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges: planHasChanges(plan) };
     }
     if (options.out) {
@@ -160,7 +162,7 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }, { keepSensitive: true }));
       io.stderr(savedLine(plan, given, options.out, now, io));
     }
-    if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place), "plan");
+    if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place, where), "plan");
     const hasChanges = planHasChanges(plan);
     return {
       exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,

@@ -20,7 +20,7 @@ import { renderRolloutStatusJson, renderRolloutStatusText } from "../render/roll
 import { lockOptionsFrom, showLeftLease } from "./apply.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
-import { whereText } from "./hints.js";
+import { stackWhere, typedStack, whereText } from "./hints.js";
 import { loadManifests, openSession } from "./session.js";
 import type { ChosenEnvironment } from "../model/project-schema.js";
 
@@ -51,11 +51,12 @@ export async function runRolloutStatus(name: string | undefined, given: RolloutC
   const session = await openSession(options, io);
   try {
     const listing = await session.client.listWeightedBackends();
-    const owned = name === undefined ? findRollouts(listing, session.stack) : [findRollout(listing, session.stack, name)];
+    const where = rolloutCommandsWhere(given, options, io);
+    const owned = name === undefined ? findRollouts(listing, session.stack) : [findRollout(listing, session.stack, name, where)];
     const desired = await quietManifests(options.paths, io, options.environment ?? null);
     const steps = desired === null ? new Map<string, RolloutStep>() : plannedSteps(planFromListing(desired, listing, session.stack, session.clock.now()));
     const statuses = owned.map((o) => buildRolloutStatus(o, steps.get(o.address)));
-    io.stdout(format === "json" ? renderRolloutStatusJson(session.stack, statuses) : renderRolloutStatusText(session.stack, statuses));
+    io.stdout(format === "json" ? renderRolloutStatusJson(session.stack, statuses) : renderRolloutStatusText(session.stack, statuses, where));
     return EXIT.ok;
   } finally {
     await session.close();
@@ -88,22 +89,30 @@ function plannedSteps(plan: Plan): Map<string, RolloutStep> {
 export async function runRolloutPromote(name: string, given: RolloutCommandOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: given.manifests ?? [] }, io);
   const desired = options.full === true ? (await loadManifests(options.paths, io, options.environment ?? null)).desired : null;
+  const where = rolloutCommandsWhere(given, options, io);
   return underLease(options, io, (listing, stack, now) => {
-    const owned = findRollout(listing, stack, name);
-    return desired === null ? buildPromote(owned) : buildFullPromote(owned, planFromListing(desired, listing, stack, now));
+    const owned = findRollout(listing, stack, name, where);
+    return desired === null ? buildPromote(owned, where) : buildFullPromote(owned, planFromListing(desired, listing, stack, now));
   });
 }
 
 /** Runs `rollout abort NAME`: the starting weights written back, the rollout halted. Exit 0. */
 export async function runRolloutAbort(name: string, given: RolloutCommandOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: [] }, io);
-  return underLease(options, io, (listing, stack, now) => buildAbort(findRollout(listing, stack, name), now));
+  const where = rolloutCommandsWhere(given, options, io);
+  return underLease(options, io, (listing, stack, now) => buildAbort(findRollout(listing, stack, name, where), now, where));
 }
 
 /** Runs `rollout retry NAME`: a halted rollout starts again from the live weights at the next apply. Exit 0. */
 export async function runRolloutRetry(name: string, given: RolloutCommandOptions, io: CommandIO): Promise<number> {
   const options = await withProjectFile({ ...given, paths: [] }, io);
-  return underLease(options, io, (listing, stack) => buildRetry(findRollout(listing, stack, name)));
+  const where = rolloutCommandsWhere(given, options, io);
+  return underLease(options, io, (listing, stack) => buildRetry(findRollout(listing, stack, name, where), where));
+}
+
+/** The flags that take the rollout commands a message names to this API and stack (`stackWhere`). */
+function rolloutCommandsWhere(given: RolloutCommandOptions, options: { environment?: ChosenEnvironment | null }, io: CommandIO): string {
+  return stackWhere(given, options.environment?.name, io.env, typedStack(given, io.env));
 }
 
 /**

@@ -14,6 +14,7 @@ import { loadProject } from "./project.js";
 import { EdgeplanError, EXIT } from "../model/errors.js";
 import type { Plan } from "../model/plan.js";
 import type { CommandIO } from "./io.js";
+import { savedPlanWhere } from "./hints.js";
 import { PLAN_FORMATS, renderPlan, useColor, type PlanFormat } from "./output.js";
 
 export interface ShowCommandOptions {
@@ -39,6 +40,7 @@ export async function runShow(file: string, options: ShowCommandOptions, io: Com
   const name = saved.environment?.name;
   const env = name === undefined ? null : { name, vars: project.environments?.[name]?.vars ?? {} };
   const plan: Plan = withPolicies({ ...saved, risks }, project.settings.policies, env);
-  io.stdout(renderPlan(plan, format, useColor(options, io)));
+  // The commands its notes name reach the API and stack the plan was made against, as printed.
+  io.stdout(renderPlan(plan, format, useColor(options, io), savedPlanWhere(saved, io.env)));
   return EXIT.ok;
 }

@@ -15,7 +15,7 @@ import { EdgeplanError, EXIT } from "../model/errors.js";
 import { renderStackStateJson, renderStackStateText } from "../render/state.js";
 import type { CommandIO } from "./io.js";
 import { withProjectFile } from "./project.js";
-import { whereText } from "./hints.js";
+import { stackWhere, typedStack, whereText } from "./hints.js";
 import { openSession } from "./session.js";
 
 export type StateFormat = "text" | "json";
@@ -55,7 +55,8 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
     // A module's entry leaves an inventory object that a --takeover of another stack may be writing: under the claim lease.
     if (parseModuleAddress(address) !== null) claim = await acquireClaimLease(session.client, { holder, timeoutMs: RELEASE_LOCK.timeoutMs, onWait, unlockWhere });
     const release = buildRelease((claim ?? lease).listing, session.stack, address);
-    if (release === null) throw unknownAddress(buildStackState(lease.listing, session.stack), address);
+    const where = stackWhere(given, options.environment?.name, io.env, typedStack(given, io.env));
+    if (release === null) throw unknownAddress(buildStackState(lease.listing, session.stack), address, where);
     await session.client.send(release.request);
     io.stdout(`${release.done}\n`);
     return EXIT.ok;
@@ -66,10 +67,15 @@ export async function runStateRelease(address: string, given: CommonCliOptions, 
   }
 }
 
-/** The error for an address the stack does not own: what it owns, and the closest address when one is close. */
-function unknownAddress(state: StackState, address: string): EdgeplanError {
+/**
+ * The error for an address the stack does not own: what it owns, the closest address when one is close, and the
+ * `state list` that reaches the same API and stack (`where`).
+ */
+function unknownAddress(state: StackState, address: string, where: string): EdgeplanError {
   const addresses = [...new Set([...state.weighted_backends.map((w) => w.address), ...state.modules.map((m) => m.address)])];
   const near = closest(address, addresses);
   const owns = addresses.length > 0 ? `it owns ${addresses.join(", ")}` : "it owns nothing";
-  return new EdgeplanError(`state release: stack "${state.stack}" does not own ${address}${near ? ` (did you mean ${near}?)` : ""}; ${owns} (see: edgeplan state list)`);
+  return new EdgeplanError(
+    `state release: stack "${state.stack}" does not own ${address}${near ? ` (did you mean ${near}?)` : ""}; ${owns} (see: edgeplan state list${where})`,
+  );
 }

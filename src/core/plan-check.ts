@@ -368,18 +368,22 @@ export function buildSavedPlanLimits(
   };
 }
 
-/** The refusal of a saved plan that disagrees with itself or with the live side: each disagreement, and what to do. */
+/**
+ * The refusal of a saved plan that disagrees with itself or with the live side: each disagreement, and what to do.
+ * `again` is the command that makes the plan again where the refused command ran (its paths, API and stack).
+ */
 export function buildDisagreementError(
   file: string,
   against: "itself" | "the live side",
   found: readonly Disagreement[],
   use: "applied" | "shown" = "applied",
+  again = `edgeplan plan --out ${file}`,
 ): EdgeplanError {
   const n = found.length;
   const advice =
     use === "applied"
-      ? `No change was sent. A saved plan is applied only as edgeplan wrote it: make the plan again (edgeplan plan --out ${file}), review it, and apply that file.`
-      : `A saved plan is shown only as edgeplan wrote it: make the plan again (edgeplan plan --out ${file}).`;
+      ? `No change was sent. A saved plan is applied only as edgeplan wrote it: make the plan again (${again}), review it, and apply that file.`
+      : `A saved plan is shown only as edgeplan wrote it: make the plan again (${again}).`;
   return new EdgeplanError(
     [
       `the saved plan ${file} does not agree with ${against} (${n} ${n === 1 ? "disagreement" : "disagreements"}), so it is not ${use}:`,

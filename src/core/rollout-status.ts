@@ -12,6 +12,7 @@ import type { RolloutStatus } from "../model/rollout-schema.js";
 import type { OwnerMarker, RolloutState } from "../model/state.js";
 import { buildMarker, buildMetadata, buildWeightedBackendBody, parseLiveMetadata, sortedBackends } from "../kinds/weighted-backend.js";
 import type { ListedObject } from "./state-list.js";
+import { completeCommands } from "./command-text.js";
 import { promoteCommand } from "./rollout.js";
 
 /** A weighted backend of the stack whose owner marker holds a rollout's state. */
@@ -46,9 +47,10 @@ export function findRollouts(objects: readonly ListedObject[], stack: string): O
 
 /**
  * The rollout of `name` among the stack's objects. Throws EdgeplanError naming the rollouts there are when the
- * stack owns no object of that name, or the object has no rollout under way or halted.
+ * stack owns no object of that name, or the object has no rollout under way or halted. `where` (here and in the
+ * builders below: the flags that reach the same API and stack) completes the commands the messages quote.
  */
-export function findRollout(objects: readonly ListedObject[], stack: string, name: string): OwnedRollout {
+export function findRollout(objects: readonly ListedObject[], stack: string, name: string, where = ""): OwnedRollout {
   const found = findRollouts(objects, stack).find((r) => r.name === name);
   if (found) return found;
   const owns = objects.some((o) => {
@@ -58,11 +60,11 @@ export function findRollout(objects: readonly ListedObject[], stack: string, nam
   const names = findRollouts(objects, stack).map((r) => r.name);
   const others = names.length > 0 ? `rollouts of the stack: ${names.join(", ")}` : "the stack has no rollout under way";
   const what = owns ? `${weightedBackendAddress(name)} has no rollout under way or halted` : `stack "${stack}" owns no weighted backend named ${name}`;
-  return fail(`${what} (${others}; see: edgeplan rollout status)`);
+  return fail(`${what} (${others}; see "edgeplan rollout status")`, where);
 }
 
-function fail(message: string): never {
-  throw new EdgeplanError(message);
+function fail(message: string, where = ""): never {
+  throw new EdgeplanError(completeCommands(message, where));
 }
 
 /**
@@ -108,10 +110,10 @@ function markerWrite(owned: OwnedRollout, backends: Readonly<Record<string, numb
  * apply takes the step after it (past a pause step) with no pause, check or analysis before it. A halted rollout is
  * refused: it starts again with `rollout retry`.
  */
-export function buildPromote(owned: OwnedRollout): RolloutWrite {
+export function buildPromote(owned: OwnedRollout, where = ""): RolloutWrite {
   const { paused: _paused, ...state } = owned.marker.rollout;
   if (state.halted !== undefined) {
-    fail(`${owned.address}: the rollout is halted (${state.halted}), not paused; start it again with: edgeplan rollout retry ${owned.name}`);
+    fail(`${owned.address}: the rollout is halted (${state.halted}), not paused; start it again with "edgeplan rollout retry ${owned.name}"`, where);
   }
   return {
     request: markerWrite(owned, owned.object.backends, { ...state, promoted: state.step }),
@@ -123,13 +125,16 @@ export function buildPromote(owned: OwnedRollout): RolloutWrite {
  * `rollout abort NAME`: the weights the rollout started from, in one request, and the marker's state halted with
  * `ABORT_REASON` at `now`, as a failed check halts it; held there until the manifest changes or `rollout retry`.
  */
-export function buildAbort(owned: OwnedRollout, now: number): RolloutWrite {
+export function buildAbort(owned: OwnedRollout, now: number, where = ""): RolloutWrite {
   const { paused: _paused, promoted: _promoted, ...state } = owned.marker.rollout;
   if (state.halted !== undefined) fail(`${owned.address}: the rollout is halted already (${state.halted}); nothing to abort`);
   const halted: RolloutState = { ...state, at: new Date(now).toISOString(), halted: ABORT_REASON };
   return {
     request: markerWrite(owned, state.from, halted),
-    done: `${owned.address}: rollout aborted: the weights it started from were written back; it stays halted until the manifest changes or "edgeplan rollout retry ${owned.name}"`,
+    done: completeCommands(
+      `${owned.address}: rollout aborted: the weights it started from were written back; it stays halted until the manifest changes or "edgeplan rollout retry ${owned.name}"`,
+      where,
+    ),
   };
 }
 
@@ -137,11 +142,11 @@ export function buildAbort(owned: OwnedRollout, now: number): RolloutWrite {
  * `rollout retry NAME` (as `apply --retry-rollout NAME`): the halted state leaves the marker, so that the next apply
  * starts the rollout again from the live weights. Only a halted rollout is retried.
  */
-export function buildRetry(owned: OwnedRollout): RolloutWrite {
+export function buildRetry(owned: OwnedRollout, where = ""): RolloutWrite {
   const state = owned.marker.rollout;
   if (state.halted === undefined) {
-    const hint = state.paused !== undefined ? `; it is paused: go on with: ${promoteCommand(owned.name)}` : "";
-    fail(`${owned.address}: the rollout is not halted, nothing to retry${hint}`);
+    const hint = state.paused !== undefined ? `; it is paused: go on with "${promoteCommand(owned.name)}"` : "";
+    fail(`${owned.address}: the rollout is not halted, nothing to retry${hint}`, where);
   }
   return {
     request: markerWrite(owned, owned.object.backends, undefined),

@@ -4,6 +4,7 @@
  * IdP. As text (stdout of the CLI), Markdown (the GitHub Action's job summary), JSON (`--format json`) and HTML
  * (./html.ts). Reads the report only. Pure.
  */
+import { completeCommands } from "../core/command-text.js";
 import { APPLY_FORMAT_VERSION, type ApplyOutcome, type ApplyReport, type ChangeResult } from "../model/apply-report.js";
 import { hideSensitive, OUTPUT_FIELDS, outputText, reportOutputs } from "./common.js";
 import { renderOutputsText } from "./text.js";
@@ -63,6 +64,8 @@ export interface ApplyTextOptions {
    * were not done, so that a change is listed once, as Terraform's apply does. Default false: every change is listed.
    */
   progressShown?: boolean;
+  /** The flags that reach the same API and stack, appended to the commands the report quotes (src/core/command-text.ts). */
+  where?: string;
 }
 
 /** The report as text, starting with a blank line and ending with a newline. */
@@ -74,11 +77,12 @@ export function renderApplyText(report: ApplyReport, options: ApplyTextOptions =
     const ms = r.ms !== null && r.status === "done" ? ` (${r.ms} ms)` : "";
     out.push(`  ${STATUS_LABEL[r.status].padEnd(width)}  ${r.address}: ${indentRest(r.message, width + 4)}${ms}`);
   }
-  for (const line of rolloutReportLines(report)) out.push(`  ${line}`);
+  const where = options.where ?? "";
+  for (const line of rolloutReportLines(report, where)) out.push(`  ${line}`);
   out.push("");
   out.push(buildConvergenceLine(report));
-  for (const r of report.convergence.remaining) out.push(`  ${r.address} ${r.reason}`);
-  for (const r of [...(report.convergence.paused ?? []), ...(report.convergence.inProgress ?? [])]) out.push(`  ${r.address}: ${r.reason}`);
+  for (const r of report.convergence.remaining) out.push(`  ${r.address} ${completeCommands(r.reason, where)}`);
+  for (const r of [...(report.convergence.paused ?? []), ...(report.convergence.inProgress ?? [])]) out.push(`  ${r.address}: ${completeCommands(r.reason, where)}`);
   out.push(...renderOutputsText(reportOutputs(report)));
   return `${out.join("\n")}\n`;
 }
@@ -87,7 +91,7 @@ export function renderApplyText(report: ApplyReport, options: ApplyTextOptions =
  * What the report says of rollouts: the measurements of their analyses, steps held back, rollouts rolled back
  * (`rolled back to 7000/3000: analysis error-rate failed (0.07, result >= 0.05)`) or paused, a --wait that timed out.
  */
-function rolloutReportLines(report: ApplyReport): string[] {
+function rolloutReportLines(report: ApplyReport, where: string): string[] {
   const lines = (report.analysis ?? []).map(
     (m) => `measured  ${m.address}: ${m.metric} before step ${m.step} of ${m.steps}: ${m.value ?? "no value"}, ${m.verdict} (${m.why})`,
   );
@@ -102,7 +106,7 @@ function rolloutReportLines(report: ApplyReport): string[] {
   }
   for (const p of report.paused ?? []) lines.push(`paused  ${p.address}: ${pauseLine(p.reason, p.name)}`);
   if (report.timedOut) lines.push(`--wait-timeout reached: ${report.timedOut}; run apply again to go on`);
-  return lines;
+  return lines.map((line) => completeCommands(line, where));
 }
 
 /** `the rollback failed (...): traffic is still at 5000/5000, the step's weights; the next run writes the rollback again` */
@@ -122,21 +126,21 @@ function indentRest(text: string, indent: number): string {
   return text.split("\n").join(`\n${" ".repeat(indent)}`);
 }
 
-/** The report as Markdown (for a job summary), ending with a newline. */
-export function renderApplyMarkdown(report: ApplyReport): string {
+/** The report as Markdown (for a job summary), ending with a newline; `where` completes the commands it quotes. */
+export function renderApplyMarkdown(report: ApplyReport, where = ""): string {
   const out: string[] = [`### edgeplan apply: stack ${code(report.stack)}`, "", `**${buildApplyHeadline(report)}**`];
   const results = resultsInOrder(report.outcome);
   if (results.length > 0) {
     out.push("", "| change | result | detail |", "|---|---|---|");
     for (const r of results) out.push(`| ${code(r.address)} | ${STATUS_LABEL[r.status]} | ${cell(r.message)} |`);
   }
-  const rollouts = rolloutReportLines(report);
+  const rollouts = rolloutReportLines(report, where);
   if (rollouts.length > 0) out.push("", ...rollouts.map((l) => `- ${cell(l)}`));
   out.push("", buildConvergenceLine(report));
   const pending = [...report.convergence.remaining, ...(report.convergence.paused ?? []), ...(report.convergence.inProgress ?? [])];
   if (pending.length > 0) {
     out.push("");
-    for (const r of pending) out.push(`- ${code(r.address)} ${cell(r.reason)}`);
+    for (const r of pending) out.push(`- ${code(r.address)} ${cell(completeCommands(r.reason, where))}`);
   }
   const { shown } = reportOutputs(report);
   if (shown.length > 0) out.push("", "#### Outputs: copy these into the IdP", "");
@@ -206,7 +210,7 @@ const STATUS_CLASS: Record<ChangeResult["status"], string> = { done: "add", fail
  * The report as one self-contained HTML page, with the plan that was applied under it: the headline, the convergence
  * verdict and what still differs, each change's result, the outputs for the IdP, then the plan's risks and cards.
  */
-export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
+export function renderApplyHtml(report: ApplyReport, plan: Plan, where = ""): string {
   const body = [
     "<header>",
     "<h1>edgeplan apply</h1>",
@@ -216,7 +220,7 @@ export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
     "</header>",
   ];
   if (report.convergence.remaining.length > 0) {
-    body.push("<ul>", ...report.convergence.remaining.map((r) => `<li><code>${esc(r.address)}</code> ${esc(r.reason)}</li>`), "</ul>");
+    body.push("<ul>", ...report.convergence.remaining.map((r) => `<li><code>${esc(r.address)}</code> ${esc(completeCommands(r.reason, where))}</li>`), "</ul>");
   }
   const results = resultsInOrder(report.outcome);
   if (results.length > 0) {
@@ -235,6 +239,6 @@ export function renderApplyHtml(report: ApplyReport, plan: Plan): string {
   }
   body.push(...renderHtmlOutputs(reportOutputs(report)));
   body.push('<section aria-labelledby="plan">', '<h2 id="plan">The plan that was applied</h2>', ...renderHtmlSummary(plan), "</section>");
-  body.push(...renderHtmlRisks(plan), ...renderHtmlChanges(plan, "Changes"), ...renderHtmlOrphans(plan));
+  body.push(...renderHtmlRisks(plan), ...renderHtmlChanges(plan, "Changes", where), ...renderHtmlOrphans(plan));
   return renderHtmlPage(`edgeplan apply: stack ${report.stack}`, body);
 }

@@ -5,6 +5,7 @@
  * and the SAML values to copy into the IdP. The sections are exported for the apply report's page. Reads the Plan
  * only; same plan, same bytes. Pure.
  */
+import { completeCommands } from "../core/command-text.js";
 import type { Change, FieldDiff, Plan, WeightChange, WeightedBackendChange } from "../model/plan.js";
 import {
   changeWarnings,
@@ -46,11 +47,12 @@ export interface HtmlPlanPlace {
 /**
  * Renders the plan as a whole HTML page, ending with a newline. The header names the stack, the API (the
  * environment's, `place`'s, or a saved plan's) and, with `place`, the time: a page read later says what it was made
- * against, with or without environments.
+ * against, with or without environments. `where` (the run's flags that reach the same API and stack) completes the
+ * commands the notes quote.
  */
-export function renderHtml(plan: Plan, place?: HtmlPlanPlace): string {
+export function renderHtml(plan: Plan, place?: HtmlPlanPlace, where = ""): string {
   const api = plan.environment?.api_url ?? place?.api_url ?? plan.api?.url;
-  const where = [
+  const made = [
     ...(plan.environment ? [`environment <code>${esc(plan.environment.name)}</code>`] : []),
     ...(api === undefined ? [] : [`API <code>${esc(api)}</code>`]),
     `stack <code>${esc(plan.stack)}</code>`,
@@ -59,12 +61,12 @@ export function renderHtml(plan: Plan, place?: HtmlPlanPlace): string {
   const body = [
     "<header>",
     `<h1>edgeplan plan</h1>`,
-    `<p class="muted${plan.environment ? " environment" : ""}">${where.join(", ")}</p>`,
+    `<p class="muted${plan.environment ? " environment" : ""}">${made.join(", ")}</p>`,
     ...renderHtmlSummary(plan),
     "</header>",
     ...renderHtmlDrift(plan),
     ...renderHtmlRisks(plan),
-    ...renderHtmlChanges(plan, "Changes"),
+    ...renderHtmlChanges(plan, "Changes", where),
     ...renderHtmlOrphans(plan),
     ...renderHtmlIgnored(plan),
     ...renderHtmlPendingOutputs(planOutputs(plan)),
@@ -137,15 +139,16 @@ export function renderHtmlRisks(plan: Plan): string[] {
   return out;
 }
 
-/** Every change as a card, under a heading. */
-export function renderHtmlChanges(plan: Pick<Plan, "changes">, heading: string): string[] {
+/** Every change as a card, under a heading; `where` completes the commands the notes quote. */
+export function renderHtmlChanges(plan: Pick<Plan, "changes">, heading: string, where = ""): string[] {
   if (plan.changes.length === 0) return [];
-  return [`<section aria-labelledby="changes">`, `<h2 id="changes">${esc(heading)} (${plan.changes.length})</h2>`, ...plan.changes.map(renderCard), "</section>"];
+  const cards = plan.changes.map((c, i) => renderCard(c, i, where));
+  return [`<section aria-labelledby="changes">`, `<h2 id="changes">${esc(heading)} (${plan.changes.length})</h2>`, ...cards, "</section>"];
 }
 
 const SYMBOL_CLASS: Record<ChangeSymbol, string> = { "+": "a-create", "~": "a-update", "-": "a-delete", ">": "a-own", "!": "a-own", "=>": "a-own", ">>": "a-update" };
 
-function renderCard(change: Change, index: number): string {
+function renderCard(change: Change, index: number, where: string): string {
   const symbol = symbolOf(change);
   const out = [
     `<article class="card" id="change-${index + 1}">`,
@@ -155,7 +158,7 @@ function renderCard(change: Change, index: number): string {
   ];
   // A rollout says where it stands as the text plan does: its step, its check, its final weights, what comes next.
   const notes = [...change.notes, ...rolloutLines(change), ...(change.depends_on.length > 0 ? [`after ${change.depends_on.join(", ")}`] : [])];
-  if (notes.length > 0) out.push('<ul class="notes muted">', ...notes.map((n) => `<li>${esc(n)}</li>`), "</ul>");
+  if (notes.length > 0) out.push('<ul class="notes muted">', ...notes.map((n) => `<li>${esc(completeCommands(n, where))}</li>`), "</ul>");
   for (const w of changeWarnings(change)) out.push(`<p class="box warn">warning: ${esc(w)}</p>`);
   if (change.kind === "weighted_backend" && change.weights.length > 0) out.push(...renderSplit(change));
   const diffItem = change.kind === "inventory" ? (d: FieldDiff) => `<li><code>${esc(d.path)}</code> ${esc(ownershipText(d))}</li>` : renderDiff;

@@ -5,6 +5,7 @@
  * the diagrams first, then details, and only for very large plans rows of the tables too; never the summary or the
  * risks. Every cut is said in the comment. Reads the Plan only. Pure.
  */
+import { completeCommands } from "../core/command-text.js";
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import { renderMermaid, trafficChanges } from "./mermaid.js";
 import {
@@ -36,6 +37,8 @@ import {
 export interface MarkdownOptions {
   /** Upper bound of the rendering's length (GitHub refuses comments over 65,536 characters). Default 60,000. */
   maxChars?: number;
+  /** The flags that reach the same API and stack, appended to the commands the notes quote (src/core/command-text.ts). */
+  where?: string;
 }
 
 export const DEFAULT_MARKDOWN_MAX_CHARS = 60_000;
@@ -93,7 +96,7 @@ const MARKDOWN_POLICY_RESULTS = 50;
 export function renderMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
   const maxChars = options.maxChars ?? DEFAULT_MARKDOWN_MAX_CHARS;
   const fixed = `${markdownHead(plan).join("\n")}\n`;
-  const s = markdownSections(plan);
+  const s = markdownSections(plan, options.where ?? "");
   // Shown in reading order, filled in order of importance (diagrams last, so they are dropped first).
   const display = [s.changes, s.traffic, s.orphans, s.ignored, s.outputs, s.details].filter((sec) => sec.items.length > 0);
   const priority = [s.changes, s.outputs, s.orphans, s.ignored, s.details, s.traffic].filter((sec) => sec.items.length > 0);
@@ -172,8 +175,8 @@ function orphanCell(o: Plan["orphans"][number]): string {
   return id === null ? "" : code(id);
 }
 
-/** The parts of the comment that may be cut, each a heading and its items. */
-function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" | "ignored" | "details" | "traffic", Section> {
+/** The parts of the comment that may be cut, each a heading and its items; `where` completes the commands notes quote. */
+function markdownSections(plan: Plan, where: string): Record<"changes" | "orphans" | "outputs" | "ignored" | "details" | "traffic", Section> {
   const { shown } = planOutputs(plan);
   return {
     changes: {
@@ -196,7 +199,7 @@ function markdownSections(plan: Plan): Record<"changes" | "orphans" | "outputs" 
       items: ignoredOfUnchanged(plan).map((i) => `- ${code(i.address)}: ignored: ${code(i.path)} differs\n`),
       noun: "ignored differences",
     },
-    details: { head: "\n#### Details\n", items: plan.changes.map(renderDetails), noun: "change details" },
+    details: { head: "\n#### Details\n", items: plan.changes.map((c) => renderDetails(c, where)), noun: "change details" },
     traffic: {
       head: "\n#### Traffic\n",
       // A line never starts with a code span: one of a name holding ``` would open a fence.
@@ -232,11 +235,11 @@ function fitSections(priority: readonly Section[], room: number): Map<Section, n
   return kept;
 }
 
-function renderDetails(change: Change): string {
+function renderDetails(change: Change, where: string): string {
   const lines: string[] = [];
   if (change.source) lines.push(`# ${change.source}`);
-  for (const note of change.notes) lines.push(`# ${note}`);
-  for (const line of rolloutLines(change)) lines.push(`# ${line}`);
+  for (const note of change.notes) lines.push(`# ${completeCommands(note, where)}`);
+  for (const line of rolloutLines(change)) lines.push(`# ${completeCommands(line, where)}`);
   if (change.depends_on.length > 0) lines.push(`# after ${change.depends_on.join(", ")}`);
   if (change.kind === "inventory") {
     for (const diff of change.diffs) lines.push(`${diff.op === "add" ? "+" : diff.op === "remove" ? "-" : "!"} ${diff.path}: ${ownershipText(diff)}`);

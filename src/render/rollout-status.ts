@@ -4,6 +4,7 @@
 import type { RolloutStatus } from "../model/rollout-schema.js";
 import { RolloutStatusDocumentSchema } from "../model/rollout-schema.js";
 import { sameWeights, shareOf } from "../kinds/weighted-backend.js";
+import { completeCommands } from "../core/command-text.js";
 import { promoteCommand } from "../core/rollout.js";
 
 /** `bkdhr_1 9000 (90%), bkdhr_2 1000 (10%)` */
@@ -41,12 +42,15 @@ function standing(r: RolloutStatus): string {
   }
 }
 
-/** The text of `rollout status`, ending with a newline: each rollout, its weights now, where it started and ends. */
-export function renderRolloutStatusText(stack: string, rollouts: readonly RolloutStatus[]): string {
+/**
+ * The text of `rollout status`, ending with a newline: each rollout, its weights now, where it started and ends.
+ * `where` (the flags that reach the same API and stack) completes the commands it quotes.
+ */
+export function renderRolloutStatusText(stack: string, rollouts: readonly RolloutStatus[], where = ""): string {
   if (rollouts.length === 0) return `Stack "${stack}" has no rollout under way or halted.\n`;
   const out = [`Rollouts of stack "${stack}" (${rollouts.length}):`];
   for (const r of rollouts) {
-    out.push(`  ${r.address} (${r.id}): ${standing(r)}`);
+    out.push(`  ${r.address} (${r.id}): ${completeCommands(standing(r), where)}`);
     out.push(`    weights now: ${weightsText(r.weights)}`);
     out.push(`    started from: ${weightsText(r.from)}`);
     out.push(`    final: ${r.final === null ? "not known without the manifest" : weightsText(r.final)} (target ${r.target})`);

@@ -3,6 +3,7 @@
  * (and `>`, `!`, `=>` for adopt, take over and rename), orphans, outputs, and the summary line. Reads the Plan only.
  * Pure.
  */
+import { completeCommands } from "../core/command-text.js";
 import type { Change, FieldDiff, Plan } from "../model/plan.js";
 import {
   changeWarnings,
@@ -41,6 +42,8 @@ import {
 export interface TextOptions {
   /** ANSI colours; callers pass false when NO_COLOR is set or stdout is not a terminal. */
   color: boolean;
+  /** The flags that reach the same API and stack, appended to the commands the notes quote (src/core/command-text.ts). */
+  where?: string;
 }
 
 type Paint = (style: keyof typeof STYLES, text: string) => string;
@@ -96,7 +99,7 @@ export function renderText(plan: Plan, options: TextOptions): string {
     for (const [symbol, meaning] of legendOf(plan.changes)) out.push(`  ${paint(SYMBOL_STYLE[symbol], symbol.padEnd(2))} ${meaning}`);
     for (const change of plan.changes) {
       out.push("");
-      out.push(...renderChange(change, paint));
+      out.push(...renderChange(change, paint, options.where ?? ""));
     }
   }
 
@@ -138,13 +141,13 @@ export function renderOutputsText({ shown }: ShownOutputs): string[] {
   return out;
 }
 
-function renderChange(change: Change, paint: Paint): string[] {
+function renderChange(change: Change, paint: Paint, where: string): string[] {
   const symbol = symbolOf(change);
   const lines: string[] = [];
   lines.push(paint("bold", `  # ${change.address} ${phraseOf(change)}`) + (change.source ? ` (${change.source})` : ""));
-  for (const note of change.notes) lines.push(`  # ${note}`);
+  for (const note of change.notes) lines.push(`  # ${completeCommands(note, where)}`);
   for (const w of changeWarnings(change)) lines.push(`  ${paint("yellow", "!")} warning: ${w}`);
-  for (const line of rolloutLines(change)) lines.push(`  # ${line}`);
+  for (const line of rolloutLines(change)) lines.push(`  # ${completeCommands(line, where)}`);
   if (change.depends_on.length > 0) lines.push(`  # after ${change.depends_on.join(", ")}`);
   lines.push(`  ${paint(SYMBOL_STYLE[symbol], symbol)} ${titleOf(change)}`);
   if (change.kind === "inventory") {

@@ -2,8 +2,10 @@
  * Every hint runs as printed: the commands `plan`, `apply`, `export`, `init` and the refusals print (`apply it with:`,
  * `next:`, `plan again with:`, `make a plan for ...:`, `remove it now with:`, and `apply it with --ack ...`, which
  * adds flags to the same command) are collected from realistic runs against real servers in this process, parsed, and
- * run in the same folder with the same variables, where each must succeed. A saved rollout step says at plan time
- * until when it can be applied, and applied later is refused as a stale plan with the command to plan again.
+ * run in the same folder with the same variables, where each must succeed. So are the rollout commands that plan
+ * notes, apply reports and `rollout status` quote (`run "edgeplan rollout promote web" to go on`): a plan does not say
+ * how it was made, so the command that shows it adds the flags. A saved rollout step says at plan time until when it
+ * can be applied, and applied later is refused as a stale plan with the command to plan again.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,8 +17,12 @@ import { runExport } from "../../src/commands/export.js";
 import { runInit } from "../../src/commands/init.js";
 import { captureIO, type CommandIO } from "../../src/commands/io.js";
 import { runPlan } from "../../src/commands/plan.js";
+import { runRolloutAbort, runRolloutPromote, runRolloutRetry, runRolloutStatus } from "../../src/commands/rollout.js";
 import { openSession } from "../../src/commands/session.js";
+import { runShow } from "../../src/commands/show.js";
+import { runStateList, runStateRelease } from "../../src/commands/state.js";
 import { runUnlock } from "../../src/commands/unlock.js";
+import { whereText } from "../../src/commands/hints.js";
 import { runValidate } from "../../src/commands/validate.js";
 import { errorOutcome } from "../../src/model/errors.js";
 import { FIXTURES, HR1, HR2, wbYaml } from "../apply/e2e.js";
@@ -38,13 +44,17 @@ interface Ran {
 /** The flags a hint may use, by command, as src/cli.ts declares them: a flag outside these fails the test. */
 const WHERE = ["--config", "--env", "--api-url", "--api-key-file", "--local", "--insecure-http", "--version-header"];
 const FLAGS: Record<string, readonly string[]> = {
-  plan: [...WHERE, "--fixtures", "--stack", "--takeover", "--out", "--detailed-exitcode"],
+  plan: [...WHERE, "--fixtures", "--stack", "--takeover", "--out", "--detailed-exitcode", "--format"],
   apply: [...WHERE, "--fixtures", "--stack", "--takeover", "--plan", "--auto-approve", "--ack", "--force", "--refresh", "--lock-timeout"],
   export: [...WHERE, "--fixtures", "--stack", "--takeover", "--out", "--force"],
   unlock: [...WHERE, "--lease-id", "--force"],
   validate: ["--config", "--env"],
+  rollout: [...WHERE, "--stack", "--format", "--manifests", "--full", "--lock-timeout", "--lock-ttl"],
+  state: [...WHERE, "--stack", "--format"],
+  show: ["--format"],
 };
-const BOOLEAN = new Set(["--local", "--insecure-http", "--takeover", "--detailed-exitcode", "--auto-approve", "--force", "--refresh"]);
+const BOOLEAN = new Set(["--local", "--insecure-http", "--takeover", "--detailed-exitcode", "--auto-approve", "--force", "--refresh", "--full"]);
+const ROLLOUT = { status: runRolloutStatus, promote: runRolloutPromote, abort: runRolloutAbort, retry: runRolloutRetry };
 
 /** `--api-url` -> `apiUrl`. */
 const key = (flag: string): string => flag.slice(2).replace(/-(\w)/g, (_m, c: string) => c.toUpperCase());
@@ -86,6 +96,9 @@ async function run(argv: string[], s: Situation): Promise<Ran> {
     else if (command === "apply") code = (await runApply({ ...flags, paths: args }, tty)).exitCode;
     else if (command === "export") code = (await runExport({ ...flags, paths: args }, tty)).exitCode;
     else if (command === "unlock") code = await runUnlock(args[0] as string, flags, tty);
+    else if (command === "rollout") code = await ROLLOUT[args[0] as keyof typeof ROLLOUT](args[1] as string, flags, tty);
+    else if (command === "show") code = await runShow(args[0] as string, flags, tty);
+    else if (command === "state") code = args[0] === "list" ? await runStateList(flags, tty) : await runStateRelease(args[1] as string, flags, tty);
     else {
       const write = { write: (t: string) => io.stderr(t) };
       code = await runValidate(args, { ...flags, envName: flags.env as string, cwd: s.cwd, env: s.env, stdout: write, stderr: write });
@@ -101,15 +114,18 @@ async function run(argv: string[], s: Situation): Promise<Ran> {
 /** A hint: a whole command line (`cd DIR && ` and `&&` chains allowed), or flags added to the command that printed it. */
 type Hint = { line: string } | { add: string[] };
 
-/** The hints in a command's output; a command with a placeholder (FILE, NAME) is a template, not a hint, and left out. */
+/**
+ * The hints in a command's output: after a colon, or quoted (`run "edgeplan rollout promote web" to go on`); a command
+ * with a placeholder (FILE, NAME) is a template, not a hint, and left out.
+ */
 function hintsIn(text: string): Hint[] {
   const hints: Hint[] = [];
-  for (const m of text.matchAll(/: ((?:cd \S+ && )?edgeplan [a-z][^;\n]*)/g)) {
-    const line = (m[1] as string).replace(/[.)]$/, "");
+  for (const m of text.matchAll(/: ((?:cd \S+ && )?edgeplan [a-z][^;\n"]*)|"(edgeplan [a-z][^"\n]*)"/g)) {
+    const line = m[2] ?? (m[1] as string).replace(/[.)]$/, "");
     if (!/\b[A-Z]{3,}\b/.test(line)) hints.push({ line });
   }
   for (const m of text.matchAll(/apply it with ((?:--[a-z-]+ (?!--|\()\S+ ?)+)/g)) hints.push({ add: words(m[1] as string) });
-  return hints;
+  return hints.filter((h, i) => !("line" in h) || hints.findIndex((o) => "line" in o && o.line === h.line) === i);
 }
 
 /** Runs a hint in the situation; every command of a chain must exit 0 (2 for a plan with changes). */
@@ -218,6 +234,14 @@ describe("every hint runs as printed", () => {
     await expectHintsRun(["apply", "--plan", "p.json", "--api-url", other.url, "--auto-approve"], elsewhere, 1, [`edgeplan plan --api-url ${other.url} --out p-new.json`]);
     // The reviewed plan is still the one reviewed.
     expect(readFileSync(join(cwd, "p.json"), "utf8")).toBe(reviewed);
+    // A file that disagrees with itself: the plan to make again reaches the same API.
+    const tampered = JSON.parse(reviewed) as { changes: Array<{ request: { body: { backends: Record<string, number> } } }> };
+    (tampered.changes[0] as (typeof tampered.changes)[number]).request.body.backends = { [HR1]: 0, [HR2]: 10000 };
+    writeFileSync(join(cwd, "t.json"), JSON.stringify(tampered));
+    const refusedTampered = await run(["apply", "--plan", "t.json", ...url, "--auto-approve"], s);
+    expect(refusedTampered.code).toBe(1);
+    expect(refusedTampered.text).toContain(`make the plan again (edgeplan plan --api-url ${server.url} --out t.json), review it`);
+    await runLines([`edgeplan plan --api-url ${server.url} --out t.json`], s);
 
     const session = await openSession({ apiUrl: server.url }, captureIO(s.env, cwd));
     let held: HeldLease | undefined;
@@ -244,6 +268,74 @@ describe("every hint runs as printed", () => {
     for (const ran of await runHint({ line: "cd proj && edgeplan validate && edgeplan plan --local" }, [], { cwd: empty, env: {}, tty: false })) {
       expect(ran.code, ran.text).toBe(0);
     }
+  });
+});
+
+/** Runs `argv` and returns the hints it printed, with its exit code checked; the hints are run later, by the test. */
+async function hintsOf(argv: string[], s: Situation, code: number): Promise<string[]> {
+  const ran = await run(argv, s);
+  expect(ran.code, ran.text).toBe(code);
+  return hintsIn(ran.text).map((h) => ("line" in h ? h.line : `+ ${h.add.join(" ")}`));
+}
+
+/** Runs each command line as printed in the situation; each must exit 0. */
+async function runLines(lines: string[], s: Situation): Promise<void> {
+  for (const line of lines) {
+    for (const ran of await runHint({ line }, [], s)) expect(ran.code, `${line}:\n${ran.text}`).toBe(0);
+  }
+}
+
+/** A rollout of `web` from HR1 to HR2 in three steps, the second a pause. */
+const PAUSING = `${wbYaml("web", { [HR1]: 0, [HR2]: 100 })}rollout:\n  steps: [50, {pause: true}, 100]\n  interval: 1s\n`;
+
+describe("the rollout commands that plans, apply reports and rollout status name", () => {
+  it("run as printed after a rollout planned with --local and --stack: promote, abort, retry and status", async () => {
+    const cwd = folder({ "m/web.yaml": wbYaml("web", { [HR1]: 100, [HR2]: 0 }) });
+    const s: Situation = { cwd, env: {}, tty: false };
+    const local = ["--local", "--stack", "roll"];
+    expect((await run(["apply", "m", ...local, "--auto-approve"], s)).code).toBe(0);
+    writeFileSync(join(cwd, "m", "web.yaml"), PAUSING);
+    const rollout = (words: string): string => `edgeplan rollout ${words} --local --stack roll`;
+    const [promote, retry, status] = [rollout("promote web"), rollout("retry web"), rollout("status")];
+    // The first step, then the pause (exit 4): the plan says so, then the report; then the plan, apply and status.
+    expect(await hintsOf(["apply", "m", ...local, "--auto-approve"], s, 4)).toEqual([promote]);
+    expect(await hintsOf(["plan", "m", ...local], s, 0)).toEqual([promote]);
+    expect(await hintsOf(["plan", "m", ...local, "--format", "markdown"], s, 0)).toEqual([promote]);
+    expect(await hintsOf(["plan", "m", ...local, "--out", "p.json"], s, 0)).toEqual([promote, "edgeplan apply --plan p.json --local"]);
+    expect(await hintsOf(["show", "p.json"], s, 0)).toEqual([promote]);
+    expect((await run(["plan", "m", ...local, "--format", "html"], s)).text).toContain(`&quot;${promote}&quot;`);
+    expect((await run(["plan", "m", ...local, "--format", "json"], s)).text).toContain('run \\"edgeplan rollout promote web\\" to go on');
+    expect(await hintsOf(["apply", "m", ...local, "--auto-approve"], s, 4)).toEqual([promote]);
+    expect(await hintsOf(["rollout", "status", ...local], s, 0)).toEqual([promote]);
+    expect(await hintsOf(["rollout", "abort", "api", ...local], s, 1)).toEqual([status]);
+    await runLines([status, promote], s);
+    // Aborted, it is halted until the manifest changes or a retry.
+    expect(await hintsOf(["rollout", "abort", "web", ...local], s, 0)).toEqual([retry]);
+    expect(await hintsOf(["rollout", "status", ...local], s, 0)).toEqual([retry]);
+    expect(await hintsOf(["rollout", "promote", "web", ...local], s, 1)).toEqual([retry]);
+    await runLines([retry], s);
+    // Retried, the rollout state is gone: an abort names the rollouts there are.
+    expect(await hintsOf(["rollout", "abort", "web", ...local], s, 1)).toEqual([status]);
+    // `state release` of an address the stack does not own names the `state list` of the same stack.
+    expect(await hintsOf(["state", "release", "weighted_backend.nope", ...local], s, 1)).toEqual(["edgeplan state list --local --stack roll"]);
+    await runLines(["edgeplan state list --local --stack roll"], s);
+    // `unlock`, `rollout` and `state` take no --fixtures: the local server's file is read as it is.
+    expect(whereText({ local: true, fixtures: "f.json" }, undefined, {})).toBe(" --local");
+  });
+
+  it("after apply --plan of a saved plan of another stack with --api-url: the API and the plan's stack", async () => {
+    const cwd = folder({ "m/web.yaml": wbYaml("web", { [HR1]: 100, [HR2]: 0 }) });
+    const s: Situation = { cwd, env: { EDGEPLAN_API_KEY: server.apiKey }, tty: false };
+    const url = ["--api-url", server.url];
+    expect((await run(["apply", "m", ...url, "--stack", "saved", "--auto-approve"], s)).code).toBe(0);
+    writeFileSync(join(cwd, "m", "web.yaml"), PAUSING);
+    expect((await run(["apply", "m", ...url, "--stack", "saved", "--auto-approve"], s)).code).toBe(4);
+    expect((await run(["plan", "m", ...url, "--stack", "saved", "--out", "p.json"], s)).code).toBe(0);
+    const promote = `edgeplan rollout promote web --api-url ${server.url} --stack saved`;
+    expect(await hintsOf(["apply", "--plan", "p.json", ...url, "--auto-approve"], s, 4)).toEqual([promote]);
+    await runLines([promote], s);
+    // The saved plan itself names no flag: it does not depend on how it was made.
+    expect(readFileSync(join(cwd, "p.json"), "utf8")).toContain('run \\"edgeplan rollout promote web\\" to go on');
   });
 });
 

@@ -27,10 +27,10 @@ describe("the rollout commands", () => {
   it("find only the stack's rollouts, and name them when the one asked for is not one", () => {
     expect(findRollouts(listing, "default").map((r) => [r.address, r.object.id])).toEqual([["weighted_backend.web", listing[0]?.id]]);
     expect(() => findRollout(listing, "default", "api")).toThrow(
-      "weighted_backend.api has no rollout under way or halted (rollouts of the stack: web; see: edgeplan rollout status)",
+      'weighted_backend.api has no rollout under way or halted (rollouts of the stack: web; see "edgeplan rollout status")',
     );
     expect(() => findRollout(listing, "default", "cart")).toThrow(
-      'stack "default" owns no weighted backend named cart (rollouts of the stack: web; see: edgeplan rollout status)',
+      'stack "default" owns no weighted backend named cart (rollouts of the stack: web; see "edgeplan rollout status")',
     );
   });
 
@@ -72,9 +72,9 @@ describe("the rollout commands", () => {
 
   it("each refuses a rollout in another state, saying what to run instead", () => {
     const halted = findRollout([object(1, "default", "web", { ...STATE, halted: "down" })], "default", "web");
-    expect(() => buildPromote(halted)).toThrow("weighted_backend.web: the rollout is halted (down), not paused; start it again with: edgeplan rollout retry web");
+    expect(() => buildPromote(halted)).toThrow('weighted_backend.web: the rollout is halted (down), not paused; start it again with "edgeplan rollout retry web"');
     expect(() => buildAbort(halted, 0)).toThrow("weighted_backend.web: the rollout is halted already (down); nothing to abort");
     const paused = findRollout([object(1, "default", "web", { ...STATE, paused: "pause step 2 of 4" })], "default", "web");
-    expect(() => buildRetry(paused)).toThrow("weighted_backend.web: the rollout is not halted, nothing to retry; it is paused: go on with: edgeplan rollout promote web");
+    expect(() => buildRetry(paused)).toThrow('weighted_backend.web: the rollout is not halted, nothing to retry; it is paused: go on with "edgeplan rollout promote web"');
   });
 });
