@@ -203,11 +203,12 @@ function registerValidate(program: Command, done: Done): void {
     ENV_OPTION,
     { flags: "--format <format>", description: "text (diagnostics on stderr) or json (one document on stdout)", choices: ["text", "json"], default: "text" },
     { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false },
+    { flags: "--all-envs", description: "validate once per environment of the project file (not with --env)", default: false },
   ]);
-  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; env?: string; format: string }) => {
+  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; env?: string; format: string; allEnvs: boolean }) => {
     const { runValidate } = await import("./commands/validate.js");
     const given = { ...(flags.config !== undefined ? { config: flags.config } : {}), ...(flags.env !== undefined ? { envName: flags.env } : {}) };
-    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, ...given }));
+    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, allEnvs: flags.allEnvs, ...given }));
   });
 }
 

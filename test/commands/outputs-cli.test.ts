@@ -67,6 +67,7 @@ describe("validate --format json (built CLI)", () => {
     expect(JSON.parse(run.stdout)).toEqual({
       format_version: 1,
       kind: "validate",
+      environment: null,
       ok: true,
       files: ["m/route.yaml", "m/x.yaml"],
       objects: 2,
@@ -86,6 +87,7 @@ describe("validate --format json (built CLI)", () => {
     expect(doc).toEqual({
       format_version: 1,
       kind: "validate",
+      environment: null,
       ok: false,
       files: ["m/a.yaml", "m/route.yaml"],
       objects: 2,
