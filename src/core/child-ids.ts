@@ -10,7 +10,7 @@ import type { ChildRead, ChildReadResult } from "../model/reads.js";
 import type { DesiredState, DesiredWeightedBackend, LiveState } from "../model/state.js";
 import { closest } from "../model/suggest.js";
 import { CHILD_BACKEND_KINDS, childBackendType, ID_PREFIX } from "../model/wire.js";
-import { posOf, PlanProblems } from "./plan-index.js";
+import { posOf, type PlanProblems } from "./plan-index.js";
 
 /** Every child id some live weighted backend references, and the ids of the live weighted backends. */
 function vouchedIds(live: LiveState): Set<string> {
@@ -43,13 +43,6 @@ export function childIdsToRead(desired: DesiredState, live: LiveState): ChildRea
     if (type !== undefined && !vouched.has(id)) reads.push({ type, id });
   }
   return reads;
-}
-
-/** Throws a ManifestError with the errors of `findChildIdProblems`, when there are any. */
-export function checkChildIds(desired: DesiredState, live: LiveState, read: ChildReadResult): void {
-  const problems = new PlanProblems();
-  findChildIdProblems(desired, live, read, problems);
-  problems.throwIfErrors();
 }
 
 /**
