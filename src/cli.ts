@@ -203,11 +203,12 @@ function registerValidate(program: Command, done: Done): void {
     ENV_OPTION,
     { flags: "--format <format>", description: "text (diagnostics on stderr) or json (one document on stdout)", choices: ["text", "json"], default: "text" },
     { flags: "--verbose", description: "also name the YAML files skipped because no document in them has a kind", default: false },
+    { flags: "--all-envs", description: "validate once per environment of the project file (not with --env)", default: false },
   ]);
-  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; env?: string; format: string }) => {
+  cmd.action(async (paths: string[], flags: { verbose: boolean; config?: string; env?: string; format: string; allEnvs: boolean }) => {
     const { runValidate } = await import("./commands/validate.js");
     const given = { ...(flags.config !== undefined ? { config: flags.config } : {}), ...(flags.env !== undefined ? { envName: flags.env } : {}) };
-    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, ...given }));
+    done(await runValidate(paths, { verbose: flags.verbose, format: flags.format, allEnvs: flags.allEnvs, ...given }));
   });
 }
 
@@ -401,6 +402,8 @@ function registerShow(program: Command, done: Done): void {
   addOptions(cmd, [
     { flags: "--format <format>", description: "output format", choices: FORMAT_CHOICES, default: "text" },
     { flags: "--no-color", description: "no colour in text output" },
+    { flags: "--config <file>", description: "project file whose policies judge the plan, instead of ./edgeplan.yaml" },
+    { flags: "--env <name>", description: "the environment the plan was made in (refused when it is another)" },
   ]);
   cmd.action(async (file: string, flags: import("./commands/show.js").ShowCommandOptions) => {
     const [{ runShow }, { processIO }] = await Promise.all([import("./commands/show.js"), import("./commands/io.js")]);
@@ -428,8 +431,12 @@ function registerFmt(program: Command, done: Done): void {
     .command("fmt")
     .description("rewrite manifests in the canonical layout (comments kept); --check only lists the files that would change")
     .argument("[paths...]", "manifest files or folders (default: the project file's paths, else .)");
-  addOptions(cmd, [CONFIG_OPTION, { flags: "--check", description: "write nothing; exit 1 when a file is not formatted", default: false }]);
-  cmd.action(async (paths: string[], flags: { check: boolean; config?: string }) => {
+  addOptions(cmd, [
+    CONFIG_OPTION,
+    { flags: "--env <name>", description: "take the paths of this environment of the project file (or EDGEPLAN_ENV)" },
+    { flags: "--check", description: "write nothing; exit 1 when a file is not formatted", default: false },
+  ]);
+  cmd.action(async (paths: string[], flags: { check: boolean; config?: string; env?: string }) => {
     const [{ runFmt }, { processIO }] = await Promise.all([import("./commands/fmt.js"), import("./commands/io.js")]);
     done(await runFmt({ paths, ...flags }, processIO()));
   });

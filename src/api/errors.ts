@@ -2,8 +2,9 @@
  * Errors of the API client beyond the shared `ApiError`: a create whose outcome is unknown, and routes or edges that
  * do not exist. Also the redaction every client-made message goes through, so that the API key never leaves it.
  */
-import { ApiError, ManifestError, type Diagnostic } from "../model/errors.js";
+import { ApiError, type Diagnostic } from "../model/errors.js";
 import type { DesiredEdgeRoute } from "../model/state.js";
+import { closest } from "../model/suggest.js";
 
 /**
  * A POST that may or may not have been carried out: the connection dropped or timed out after the request was sent,
@@ -56,6 +57,8 @@ export interface MissingRoute {
   edge: string;
   route: string;
   edgeExists: boolean;
+  /** The ids a typo may have meant: the edge's route ids when it exists, else the edge ids the read saw. */
+  near?: readonly string[];
 }
 
 /**
@@ -82,19 +85,24 @@ export function describeMissing(m: MissingRoute): string {
 }
 
 /**
- * The routes a RouteNotFoundError names, each pinned to the `route:` value of the manifest that declares it, as a
- * ManifestError (`file:line:col: route R does not exist on edge E; ...`). A route no manifest declares (it cannot
- * happen in a plan) keeps the error as it was.
+ * One error per missing route, at the `route:` value of the manifest that declares it, with the closest route id of
+ * the edge (or edge id, for an edge that does not exist) when one is close; null when a manifest declares none.
  */
-export function pinMissingRoutes(err: RouteNotFoundError, routes: readonly DesiredEdgeRoute[]): ManifestError | RouteNotFoundError {
+export function missingRouteDiagnostics(missing: readonly MissingRoute[], routes: readonly DesiredEdgeRoute[]): Diagnostic[] | null {
   const diagnostics: Diagnostic[] = [];
-  for (const m of err.missing) {
+  for (const m of missing) {
     const declared = routes.find((r) => r.edge === m.edge && r.route === m.route);
-    if (!declared) return err;
+    if (!declared) return null;
     const fix = m.edgeExists ? "correct the route id, or create the route on the edge first" : "correct the edge id, or create the edge first";
-    diagnostics.push({ severity: "error", pos: declared.routeSource ?? declared.source, message: `${describeMissing(m)}; edgeplan does not create routes or edges: ${fix}` });
+    const near = closest(m.edgeExists ? m.route : m.edge, m.near ?? []);
+    const hint = near === undefined ? "" : `; did you mean ${near}?`;
+    diagnostics.push({
+      severity: "error",
+      pos: declared.routeSource ?? declared.source,
+      message: `${describeMissing(m)}${hint} edgeplan does not create routes or edges: ${fix}`,
+    });
   }
-  return new ManifestError(diagnostics);
+  return diagnostics;
 }
 
 /**

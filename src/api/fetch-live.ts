@@ -32,11 +32,16 @@ export interface TouchedObjects {
  * Reads the live state the plan of `desired` needs: every weighted backend of the account (the plan looks for owner
  * markers and orphans among them), and the managed modules of the routes the manifests name. A module the manifests
  * leave unmanaged is reported as null whatever the server holds (the plan must not depend on it); a route with no
- * managed module is not read at all and is absent from `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them. With
+ * managed module is not read at all and is absent from `routes`. Routes or edges that do not exist: one RouteNotFoundError listing all of them
+ * (or, with `missing`, added to it and absent from `routes`). With
  * `weightedBackends: false` (a targeted plan that names none) the weighted backends are not listed; `listings`, when
  * given, are the reads already under way (`startListings`).
  */
-export async function fetchLive(client: ApiClient, desired: DesiredState, options: { weightedBackends?: boolean; listings?: Listings } = {}): Promise<LiveState> {
+export async function fetchLive(
+  client: ApiClient,
+  desired: DesiredState,
+  options: { weightedBackends?: boolean; listings?: Listings; missing?: MissingRoute[] } = {},
+): Promise<LiveState> {
   const reads: RouteRead[] = [];
   for (const r of desired.edgeRoutes) {
     const modules: ModuleKind[] = [];
@@ -45,7 +50,10 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, option
     if (modules.length > 0) reads.push({ edge: r.edge, route: r.route, modules });
   }
   const listed = options.weightedBackends === false ? Promise.resolve([]) : (options.listings?.weightedBackends ?? listLive(client));
-  const [weightedBackends, routes] = await Promise.all([listed, readRoutes(client, reads, { edges: options.listings?.edges })]);
+  const [weightedBackends, routes] = await Promise.all([
+    listed,
+    readRoutes(client, reads, { edges: options.listings?.edges, ...(options.missing ? { missing: options.missing } : {}) }),
+  ]);
   return sortLiveState(weightedBackends, routes);
 }
 
@@ -184,32 +192,45 @@ export async function fetchTouched(client: ApiClient, touched: TouchedObjects, o
  * holds (an edge it lacks does not exist when it is the whole list), else one `GET /edges/https/<edge>` per edge,
  * all in parallel (the client's semaphore bounds what is in flight). Routes or edges that do not exist: one
  * RouteNotFoundError naming them all, or, with `how.missingOk` (modules an inventory records, which may be gone),
- * left out of the result.
+ * left out of the result; with `how.missing`, left out and added to it (a plan reports them with its other checks).
  */
-export async function readRoutes(client: ApiClient, reads: RouteRead[], how: { edges?: EdgePageSource; missingOk?: boolean } = {}): Promise<LiveRoute[]> {
+export async function readRoutes(
+  client: ApiClient,
+  reads: RouteRead[],
+  how: { edges?: EdgePageSource; missingOk?: boolean; missing?: MissingRoute[] } = {},
+): Promise<LiveRoute[]> {
   if (reads.length === 0) return [];
   const byEdge = new Map<string, RouteRead[]>();
   for (const r of reads) byEdge.set(r.edge, [...(byEdge.get(r.edge) ?? []), r]);
   const page = await (how.edges ?? edgePageSource(client))(byEdge.size);
   const results: LiveRoute[] = [];
   const missing: MissingRoute[] = [];
+  let listed: Promise<EdgePage | null> | undefined;
+  const edgeList = (): Promise<EdgePage | null> => {
+    listed ??= readEdgePage(client);
+    return listed;
+  };
   await Promise.all(
     [...byEdge].map(async ([edgeId, wanted]) => {
       const edge = page?.edges.get(edgeId) ?? (page?.complete ? null : await getEdgeOrNull(client, edgeId));
       if (edge === null) {
-        for (const r of wanted) missing.push({ edge: r.edge, route: r.route, edgeExists: false });
+        // Only an edge that does not exist needs the list, for the ids a suggestion may name.
+        const list = page ?? (how.missing ? await edgeList() : null);
+        const near = [...(list?.edges.keys() ?? [])];
+        for (const r of wanted) missing.push({ edge: r.edge, route: r.route, edgeExists: false, near });
         return;
       }
       for (const r of wanted) {
         const route = edge.routes.find((x) => x.id === r.route);
         if (route) results.push(liveRouteOf(managedModules(r, route)));
-        else missing.push({ edge: r.edge, route: r.route, edgeExists: true });
+        else missing.push({ edge: r.edge, route: r.route, edgeExists: true, near: edge.routes.map((x) => x.id) });
       }
     }),
   );
-  if (missing.length > 0 && !how.missingOk) {
-    // Sorted so that the message is stable whichever read answered first.
-    missing.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
+  // Sorted so that the message is stable whichever read answered first.
+  missing.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));
+  if (how.missing) how.missing.push(...missing);
+  else if (missing.length > 0 && !how.missingOk) {
     throw new RouteNotFoundError("GET", edgePath((missing[0] as MissingRoute).edge), missing, undefined);
   }
   return results.sort((a, b) => compareText(`${a.edge}/${a.route}`, `${b.edge}/${b.route}`));

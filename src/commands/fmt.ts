@@ -10,9 +10,10 @@ import { realpath, stat } from "node:fs/promises";
 import { EXIT, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../model/errors.js";
 import { formatManifestText } from "../manifest/format.js";
 import { readManifestFile } from "../manifest/load.js";
-import { loadProjectFile } from "../project/project-file.js";
+import { loadProjectFile, type ProjectFileResult } from "../project/project-file.js";
 import { collectManifestFiles, type ManifestFile } from "../manifest/walk.js";
 import type { CommandIO } from "./io.js";
+import { chooseEnvironment } from "./project.js";
 import { writeFileAtomic } from "./output.js";
 
 export interface FmtOptions {
@@ -22,6 +23,8 @@ export interface FmtOptions {
   check?: boolean;
   /** The project file to read instead of `edgeplan.yaml`. */
   config?: string;
+  /** `--env NAME` (else EDGEPLAN_ENV): take the paths of this environment of the project file. */
+  env?: string;
 }
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
@@ -45,12 +48,23 @@ async function writeFormatted(file: ManifestFile, text: string): Promise<void> {
   await writeFileAtomic(real, text, mode & 0o7777);
 }
 
+/**
+ * The paths of the project file: those of the environment `--env` (else EDGEPLAN_ENV) names, which may set its own;
+ * with none named, the top level's (formatting reads no variable, so no environment needs choosing).
+ * @throws EdgeplanError for an environment the file does not define (see `chooseEnvironment`).
+ */
+function projectPaths(project: ProjectFileResult, options: FmtOptions, io: CommandIO): string[] {
+  const named = options.env ?? (io.env.EDGEPLAN_ENV || undefined);
+  if (named === undefined || project.diagnostics.some((d) => d.severity === "error")) return project.settings.paths ?? [];
+  return chooseEnvironment(project, options.env, io.env).settings.paths ?? [];
+}
+
 /** Runs `fmt` and returns the exit code. */
 export async function runFmt(options: FmtOptions, io: CommandIO): Promise<number> {
   const project = await loadProjectFile(io.cwd, options.config);
   const diagnostics: Diagnostic[] = project.diagnostics.filter((d) => d.severity === "error");
   const refused = options.paths.length === 0 && project.pathsRefused === true;
-  const found = refused ? { files: [], diagnostics: [] } : await collectManifestFiles(options.paths.length > 0 ? options.paths : (project.settings.paths ?? []), io.cwd);
+  const found = refused ? { files: [], diagnostics: [] } : await collectManifestFiles(options.paths.length > 0 ? options.paths : projectPaths(project, options, io), io.cwd);
   diagnostics.push(...found.diagnostics);
   const changed: string[] = [];
   let read = 0;

@@ -4,9 +4,10 @@
  * changes, 1 on any error.
  */
 import { resolve } from "node:path";
-import { pinMissingRoutes, RouteNotFoundError } from "../api/errors.js";
+import { missingRouteDiagnostics, RouteNotFoundError, type MissingRoute } from "../api/errors.js";
 import { edgePageSource, fetchChildBackends, fetchLive, readRoutes, startListing, startListings, type Listings } from "../api/fetch-live.js";
-import { checkChildIds, childIdsToRead } from "../core/child-ids.js";
+import { childIdsToRead, findChildIdProblems } from "../core/child-ids.js";
+import { PlanProblems } from "../core/plan-index.js";
 import type { CommonCliOptions } from "../api/options.js";
 import { buildPlan, DEFAULT_MAX_SHIFT, planHasChanges, type PlanOptions } from "../core/plan.js";
 import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
@@ -102,7 +103,8 @@ export function scopeFrom(flags: Pick<PlanFlags, "target" | "exclude">): Scope {
  * `listings`: the reads already under way (`startListings`), when the scope reaches weighted backends.
  * Then the child ids the manifests would write and the live side does not show yet are read, one GET each (none
  * when no manifest introduces one), and an id the account does not hold is a ManifestError at its line, before any
- * write. Routes or edges that do not exist are thrown as one ManifestError at their `route:` values.
+ * write. Routes or edges that do not exist, and those child ids, are thrown together as one ManifestError, each
+ * at its line with the closest id when one is close.
  */
 export async function fetchForPlan(
   client: ApiClient,
@@ -117,14 +119,19 @@ export async function fetchForPlan(
   const forInventory = !reachesWeightedBackends && scopeReachesKind(scope, "edge_route") ? (known ? Promise.resolve([...known]) : startListing(client)) : undefined;
   // One page of the edge list serves the routes of the manifests and those of recorded modules.
   const shared: Listings = listings ?? { edges: edgePageSource(client) };
-  const live = await fetchLive(client, scoped, { weightedBackends: reachesWeightedBackends, listings: shared }).catch((err: unknown) => {
-    throw err instanceof RouteNotFoundError ? pinMissingRoutes(err, scoped.edgeRoutes) : err;
-  });
+  // Routes and edges that do not exist are reported with the child ids the account lacks: every problem in one run.
+  const missing: MissingRoute[] = [];
+  const live = await fetchLive(client, scoped, { weightedBackends: reachesWeightedBackends, listings: shared, missing });
   if (forInventory) live.weightedBackends = (await forInventory).filter(isInventoryObject);
   const inventories = live.weightedBackends.flatMap((wb) => parseInventory(wb) ?? []);
   const recorded = recordedReads(inventories, options.stack, declaredModules(scoped.edgeRoutes), (address) => inScope(scope, address));
   if (recorded.length > 0) live.recorded = await readRoutes(client, recorded, { missingOk: true, edges: shared.edges });
-  checkChildIds(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)));
+  const problems = new PlanProblems();
+  const routeProblems = missingRouteDiagnostics(missing, scoped.edgeRoutes);
+  if (routeProblems === null) throw new RouteNotFoundError("GET", "/edges/https", missing, undefined);
+  for (const d of routeProblems) problems.error(d.pos, d.message);
+  findChildIdProblems(scoped, live, await fetchChildBackends(client, childIdsToRead(scoped, live)), problems);
+  problems.throwIfErrors();
   return { desired: scoped, live, routes: planRoutes(scoped.edgeRoutes, live.routes) };
 }
 

@@ -10,7 +10,7 @@ import type { ChildRead, ChildReadResult } from "../model/reads.js";
 import type { DesiredState, DesiredWeightedBackend, LiveState } from "../model/state.js";
 import { closest } from "../model/suggest.js";
 import { CHILD_BACKEND_KINDS, childBackendType, ID_PREFIX } from "../model/wire.js";
-import { posOf, PlanProblems } from "./plan-index.js";
+import { posOf, type PlanProblems } from "./plan-index.js";
 
 /** Every child id some live weighted backend references, and the ids of the live weighted backends. */
 function vouchedIds(live: LiveState): Set<string> {
@@ -46,16 +46,15 @@ export function childIdsToRead(desired: DesiredState, live: LiveState): ChildRea
 }
 
 /**
- * Throws a ManifestError with one error per child id of `desired` that the account does not hold, at the line of
- * the child: a weighted backend the listing lacks, or a child backend that was read (`childIdsToRead`) and not
- * found. Each names the kind the id's prefix asks for and, when an id of that kind is close, suggests it.
+ * Adds to `problems` one error per child id of `desired` that the account does not hold, at the line of the child:
+ * a weighted backend the listing lacks, or a child backend that was read (`childIdsToRead`) and not found. Each
+ * names the kind the id's prefix asks for and, when an id of that kind is close, suggests it.
  */
-export function checkChildIds(desired: DesiredState, live: LiveState, read: ChildReadResult): void {
+export function findChildIdProblems(desired: DesiredState, live: LiveState, read: ChildReadResult, problems: PlanProblems): void {
   const vouched = vouchedIds(live);
   // Only an error needs them: parsing every live object's metadata for lease objects is not done otherwise.
   let weighted: string[] | undefined;
   const weightedIds = (): string[] => (weighted ??= live.weightedBackends.filter((l) => !isLeaseObject(l)).map((l) => l.id));
-  const problems = new PlanProblems();
   for (const d of desired.weightedBackends) {
     for (const id of childIds(d)) {
       if (vouched.has(id) || read.found.has(id)) continue;
@@ -67,5 +66,4 @@ export function checkChildIds(desired: DesiredState, live: LiveState, read: Chil
       problems.error(posOf(d, `backends.${id}`), `weighted backend "${d.name}": child ${id} does not exist: this account has no ${noun} with that id; ${advice}`);
     }
   }
-  problems.throwIfErrors();
 }

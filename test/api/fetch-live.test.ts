@@ -188,8 +188,8 @@ describe("fetchLive", () => {
     }
     expect(err).toBeInstanceOf(RouteNotFoundError);
     expect((err as RouteNotFoundError).missing).toEqual([
-      { edge: E1, route: R9, edgeExists: true },
-      { edge: E3, route: R1, edgeExists: false },
+      { edge: E1, route: R9, edgeExists: true, near: [R1, R2] },
+      { edge: E3, route: R1, edgeExists: false, near: [E1, E2] },
     ]);
     expect((err as Error).message).toBe(
       `route ${R9} does not exist on edge ${E1}; edge ${E3} does not exist (named with route ${R1}); routes and edges are not created by edgeplan: check the ids in the manifests`,
@@ -226,8 +226,8 @@ describe("fetchLive with the first page of the edge list read beside the listing
     const err = await fetchLive(client, missing, { listings: startListings(client, { edges: true }) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RouteNotFoundError);
     expect((err as RouteNotFoundError).missing).toEqual([
-      { edge: E1, route: R9, edgeExists: true },
-      { edge: E3, route: R1, edgeExists: false },
+      { edge: E1, route: R9, edgeExists: true, near: [R1, R2] },
+      { edge: E3, route: R1, edgeExists: false, near: [E1, E2] },
     ]);
     expect(sorted(stub.requests)).toEqual(["GET /backends/weighted?limit=100", "GET /edges/https?limit=100"]);
   });

@@ -61,7 +61,7 @@ describe("edgeplan completion", () => {
     expect(commands).toContain("completion");
     expect(optionsByCommand.get("plan")).toContain("--format");
     expect(optionsByCommand.get("apply")).toContain("--ack");
-    expect(optionsByCommand.get("fmt")).toEqual(["--config", "--check", "-h", "--help"]);
+    expect(optionsByCommand.get("fmt")).toEqual(["--config", "--env", "--check", "-h", "--help"]);
   });
 
   for (const shell of ["bash", "zsh", "fish"]) {

@@ -13,7 +13,7 @@ const SCOPE = ["--target", "--exclude"];
 const PLAN_SHARED = [...SCOPE, "--prune", "--no-prune", "--max-shift", "--max-deletes"];
 
 const EXPECTED: Record<string, string[]> = {
-  validate: ["--config", "--env", "--format", "--verbose"],
+  validate: ["--config", "--env", "--format", "--verbose", "--all-envs"],
   plan: ["--format", "--out", "--html", "--detailed-exitcode", ...PLAN_SHARED, ...PLANNING, "--no-color", "--verbose"],
   apply: [
     "--plan",
@@ -34,10 +34,10 @@ const EXPECTED: Record<string, string[]> = {
     "--no-color",
     "--verbose",
   ],
-  show: ["--format", "--no-color"],
+  show: ["--format", "--no-color", "--config", "--env"],
   export: [...SCOPE, "--out", "--force", "--route", ...PLANNING, "--verbose"],
   init: ["--stack", "--api-url", "--dir", "--yes", "--force"],
-  fmt: ["--config", "--check"],
+  fmt: ["--config", "--env", "--check"],
   state: [],
   policy: [],
   rollout: [],

@@ -67,6 +67,7 @@ describe("validate --format json (built CLI)", () => {
     expect(JSON.parse(run.stdout)).toEqual({
       format_version: 1,
       kind: "validate",
+      environment: null,
       ok: true,
       files: ["m/route.yaml", "m/x.yaml"],
       objects: 2,
@@ -86,6 +87,7 @@ describe("validate --format json (built CLI)", () => {
     expect(doc).toEqual({
       format_version: 1,
       kind: "validate",
+      environment: null,
       ok: false,
       files: ["m/a.yaml", "m/route.yaml"],
       objects: 2,
@@ -129,8 +131,8 @@ describe("the messages of the first mistakes (built CLI, real server)", () => {
     const run = await w.cli(["plan", "m"]);
     expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: "" });
     expect(run.stderr).toBe(
-      `edgeplan: m/a.yaml:3:8: route ${typo} does not exist on edge ${EDGE}; edgeplan does not create routes or edges: correct the route id, or create the route on the edge first\n` +
-        `m/b.yaml:4:8: edge ${noEdge} does not exist (named with route ${R1}); edgeplan does not create routes or edges: correct the edge id, or create the edge first\n`,
+      `edgeplan: m/a.yaml:3:8: route ${typo} does not exist on edge ${EDGE}; did you mean ${R1}? edgeplan does not create routes or edges: correct the route id, or create the route on the edge first\n` +
+        `m/b.yaml:4:8: edge ${noEdge} does not exist (named with route ${R1}); did you mean ${EDGE}? edgeplan does not create routes or edges: correct the edge id, or create the edge first\n`,
     );
   });
 

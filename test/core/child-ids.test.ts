@@ -1,12 +1,20 @@
 /**
  * Which child ids a plan reads before writing (`childIdsToRead`) and the errors for those the account does not hold
- * (`checkChildIds`): pure, with plain data.
+ * (`findChildIdProblems`): pure, with plain data.
  */
 import { describe, expect, it } from "vitest";
-import { checkChildIds, childIdsToRead } from "../../src/core/child-ids.js";
+import { childIdsToRead, findChildIdProblems } from "../../src/core/child-ids.js";
+import { PlanProblems } from "../../src/core/plan-index.js";
 import type { ChildReadResult } from "../../src/model/reads.js";
-import type { DesiredState } from "../../src/model/state.js";
+import type { DesiredState, LiveState } from "../../src/model/state.js";
 import { desiredWb, hrId, id, liveWb, markerMetadata, pos, wbId } from "./builders.js";
+
+/** The problems found, thrown together as a plan throws them. */
+function checkChildIds(d: DesiredState, live: LiveState, read: ChildReadResult): void {
+  const problems = new PlanProblems();
+  findChildIdProblems(d, live, read, problems);
+  problems.throwIfErrors();
+}
 
 const desired = (...weightedBackends: DesiredState["weightedBackends"]): DesiredState => ({ weightedBackends, edgeRoutes: [] });
 /** A stack lease object, as a running apply keeps one. */
