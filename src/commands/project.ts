@@ -88,7 +88,7 @@ export function chooseEnvironment(
   const name = named ?? (defined[0] as string);
   const chosen = project.environments?.[name];
   if (chosen === undefined || !Object.hasOwn(project.environments ?? {}, name)) {
-    throw new EdgeplanError(`${source} ${named}: no such environment in ${file}${didYouMean(name, defined, "")}; the environments are ${list}`);
+    throw new EdgeplanError(`${source} ${named}: no such environment in ${file}; the environments are ${list}${didYouMean(name, defined, "")}`);
   }
   const settings = { ...project.settings, ...chosen.settings };
   const environment: ChosenEnvironment = { name, vars: chosen.vars };

@@ -136,7 +136,11 @@ describe("environments: one manifest folder, two APIs", () => {
 
     const html = (await edgeplan(["plan", "--env", "staging", "--format", "html"])).stdout;
     expect(html).toContain("<title>edgeplan plan: staging, stack web-staging</title>");
-    expect(html).toContain(`<p class="muted environment">environment <code>staging</code>, API <code>${staging.url}</code>, stack <code>web-staging</code></p>`);
+    const at = /<time datetime="([^"]+)">/.exec(html)?.[1] as string;
+    expect(Date.parse(at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(html).toContain(
+      `<p class="muted environment">environment <code>staging</code>, API <code>${staging.url}</code>, stack <code>web-staging</code>, planned at <time datetime="${at}">${at}</time></p>`,
+    );
   });
 
   it("a policy limited to production judges production's plans only, and reads the environment's name and vars", async () => {

@@ -52,7 +52,7 @@ describe("validate --format json: one document for every outcome", () => {
     const unknown = await validate(files, [], { format: "json", envName: "producton" });
     expect(unknown.code).toBe(1);
     expect(doc(unknown.out).diagnostics.map((d: { message: string }) => d.message)).toContain(
-      "--env producton: no such environment in edgeplan.yaml; did you mean production?; the environments are staging, production",
+      "--env producton: no such environment in edgeplan.yaml; the environments are staging, production; did you mean production?",
     );
 
     const missing = await validate({}, [], { format: "json", config: "nope.yaml" });

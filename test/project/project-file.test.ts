@@ -84,7 +84,7 @@ describe("the project file", () => {
     expect(chooseEnvironment(project, undefined, { EDGEPLAN_ENV: "production" }).settings).toEqual({ stack: "web", rateLimit: "60/60s" });
     expect(() => chooseEnvironment(project, undefined, {})).toThrow("edgeplan.yaml defines 2 environments (staging, production): choose one with --env NAME or EDGEPLAN_ENV");
     expect(() => chooseEnvironment(project, "stagin", {})).toThrow(
-      "--env stagin: no such environment in edgeplan.yaml; did you mean staging?; the environments are staging, production",
+      "--env stagin: no such environment in edgeplan.yaml; the environments are staging, production; did you mean staging?",
     );
     const one = { ...project, environments: { staging: project.environments.staging } };
     expect(chooseEnvironment(one, undefined, {}).environment).toEqual({ name: "staging", vars: { a: "1" } });
