@@ -281,7 +281,8 @@ describe("edges, modules and live state", () => {
 
     const noRoute = await errorOf(readRoutes(c, [{ edge: E1, route: R3, modules: ["saml"] }]));
     expect(noRoute).toBeInstanceOf(RouteNotFoundError);
-    expect((noRoute as RouteNotFoundError).missing).toEqual([{ edge: E1, route: R3, edgeExists: true }]);
+    // The routes and edges the account has, to say which one was meant.
+    expect((noRoute as RouteNotFoundError).missing).toEqual([{ edge: E1, route: R3, edgeExists: true, near: [R1, R2] }]);
     const noEdge = await errorOf(sendModule(c, putModule(idOf("edghts", 999), R1, "circuit_breaker", CB), "circuit_breaker"));
     expect((noEdge as RouteNotFoundError).missing).toEqual([{ edge: idOf("edghts", 999), route: R1, edgeExists: false }]);
     expect(noEdge.message).toBe(
@@ -332,8 +333,8 @@ describe("edges, modules and live state", () => {
     const err = await errorOf(fetchLive(client(s), desired([edgeRoute(E1, R3, "present", "unmanaged"), edgeRoute(idOf("edghts", 998), R1, "absent", "absent")])));
     expect(err).toBeInstanceOf(RouteNotFoundError);
     expect((err as RouteNotFoundError).missing).toEqual([
-      { edge: E1, route: R3, edgeExists: true },
-      { edge: idOf("edghts", 998), route: R1, edgeExists: false },
+      { edge: E1, route: R3, edgeExists: true, near: [R1, R2] },
+      { edge: idOf("edghts", 998), route: R1, edgeExists: false, near: [E2, E1] },
     ]);
   });
 });
