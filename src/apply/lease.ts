@@ -131,21 +131,27 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
   const watch = new ExpiryWatch(now);
   const announced = new Set<string>();
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const candidate = await createCandidate(client, options);
+    const { lease: candidate, uncertain } = await createCandidate(client, options);
     const renewer = startRenewer(client, candidate, options);
+    // A create whose answer was lost may still commit after the listing below: the release looks for it again.
+    const release = async (): Promise<LeftLease | null> => {
+      const left = await renewer.stop(true);
+      if (uncertain) await removeOwnOrphans(client, options, candidate.id, null).catch(() => undefined);
+      return left;
+    };
     let blocker: Lease | null;
     let listing: WeightedBackend[];
     try {
       listing = await client.listWeightedBackends();
-      const leases = leasesOf(listing, options.stack);
+      const leases = await removeOwnOrphans(client, options, candidate.id, listing);
       for (const l of leases) watch.observe(l);
       blocker = leaseBlocker(candidate.id, leases, watch.gone);
     } catch (err) {
-      await renewer.stop(true);
+      await release();
       throw err;
     }
-    if (blocker === null) return { id: candidate.id, lost: renewer.lost, confirm: renewer.confirm, release: () => renewer.stop(true), listing };
-    await renewer.stop(true);
+    if (blocker === null) return { id: candidate.id, lost: renewer.lost, confirm: renewer.confirm, release, listing };
+    await release();
     if (now() >= deadline) throw busyError(blocker, options);
     if (!announced.has(blocker.id)) {
       announced.add(blocker.id);
@@ -169,18 +175,32 @@ export async function removeLeases(client: ApiClient, leases: readonly Lease[]):
   for (const l of leases) await deleteIfThere(client, l.id);
 }
 
-/** Creates this taker's candidate; when the answer was lost, finds it by its token (or creates it again). */
-async function createCandidate(client: ApiClient, options: LeaseOptions): Promise<Lease> {
+/**
+ * Creates this taker's candidate; when the answer was lost, finds it by its token (or creates it again). `uncertain`:
+ * an answer was lost, so a create may still commit later (a request held by a slow server), leaving an orphan.
+ */
+async function createCandidate(client: ApiClient, options: LeaseOptions): Promise<{ lease: Lease; uncertain: boolean }> {
   const create = { method: "POST" as const, path: WEIGHTED_BACKENDS_PATH, body: buildLeaseBody(options.stack, options.holder, options.ttlMs, 0) };
   for (let tries = 0; ; tries++) {
     try {
-      return parseLease(answeredWeightedBackend(await client.send(create), create)) as Lease;
+      return { lease: parseLease(answeredWeightedBackend(await client.send(create), create)) as Lease, uncertain: tries > 0 };
     } catch (err) {
       if (!(err instanceof OutcomeUnknownError) || tries >= 2) throw err;
       const mine = leasesOf(await client.listWeightedBackends(), options.stack).find((l) => l.holder.token === options.holder.token);
-      if (mine) return mine;
+      if (mine) return { lease: mine, uncertain: true };
     }
   }
+}
+
+/**
+ * Deletes this taker's other lease objects of the stack (creates whose answers were lost, committed after all) among
+ * `listing` (read afresh when null), and returns the stack's leases without them: a taker never waits for itself.
+ */
+async function removeOwnOrphans(client: ApiClient, options: LeaseOptions, keepId: string, listing: WeightedBackend[] | null): Promise<Lease[]> {
+  const leases = leasesOf(listing ?? (await client.listWeightedBackends()), options.stack);
+  const orphans = leases.filter((l) => l.id !== keepId && l.holder.token === options.holder.token);
+  for (const o of orphans) await deleteIfThere(client, o.id);
+  return leases.filter((l) => !orphans.includes(l));
 }
 
 interface Renewer {
