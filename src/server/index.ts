@@ -5,7 +5,6 @@
  */
 import { createServer, type Server } from "node:http";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { EdgeplanError } from "../model/errors.js";
 import { LIMITS } from "../model/wire.js";
 import { createClientErrorListener, createRequestListener } from "./app.js";
@@ -13,6 +12,7 @@ import { accountForKey, KeyRing } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { faultDraws, InflightLimiter } from "./faults.js";
 import { applyFixtures, validateFixtures, type Fixtures, type FixturesInput, type FixturesSummary } from "./fixtures.js";
+import { closeServer, listen, urlHost } from "./listen.js";
 import { createLogger, type Logger, type LogFormat, type LogLevel } from "./log.js";
 import { ServerMetrics } from "./metrics.js";
 import { createAdminListener, Readiness, type OpsOptions } from "./ops.js";
@@ -139,10 +139,6 @@ export interface RunningServer {
 }
 
 type ApiServer = Server | TlsServer;
-
-function urlHost(host: string): string {
-  return host.includes(":") ? `[${host}]` : host;
-}
 
 function trimSlash(url: string): string {
   return url.replace(/\/+$/, "");
@@ -274,24 +270,6 @@ function createApiServer(
   return server;
 }
 
-/** Listens; resolves with the bound port, or throws an EdgeplanError saying why not. */
-async function listen(server: ApiServer, host: string, port: number, flag = "--port"): Promise<number> {
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    const why = code === "EADDRINUSE" ? `the address is in use; pick another ${flag} (0 picks a free one)` : (err as Error).message;
-    throw new EdgeplanError(`cannot listen on ${urlHost(host)}:${port}: ${why}`, { cause: err });
-  }
-  return (server.address() as AddressInfo).port;
-}
-
 function announce(options: ServerOptions, notices: Logger, store: Store, fixtures: FixturesSummary | undefined): void {
   if (store.kind === "postgres")
     notices.write(
@@ -309,24 +287,6 @@ function announce(options: ServerOptions, notices: Logger, store: Store, fixture
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Closes `server` once its connections end, cutting those still open after `timeoutMs`; resolves with the number cut. */
-function closeServer(server: ApiServer, timeoutMs: number): Promise<number> {
-  return new Promise((resolve) => {
-    let cut = 0;
-    const force = setTimeout(() => {
-      server.getConnections((_, n) => {
-        cut = n ?? 0;
-        server.closeAllConnections();
-      });
-    }, timeoutMs);
-    server.close(() => {
-      clearTimeout(force);
-      resolve(cut);
-    });
-    server.closeIdleConnections();
-  });
-}
 
 /** The `drain` of a running server (see `RunningServer.drain`): the first call's promise, for every call. */
 function drainer(api: ApiServer, admin: ApiServer | undefined, store: Store, parts: ServerParts): (o: DrainOptions) => Promise<void> {

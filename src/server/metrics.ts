@@ -15,6 +15,13 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 /** prom-client's process metrics that are gauges with a `_total` suffix. */
 const LINT_REFUSED = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
 
+/** prom-client's process metrics (memory, CPU, event loop lag) in `registry`, without those promtool's lint refuses. */
+export function registerProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry });
+  // Gauges named like counters; their per-type series (nodejs_active_handles...) stay.
+  for (const name of LINT_REFUSED) registry.removeSingleMetric(name);
+}
+
 /** Which limit refused a request with 429. */
 export type Refusal = "rate_limit" | "inflight_limit";
 
@@ -75,9 +82,7 @@ export class ServerMetrics implements StoreObserver {
         },
       });
     }
-    collectDefaultMetrics({ register: this.registry });
-    // Gauges named like counters, which promtool's lint refuses; their per-type series (nodejs_active_handles...) stay.
-    for (const name of LINT_REFUSED) this.registry.removeSingleMetric(name);
+    registerProcessMetrics(this.registry);
   }
 
   private poolGauges(poolUse: () => PoolUse | undefined): void {
