@@ -250,13 +250,31 @@ async function hook(o: AgentListenerOptions, { req, params: [source = ""], body 
   return json(202, { accepted: true });
 }
 
+/**
+ * Whether the request names a loopback host (`Host: 127.0.0.1:9400`, `localhost`, `[::1]`). Reads without a token are
+ * served only then: a web page whose own name a DNS rebinding points at 127.0.0.1 sends its name, and is refused.
+ */
+function forLoopbackName(req: IncomingMessage): boolean {
+  const host = req.headers.host;
+  if (host === undefined) return false;
+  try {
+    return isLoopbackHost(new URL(`http://${host}`).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** Why a request without a token is refused when none is configured. */
+function tokenlessRefusal(o: AgentListenerOptions, access: Access): string {
+  if (access === "change") return "changes through the agent's API are refused";
+  if (o.publicReads) return "reads without a token are answered only for a loopback Host (127.0.0.1, [::1], localhost)";
+  return "reads on a non-loopback address need a token";
+}
+
 /** Throws 401/403 unless the request may use a route of `access`. */
 function authorize(o: AgentListenerOptions, digest: Buffer | null, access: Access, req: IncomingMessage): void {
-  if (access === "open" || access === "hook" || (access === "read" && o.publicReads)) return;
-  if (digest === null) {
-    const what = access === "change" ? "changes through the agent's API are refused" : "reads on a non-loopback address need a token";
-    throw new HttpError(403, undefined, `${what}: no token is configured; start the agent with --token-file`);
-  }
+  if (access === "open" || access === "hook" || (access === "read" && o.publicReads && forLoopbackName(req))) return;
+  if (digest === null) throw new HttpError(403, undefined, `${tokenlessRefusal(o, access)}: no token is configured; start the agent with --token-file`);
   const headers = req.headersDistinct.authorization ?? [];
   if (headers.length !== 1) {
     const why = headers.length === 0 ? "the request has no Authorization header" : "the request has several Authorization headers";

@@ -115,6 +115,18 @@ async function start(options: Partial<AgentListenerOptions> = {}) {
 const bearer = (token = TOKEN) => ({ Authorization: `Bearer ${token}` });
 const sign = (body: string, secret = SECRET) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 
+/** Writes `text` on a new connection to `url` and resolves with all that comes back until the server closes it. */
+function raw(url: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(url).port), "127.0.0.1", () => socket.write(text));
+    let answer = "";
+    socket.on("data", (d) => (answer += d.toString()));
+    socket.on("close", () => resolve(answer));
+    socket.on("error", reject);
+    setTimeout(() => socket.destroy(), 3_000).unref();
+  });
+}
+
 describe("probes and routing", () => {
   it("answers /healthz and /readyz without a token, 503 when not ready, and only GET and POST", async () => {
     const a = await start({ publicReads: false });
@@ -182,6 +194,26 @@ describe("reads", () => {
     expect([r.status, r.json]).toEqual([403, { error: "reads on a non-loopback address need a token: no token is configured; start the agent with --token-file" }]);
   });
 
+  it("without a token, are answered only for a loopback Host, so that a page reached by DNS rebinding reads nothing", async () => {
+    const a = await start({ token: null });
+    for (const host of ["127.0.0.1:9400", "localhost", "[::1]:80", "127.1.2.3"]) {
+      expect([host, (await http(a.url, "GET", "/api/stacks", { headers: { Host: host } })).status]).toEqual([host, 200]);
+    }
+    for (const host of ["evil.example:9400", "127.0.0.1.evil.example", "[::2]"]) {
+      const r = await http(a.url, "GET", "/api/stacks", { headers: { Host: host } });
+      expect([host, r.status, r.json]).toEqual([
+        host,
+        403,
+        { error: "reads without a token are answered only for a loopback Host (127.0.0.1, [::1], localhost): no token is configured; start the agent with --token-file" },
+      ]);
+    }
+    const withToken = await start();
+    const named = { Host: "agent.example" };
+    expect((await http(withToken.url, "GET", "/metrics", { headers: named })).status).toBe(401);
+    expect((await http(withToken.url, "GET", "/metrics", { headers: { ...named, ...bearer() } })).status).toBe(200);
+    expect((await http(withToken.url, "GET", "/healthz", { headers: named })).status).toBe(200);
+  });
+
   it("answer a failure of the agent with 500 and a sentence, its cause only in the log", async () => {
     const a = await start();
     a.control.stacks = async () => {
@@ -211,6 +243,13 @@ describe("changes", () => {
     expect([wrong.status, wrong.json]).toEqual([401, { error: "the token is not valid for this agent; send Authorization: Bearer TOKEN with the agent's --token-file" }]);
     const basic = await http(a.url, "POST", "/api/stacks/web/reconcile", { headers: { Authorization: `Basic ${TOKEN}` } });
     expect(basic.status).toBe(401);
+    // Node would keep the first of two Authorization headers, a proxy in front perhaps the other: both are refused.
+    const twice = await raw(
+      a.url,
+      `POST /api/stacks/web/reconcile HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer x\r\nConnection: close\r\n\r\n`,
+    );
+    expect(twice).toMatch(/^HTTP\/1\.1 401 Unauthorized\r\n/);
+    expect(twice).toContain('{"error":"the request has several Authorization headers; send Authorization: Bearer TOKEN (the agent\'s --token-file)"}');
     expect(a.calls).toEqual([]);
   });
 
@@ -313,15 +352,7 @@ describe("the request log", () => {
 
   it("answers a request whose headers come too slowly with 408 and a JSON error", async () => {
     const a = await start({ headersTimeoutMs: 200, requestTimeoutMs: 200 });
-    const { port } = new URL(a.url);
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), "127.0.0.1", () => socket.write("GET /api/stacks HTTP/1.1\r\nHost: x\r\n"));
-      let text = "";
-      socket.on("data", (d) => (text += d.toString()));
-      socket.on("close", () => resolve(text));
-      socket.on("error", reject);
-      setTimeout(() => socket.destroy(), 3_000).unref();
-    });
+    const answer = await raw(a.url, "GET /api/stacks HTTP/1.1\r\nHost: x\r\n");
     expect(answer).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
     expect(answer.endsWith('{"error":"the request did not arrive in time; send it again"}')).toBe(true);
   });
