@@ -98,7 +98,7 @@ export async function openAgentStore(where: AgentStoreLocation): Promise<AgentSt
     const pool = await openPgPool(where.database, PG_POOL_SIZE, "the agent's store on the database", setup);
     return new PgAgentStore(pool, redactUrl(where.database));
   }
-  return openSqlite(where.data, SQLITE_MIGRATIONS, (db, held) => new SqliteAgentStore(db, held, where.data ?? "memory"), 0o600);
+  return openSqlite(where.data, SQLITE_MIGRATIONS, (db, held) => new SqliteAgentStore(db, held, where.data ?? "in memory"), 0o600);
 }
 
 /** A failure of the engine after the store was opened, as a message naming the store. */

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { type AgentStore, type AgentStoreLocation, openAgentStore, TEXT_LIMIT } from "../../src/agent/store.js";
+import { type AgentStore, type AgentStoreLocation, cutText, openAgentStore, TEXT_LIMIT } from "../../src/agent/store.js";
 import type { AgentEvent, HistoryEntry, StackStatus } from "../../src/model/agent.js";
 import { freshDatabase, TEST_STORE } from "../helpers/server.js";
 
@@ -108,6 +108,12 @@ describe(`the agent's store (${TEST_STORE})`, () => {
     expect(Buffer.byteLength(added.plan_text ?? "")).toBeLessThanOrEqual(TEXT_LIMIT);
     expect(added.report).toBe("applied 1 change");
     expect((await store.history("production", 1))[0]?.plan_text).toBe(kept + note);
+  });
+
+  it("cuts a long text without lines between two characters, never inside one", () => {
+    const cut = cutText("é".repeat(200_000)); // 400 000 bytes, 2 a character
+    expect(cut).toBe(`${"é".repeat(130_972)}\n[cut: 138055 of 400000 bytes not kept; the history keeps 262144 bytes of a plan or report]\n`);
+    expect(cutText("short\n")).toBe("short\n");
   });
 
   it("records an acknowledgement once for a stack, rule and digest", async () => {
