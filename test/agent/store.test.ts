@@ -190,6 +190,19 @@ describe(`the agent's store (${TEST_STORE})`, () => {
     }
   });
 
+  it("names the store and what it could not do when its engine fails after the open", async () => {
+    const where = await newPlace();
+    const store = await openAgentStore(where);
+    await store.close();
+    const failed = await store.getStatus("production").then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(failed?.name).toBe("EdgeplanError");
+    expect(failed?.message).toMatch(/^the agent's store \((.+)\) could not read the status of production: ./);
+    expect(failed?.message).toContain(`(${where.database ?? where.data})`);
+  });
+
   it("names the store and hides the password of a PostgreSQL URL it cannot reach", async () => {
     const url = "postgres://agent:canary-s3cret%21@127.0.0.1:1/agent";
     const failed = await openAgentStore({ database: url }).then(
