@@ -11,6 +11,7 @@ import { POSTGRES_SKIPPED, postgresTestsRun } from "./bench/postgres-cluster.js"
 const SERVER_SUITES = [
   "test/server/**/*.test.ts",
   "test/postgres/**/*.test.ts",
+  "test/agent/store.test.ts",
   "test/api/integration.test.ts",
   "test/api/vendor-client.test.ts",
   "test/reliability/hostile-requests.test.ts",

@@ -49,25 +49,43 @@ CREATE SEQUENCE edgeplan_ids;
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
+/** A schema kept in its own version table, so that several (the server's, the agent's) can share one database. */
+export interface PgSchema {
+  /** Said in messages: `edgeplan`, `edgeplan agent`. */
+  name: string;
+  /** The one-row table holding the version. */
+  versionTable: string;
+  /** One step per version. */
+  migrations: readonly string[];
+}
+
+const SERVER_SCHEMA: PgSchema = { name: "edgeplan", versionTable: "edgeplan_schema", migrations: MIGRATIONS };
+
 /**
  * Brings the database to PG_SCHEMA_VERSION. `client` must not be in a transaction; this opens and commits one.
  * Throws an EdgeplanError when the database's schema is newer than this edgeplan's.
  */
-export async function migrate(client: ClientBase): Promise<void> {
+export function migrate(client: ClientBase): Promise<void> {
+  return migrateSchema(client, SERVER_SCHEMA);
+}
+
+/** Brings `schema` to its last version, as `migrate` does; the same advisory lock serialises every schema's start. */
+export async function migrateSchema(client: ClientBase, schema: PgSchema): Promise<void> {
+  const last = schema.migrations.length;
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock($1)", [STARTUP_LOCK]);
-    await client.query("CREATE TABLE IF NOT EXISTS edgeplan_schema (version integer NOT NULL)");
-    const found = await client.query<{ version: number }>("SELECT version FROM edgeplan_schema");
+    await client.query(`CREATE TABLE IF NOT EXISTS ${schema.versionTable} (version integer NOT NULL)`);
+    const found = await client.query<{ version: number }>(`SELECT version FROM ${schema.versionTable}`);
     const version = found.rows[0]?.version ?? 0;
-    if (version > PG_SCHEMA_VERSION) {
+    if (version > last) {
       throw new EdgeplanError(
-        `the database has edgeplan schema ${version}, newer than this edgeplan knows (${PG_SCHEMA_VERSION}); upgrade edgeplan, or point --database at another database`,
+        `the database has ${schema.name} schema ${version}, newer than this edgeplan knows (${last}); upgrade edgeplan, or point --database at another database`,
       );
     }
-    for (const step of MIGRATIONS.slice(version)) await client.query(step);
-    if (found.rows.length === 0) await client.query("INSERT INTO edgeplan_schema (version) VALUES ($1)", [PG_SCHEMA_VERSION]);
-    else await client.query("UPDATE edgeplan_schema SET version = $1", [PG_SCHEMA_VERSION]);
+    for (const step of schema.migrations.slice(version)) await client.query(step);
+    if (found.rows.length === 0) await client.query(`INSERT INTO ${schema.versionTable} (version) VALUES ($1)`, [last]);
+    else await client.query(`UPDATE ${schema.versionTable} SET version = $1`, [last]);
     await client.query("COMMIT");
   } catch (err) {
     await client.query("ROLLBACK");

@@ -18,6 +18,7 @@
  */
 import pg from "pg";
 import { EdgeplanError } from "../model/errors.js";
+import { createRedactor } from "../model/redact.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
 import { retryLostRaces, TransactionConflict } from "./contention.js";
 import { rateLimited } from "./faults.js";
@@ -161,24 +162,50 @@ export function redactUrl(url: string): string {
  * password hidden) when the database cannot be reached or has a newer schema.
  */
 export async function openPgStore(url: string, poolSize: number): Promise<PgStore> {
+  return new PgStore(await openPgPool(url, poolSize, "the database", migrate), poolSize);
+}
+
+/**
+ * A pool of `poolSize` connections to `url` whose commits are durable when answered, once `setup` (a migration)
+ * has run on one of them. Throws an EdgeplanError naming `what` and the URL with its password hidden when the
+ * database cannot be reached; an EdgeplanError of `setup` goes through as it is.
+ */
+export async function openPgPool(url: string, poolSize: number, what: string, setup: (client: pg.PoolClient) => Promise<void>): Promise<pg.Pool> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, options: "-c synchronous_commit=on", allowExitOnIdle: true });
   // A connection that breaks while idle is dropped by the pool; the next request opens a new one.
   pool.on("error", () => undefined);
   try {
     const client = await pool.connect();
     try {
-      await migrate(client);
+      await setup(client);
     } finally {
       client.release();
     }
   } catch (err) {
     await pool.end();
     if (err instanceof EdgeplanError) throw err;
-    throw new EdgeplanError(`cannot open the database ${redactUrl(url)}: ${(err as Error).message}; check the URL, and that PostgreSQL runs and lets this user in`, {
+    // The driver's own words could quote the URL: its password is hidden there too.
+    const reason = createRedactor(urlPasswords(url))((err as Error).message);
+    throw new EdgeplanError(`cannot open ${what} ${redactUrl(url)}: ${reason}; check the URL, and that PostgreSQL runs and lets this user in`, {
       cause: err,
     });
   }
-  return new PgStore(pool, poolSize);
+  return pool;
+}
+
+/** The password of `url` as written and decoded (none when the URL has none or cannot be read). */
+function urlPasswords(url: string): string[] {
+  let written: string;
+  try {
+    written = new URL(url).password;
+  } catch {
+    return [];
+  }
+  try {
+    return written ? [written, decodeURIComponent(written)] : [];
+  } catch {
+    return [written]; // a stray `%`
+  }
 }
 
 export class PgStore implements Store {

@@ -8,6 +8,7 @@
  * PostgreSQL's, so transactions run one after another, queued, and never interleave: every check a transaction
  * makes holds until it commits. The rate limit is kept in this process: one process owns the file.
  */
+import { closeSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { EdgeplanError } from "../model/errors.js";
 import { FIXTURE_BACKEND_TYPES, ID_PREFIX, type CircuitBreakerSettings, type FixtureBackendType } from "../model/wire.js";
@@ -43,7 +44,7 @@ import {
 } from "./store-rows.js";
 
 /** The schema, one step per version; a file at version N gets steps N+1.. at open, in one transaction. */
-const MIGRATIONS = [
+const MIGRATIONS: SqliteMigration[] = [
   `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS weighted_backends (
@@ -79,7 +80,6 @@ CREATE TABLE IF NOT EXISTS fixture_keys (
     if (!columns.some((c) => c.name === "fields")) db.exec("ALTER TABLE fixture_backends ADD COLUMN fields TEXT NOT NULL DEFAULT '{}'");
   },
 ];
-const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
  * Databases and statements of closed stores, kept until the process exits. Node 24's ObjectWrap, which
@@ -93,18 +93,29 @@ const SCHEMA_VERSION = MIGRATIONS.length;
 const RETIRED: object[] = [];
 
 /** `statement`, kept in `held` (the wrappers of one store: see RETIRED). */
-function hold<T extends object>(held: object[], statement: T): T {
+export function hold<T extends object>(held: object[], statement: T): T {
   held.push(statement);
   return statement;
 }
 
+/** Keeps the wrappers of a closed store (its database, statements, the store itself) until exit: see RETIRED. */
+export function retire(...wrappers: object[]): void {
+  RETIRED.push(...wrappers);
+}
+
+/** A schema as a list of steps, one per version: SQL, or a function for what SQL alone cannot say. */
+export type SqliteMigration = string | ((db: Database.Database, held: object[]) => void);
+
 /**
- * Opens (creating when needed) the store in `file`, or in memory when `file` is undefined. Throws an
- * EdgeplanError naming the file when it cannot be opened or was written by a newer schema.
+ * Opens (creating when needed, with `mode` when given) the SQLite file `file`, or a database in memory when `file`
+ * is undefined, brings it to the schema of `migrations` and hands it to `make`. With a file the database runs in
+ * WAL mode. Throws an EdgeplanError naming the file when it cannot be opened or was written by a newer schema.
  */
-export function openSqliteStore(file?: string): SqliteStore {
+export function openSqlite<T>(file: string | undefined, migrations: readonly SqliteMigration[], make: (db: Database.Database, held: object[]) => T, mode?: number): T {
   let db: Database.Database;
   try {
+    // SQLite creates the file with the process's umask; its -wal and -shm files later take the file's own mode.
+    if (file !== undefined && mode !== undefined) closeSync(openSync(file, "a", mode));
     db = new Database(file ?? ":memory:");
   } catch (err) {
     throw new EdgeplanError(`cannot open the data file ${file}: ${(err as Error).message}; check the path and its permissions`, {
@@ -113,12 +124,30 @@ export function openSqliteStore(file?: string): SqliteStore {
   }
   const held: object[] = [db];
   try {
-    return new SqliteStore(db, file, held);
+    // exec, not pragma(): pragma() prepares a statement that would be left to the garbage collector.
+    if (file) db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA busy_timeout = 5000");
+    const version = hold(held, db.prepare<[], { user_version: number }>("PRAGMA user_version")).get()?.user_version ?? 0;
+    if (version > migrations.length) {
+      throw new EdgeplanError(
+        `the data file ${file} was written by a newer edgeplan (schema ${version}, this one knows ${migrations.length}); upgrade edgeplan or use another --data file`,
+      );
+    }
+    migrate(db, version, migrations, held);
+    return make(db, held);
   } catch (err) {
     if (db.open) db.close();
     RETIRED.push(held);
     throw err;
   }
+}
+
+/**
+ * Opens (creating when needed) the store in `file`, or in memory when `file` is undefined. Throws an
+ * EdgeplanError naming the file when it cannot be opened or was written by a newer schema.
+ */
+export function openSqliteStore(file?: string): SqliteStore {
+  return openSqlite(file, MIGRATIONS, (db, held) => new SqliteStore(db, file, held));
 }
 
 export class SqliteStore implements Store, StoreTx {
@@ -135,17 +164,6 @@ export class SqliteStore implements Store, StoreTx {
     /** `db` and every statement prepared on it but those of `s`: what `close` retires (see RETIRED). */
     private readonly held: object[] = [db],
   ) {
-    // exec, not pragma(): pragma() prepares a statement that would be left to the garbage collector.
-    if (file) db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
-    db.exec("PRAGMA busy_timeout = 5000");
-    const version = hold(held, db.prepare<[], { user_version: number }>("PRAGMA user_version")).get()?.user_version ?? 0;
-    if (version > SCHEMA_VERSION) {
-      throw new EdgeplanError(
-        `the data file ${file} was written by a newer edgeplan (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade edgeplan or use another --data file`,
-      );
-    }
-    migrate(db, version, held);
-
     this.s = prepare(db);
     // Ids stay monotonic across restarts: the generator continues after the last id this file recorded.
     this.ids = new MonotonicKsuid(this.s.metaGet.get("last_ksuid")?.value);
@@ -433,16 +451,16 @@ function prepare(db: Database.Database) {
   };
 }
 
-/** Brings the file from schema `version` to SCHEMA_VERSION in one transaction. */
-function migrate(db: Database.Database, version: number, held: object[]): void {
-  if (version === SCHEMA_VERSION) return;
+/** Brings the file from schema `version` to the last of `migrations` in one transaction. */
+function migrate(db: Database.Database, version: number, migrations: readonly SqliteMigration[], held: object[]): void {
+  if (version === migrations.length) return;
   db.exec("PRAGMA secure_delete = ON");
   db.transaction(() => {
-    for (const step of MIGRATIONS.slice(version)) {
+    for (const step of migrations.slice(version)) {
       if (typeof step === "string") db.exec(step);
       else step(db, held);
     }
-    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+    db.exec(`PRAGMA user_version = ${migrations.length}`);
   })();
   db.exec("PRAGMA secure_delete = OFF");
 }
