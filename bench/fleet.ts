@@ -121,7 +121,7 @@ export function provisionFleet(store: SqliteStore, account: string, spec: FleetS
   });
 }
 
-function weightedBackendDoc(name: string, index: number, children: string[], extra?: { ref: string; weight: number }): string {
+export function weightedBackendDoc(name: string, index: number, children: string[], extra?: { ref: string; weight: number }): string {
   const a = children[index % children.length] as string;
   const b = children[(index + 1) % children.length] as string;
   const lines = [

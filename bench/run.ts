@@ -8,6 +8,7 @@ import { writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { actionStartScenario } from "./action-start.js";
+import { agentScenario } from "./agent.js";
 import { applyWriteScenario } from "./apply-write.js";
 import { coldStartScenario } from "./cold-start.js";
 import { diffCpuScenario } from "./diff-cpu.js";
@@ -33,6 +34,7 @@ export const SCENARIOS: Scenario[] = [
   actionStartScenario,
   serverScenario,
   serverPgScenario,
+  agentScenario,
 ];
 
 /** The columns the table shows, in order, when any result has them; everything else stays in results.json. */

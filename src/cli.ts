@@ -384,6 +384,71 @@ function registerServe(program: Command, done: Done): void {
   });
 }
 
+function registerAgent(program: Command, done: Done): void {
+  const agent = program
+    .command("agent")
+    .description("run the pull-based reconciler: fetch git sources, keep their stacks converged (docs/agent.md); prints `listening on http://HOST:PORT`")
+    .option("--config <file>", "the agent's configuration (sources, stacks, notifications)")
+    .option("--listen <host:port>", "address of its API, page and /metrics (default 127.0.0.1:9400; port 0 picks a free one)")
+    .option("--data <file>", "SQLite file of its status and history (default: in memory)")
+    .option("--database <url>", "PostgreSQL URL of its status and history, shared by replicas")
+    .option("--token-file <file>", "bearer token that changes through its API need (and reads, off loopback)")
+    .option("--cache <dir>", "folder of its git sources and commit snapshots (default .edgeplan-agent)")
+    .option("--lock-ttl <duration>", "validity of a stack's lease without renewal (default 1m): a killed replica's stack is taken over after it")
+    .option("--rate-limit <n/window>", "request budget of each API account, shared by its stacks")
+    .option("--concurrency <n>", "requests in flight at once per account")
+    .option("--retries <n>", "retries of one request")
+    .option("--timeout <ms>", "timeout of one request");
+  // Its options come before a subcommand: `agent status --token-file F` is the status command's (commander needs
+  // the program's options positional too for that).
+  program.enablePositionalOptions();
+  agent.enablePositionalOptions();
+  agent.action(async (flags: import("./commands/agent.js").AgentFlags) => {
+    if (!flags.config) throw new EdgeplanError("agent: --config FILE is required (docs/agent.md shows one)");
+    const [{ runAgent }, { processIO }] = await Promise.all([import("./commands/agent.js"), import("./commands/io.js")]);
+    done(await runAgent(flags, processIO()));
+  });
+  const client: OptionSpec[] = [
+    { flags: "--agent-url <url>", description: "the agent's API (default: $EDGEPLAN_AGENT_URL, else http://127.0.0.1:9400)" },
+    { flags: "--token-file <file>", description: "the agent's bearer token (changes need it; reads off loopback too)" },
+  ];
+  type ClientFlags = import("./commands/agent.js").AgentClientFlags;
+  addOptions(agent.command("status").description("every stack: ready, revision, drift, what waits; or one stack with its history").argument("[stack]", "a stack's name"), [
+    { flags: "--format <format>", description: "output format", choices: ["text", "json"], default: "text" },
+    ...client,
+  ]).action(async (stack: string | undefined, flags: ClientFlags) => {
+    const [{ runAgentStatus }, { processIO }] = await Promise.all([import("./commands/agent.js"), import("./commands/io.js")]);
+    done(await runAgentStatus(stack, flags, processIO()));
+  });
+  addOptions(
+    agent
+      .command("ack")
+      .description("acknowledge a risk of the plan a stack waits with, for that plan's digest")
+      .argument("<stack>", "the stack")
+      .argument("<rule>", "the risk or policy rule"),
+    [
+      { flags: "--digest <digest>", description: "the plan's digest, as `agent status` shows it (at least 12 characters)" },
+      { flags: "--by <name>", description: "who acknowledges (default: $USER)" },
+      ...client,
+    ],
+  ).action(async (stack: string, rule: string, flags: ClientFlags & { digest?: string; by?: string }) => {
+    if (!flags.digest) throw new EdgeplanError(`agent ack: --digest is required: the plan's digest, as edgeplan agent status ${stack} shows it`);
+    const [{ runAgentAck }, { processIO }] = await Promise.all([import("./commands/agent.js"), import("./commands/io.js")]);
+    done(await runAgentAck(stack, rule, { ...flags, digest: flags.digest }, processIO()));
+  });
+  const verbs = [
+    ["reconcile", "reconcile a stack now"],
+    ["suspend", "leave a stack alone until resume (kept across restarts)"],
+    ["resume", "reconcile a suspended stack again"],
+  ] as const;
+  for (const [verb, description] of verbs) {
+    addOptions(agent.command(verb).description(description).argument("<stack>", "the stack"), client).action(async (stack: string, flags: ClientFlags) => {
+      const [{ runAgentAction }, { processIO }] = await Promise.all([import("./commands/agent.js"), import("./commands/io.js")]);
+      done(await runAgentAction(verb, stack, flags, processIO()));
+    });
+  }
+}
+
 function registerAction(program: Command, done: Done): void {
   program
     .command("action")
@@ -469,6 +534,7 @@ const COMMANDS: ReadonlyArray<(program: Command, done: Done) => void> = [
   registerDemo,
   registerSchema,
   registerServe,
+  registerAgent,
   registerAction,
   registerCompletion,
 ];

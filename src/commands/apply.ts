@@ -111,6 +111,11 @@ export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   lockTimeout?: string;
   /** How long this apply's lease stays valid without a renewal (renewed every third of it). Default 1m. */
   lockTtl?: string;
+  /**
+   * An open session to use instead of opening one (the agent's client of the account, whose rate budget the stacks of
+   * the account share); the caller closes it.
+   */
+  session?: Session;
 }
 
 export interface ApplyCommandResult {
@@ -171,7 +176,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     diagnostics = loaded.diagnostics;
   }
 
-  const session = await openSession(options, io, desired);
+  const session = given.session ?? (await openSession(options, io, desired));
   const unlockWhere = whereText(given, options.environment?.name, io.env);
   let lease: HeldLease | undefined;
   let claim: HeldClaim | null = null;
@@ -246,7 +251,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   } finally {
     await claim?.release();
     if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io, unlockWhere);
-    await session.close();
+    if (given.session === undefined) await session.close();
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import { z, type ZodType } from "zod";
 import { EdgeRouteManifestSchema, ManifestDocumentSchema, WeightedBackendManifestSchema } from "./manifest-schema.js";
+import { AgentConfigSchema } from "./agent-config-schema.js";
 import { ApplyDocumentSchema } from "./apply-schema.js";
 import { PlanFileSchema } from "./plan-schema.js";
 import { PolicyCaseSchema, PolicyFileSchema, ProjectFileSchema } from "./project-schema.js";
@@ -27,6 +28,7 @@ export const SCHEMAS: Array<{ file: string; schema: ZodType; manifest?: true }> 
   { file: "project.schema.json", schema: ProjectFileSchema },
   { file: "policies.schema.json", schema: PolicyFileSchema },
   { file: "policy-test.schema.json", schema: PolicyCaseSchema },
+  { file: "agent.schema.json", schema: AgentConfigSchema },
 ];
 
 /**

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { measureActionStart } from "../../bench/action-start.js";
+import { measureAgent } from "../../bench/agent.js";
 import { measureApplyWrite } from "../../bench/apply-write.js";
 import { measureColdStart } from "../../bench/cold-start.js";
 import { measureDiffCpu } from "../../bench/diff-cpu.js";
@@ -41,8 +42,17 @@ describe("bench scenarios at a tiny size", () => {
       "action-start",
       "server",
       "server-pg",
+      "agent",
     ]);
   });
+
+  it("agent: a cycle of three stacks with nothing to change sends one listing of the account, not one per stack", async () => {
+    // 3 stacks of 150 objects: 450 objects, 5 pages in one listing (a listing per stack would be 15).
+    const r = await measureAgent({ stacks: 3, objects: 150, cycles: 3, baselineCycle: 2, latencyMs: 1 });
+    expect(r.minimal_requests).toBe(5);
+    expect(r.requests).toBe(5);
+    expectTimes(r, ["wall_ms", "bound_ms", "cycle_ms", "rss_mb"]);
+  }, 60_000);
 
   it("plan-read: the list pages plus one page of edges; the reference reads every module", async () => {
     const r = await measurePlanRead({

@@ -73,6 +73,7 @@ const EXPECTED: Record<string, string[]> = {
     "--drain-delay",
     "--drain-timeout",
   ],
+  agent: ["--config", "--listen", "--data", "--database", "--token-file", "--cache", "--lock-ttl", "--rate-limit", "--concurrency", "--retries", "--timeout"],
   action: [],
   completion: [],
 };
@@ -90,6 +91,11 @@ const SUBCOMMANDS: Record<string, string[]> = {
   "rollout promote": ["--full", "--manifests", "--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "rollout abort": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
   "rollout retry": ["--lock-timeout", "--lock-ttl", ...CLIENT, "--stack", "--local", ...WIRE, "--verbose"],
+  "agent status": ["--format", "--agent-url", "--token-file"],
+  "agent ack": ["--digest", "--by", "--agent-url", "--token-file"],
+  "agent reconcile": ["--agent-url", "--token-file"],
+  "agent suspend": ["--agent-url", "--token-file"],
+  "agent resume": ["--agent-url", "--token-file"],
 };
 
 /** The long flags of a help text's Options section, in order, `--help` left out. */

@@ -1,0 +1,56 @@
+/**
+ * What the agent's end-to-end tests share: a bare git repository made with `git` and a clone to commit from, weighted
+ * backend manifests over two child backends of the fixtures, and a bounded poll.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const CHILDREN = [1, 2].map((n) => `bkdhr_${String(n).padStart(27, "0")}`) as [string, string];
+export const FIXTURES = `backends:\n${CHILDREN.map((id) => `  - {id: ${id}, type: http_response}`).join("\n")}\n`;
+
+/** A weighted backend manifest over the two children, with `extra` lines at the end (a rollout). */
+export function wb(name: string, a: number | string, b: number, extra = ""): string {
+  return `kind: WeightedBackend\nname: ${name}\ndescription: ${name}\nbackends:\n  ${CHILDREN[0]}: ${a}\n  ${CHILDREN[1]}: ${b}\n${extra}`;
+}
+
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" } });
+}
+
+/** A bare repository `<dir>/routing.git` (branch main) and a clone of it; `commit` writes files, commits and pushes. */
+export function makeRepo(dir: string): { bare: string; commit(files: Record<string, string>, subject: string): string } {
+  const bare = join(dir, "routing.git");
+  const work = join(dir, "work");
+  git(dir, "init", "-q", "--bare", "-b", "main", bare);
+  git(dir, "clone", "-q", bare, work);
+  return {
+    bare,
+    commit(files, subject) {
+      for (const [file, text] of Object.entries(files)) {
+        mkdirSync(join(work, file, ".."), { recursive: true });
+        writeFileSync(join(work, file), text);
+      }
+      git(work, "add", "-A");
+      git(work, "-c", "user.name=Ann Example", "-c", "user.email=ann@example.com", "commit", "-qm", subject);
+      git(work, "push", "-q", "origin", "HEAD:main");
+      return git(work, "rev-parse", "HEAD").trim();
+    },
+  };
+}
+
+/** Polls `check` every 100 ms until it returns a value (not undefined), for at most `ms`; then throws naming `what`. */
+export async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (let i = 0; i < ms / 100 + 1 && Date.now() < end; i++) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not within ${ms} ms${last ? ` (${String(last)})` : ""}`);
+}
