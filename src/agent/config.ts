@@ -12,7 +12,7 @@ import { AgentConfigSchema, type AgentConfigFile } from "../model/agent-config-s
 import { AGENT_EVENTS, type AgentConfig, type AgentNotification, type AgentSource, type AgentStack, type SecretRef } from "../model/agent.js";
 import { EdgeplanError, fileErrorReason, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../model/errors.js";
 import { didYouMean } from "../model/suggest.js";
-import { parseDuration } from "../model/syntax.js";
+import { isLoopbackHost, parseDuration } from "../model/syntax.js";
 
 /** The configuration could not be used: every problem, each at its line. */
 export class AgentConfigError extends EdgeplanError {
@@ -57,7 +57,7 @@ export async function loadAgentConfig(file: string, cwd: string): Promise<AgentC
   return built.config;
 }
 
-/** A key that would hold a secret as text, anywhere in the file: an error at it. */
+/** A key that would hold a secret as text, anywhere in the file: an error at it, and the key dropped (told once). */
 function refuseSecrets(value: unknown, doc: ParsedDocument): Diagnostic[] {
   const pin = new Pinner(doc);
   const out: Diagnostic[] = [];
@@ -66,8 +66,10 @@ function refuseSecrets(value: unknown, doc: ParsedDocument): Diagnostic[] {
       for (const [i, v] of node.entries()) walk(v, [...at, i]);
     } else if (node !== null && typeof node === "object") {
       for (const [key, v] of Object.entries(node)) {
-        if (Object.hasOwn(SECRET_KEYS, key)) out.push({ severity: "error", pos: pin.key([...at, key]), message: `${key}: ${SECRET_KEYS[key]}` });
-        else walk(v, [...at, key]);
+        if (Object.hasOwn(SECRET_KEYS, key)) {
+          out.push({ severity: "error", pos: pin.key([...at, key]), message: `${key}: ${SECRET_KEYS[key]}` });
+          delete (node as Record<string, unknown>)[key];
+        } else walk(v, [...at, key]);
       }
     }
   };
@@ -193,8 +195,18 @@ function buildNotification(
     const secret = h.secret(n.secret_file, n.secret_env);
     if (secret) out.secret = secret;
   }
-  if (out.url) tryCheck(() => checkBaseUrl(out.url, false, "url"), [...at, "url"], h.problem);
+  if (out.url && !sendableUrl(out.url)) h.problem([...at, "url"], "url: an https:// URL (plain http:// only to a loopback host)");
   return out;
+}
+
+/** https, or http to loopback: what a notification is sent to (the webhook's secret and token travel with it). */
+function sendableUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname));
+  } catch {
+    return false;
+  }
 }
 
 function tryCheck(check: () => unknown, at: PropertyKey[], problem: Helpers["problem"]): void {

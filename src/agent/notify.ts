@@ -69,7 +69,7 @@ export class Notifier {
       const last = await this.deps.store.lastEvent(e.stack, config.name);
       if (last === e.event || !(await this.deps.store.swapEvent(e.stack, config.name, last, e.event))) return;
       const delivery = await this.deliveryOf(config, e);
-      await this.post(config.name, delivery);
+      await this.post(delivery);
     } catch (err) {
       this.deps.log(`notification ${config.name}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -109,7 +109,7 @@ export class Notifier {
   }
 
   /** POSTs, retrying a failure or a 5xx twice; plain http only to loopback. */
-  private async post(name: string, d: Delivery): Promise<void> {
+  private async post(d: Delivery): Promise<void> {
     const parsed = new URL(d.url);
     if (parsed.protocol !== "https:" && !(parsed.protocol === "http:" && isLoopbackHost(parsed.hostname)))
       throw new Error("the URL must be https:// (http:// only to loopback)");
@@ -126,7 +126,7 @@ export class Notifier {
         why = err instanceof Error && err.name === "TimeoutError" ? "no answer within the timeout" : "no answer";
       }
     }
-    throw new Error(`not delivered (${why}) to ${name}`);
+    throw new Error(`not delivered after ${ATTEMPTS} tries (${why}); the next event is sent as usual`);
   }
 }
 
