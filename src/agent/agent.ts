@@ -157,6 +157,7 @@ export class Agent implements AgentControl {
       const status = await this.statusOf(s.config);
       const attempted = revision ?? status.last_attempted_revision;
       await this.deps.store.putStatus({ ...withCondition(status, "Stalled", "True", reason, message, now), last_attempted_revision: attempted });
+      await this.deps.notifier.notify({ stack: s.config.name, event: "failed", revision: attempted, message, changes: [], at: now });
       if (source.revision === null) continue;
       // The stacks go on reconciling the commit they had: drift is still corrected.
       if (s.nextAt === Number.POSITIVE_INFINITY) this.due(s, "start", 0);
@@ -308,7 +309,8 @@ export class Agent implements AgentControl {
     this.deps.metrics.waiting(name, status.waiting.length);
     this.deps.metrics.ready(name, outcome.result === "applied" || outcome.result === "in_sync");
     this.deps.log(`stack ${name}: ${outcome.result}: ${outcome.message.split("\n")[0]}`);
-    const event = eventOf(before, outcome, revision, stack.config.mode);
+    // While the source is refused, its failure was told once (sourceProblem); nothing has recovered yet.
+    const event = source.problem && outcome.result !== "failed" ? null : eventOf(before, outcome, revision, stack.config.mode);
     if (event) {
       const changes = outcome.applied.length > 0 ? outcome.applied : outcome.drift.map((d) => `${d.address}: ${d.action} (${d.detail})`);
       await this.deps.notifier.notify({ stack: name, event, revision, message: outcome.message.split("\n")[0] ?? "", changes, at: now });
