@@ -43,6 +43,8 @@ interface SourceState {
   revision: Revision | null;
   /** Its snapshot folder, once written. */
   snapshot: Promise<string> | null;
+  /** The snapshot folders written, oldest first (the last two are kept). */
+  written: string[];
   /** Why the last fetch or verification failed, while it does. */
   problem: { reason: string; message: string; revision: Revision | null } | null;
   timer: NodeJS.Timeout | null;
@@ -77,7 +79,7 @@ export class Agent implements AgentControl {
     });
     for (const s of config.sources) {
       const git = new GitSource(s, join(deps.cacheDir, "sources"), deps.env);
-      this.sources.set(s.name, { git, config: s, revision: null, snapshot: null, problem: null, timer: null, fetching: null, tried: false });
+      this.sources.set(s.name, { git, config: s, revision: null, snapshot: null, written: [], problem: null, timer: null, fetching: null, tried: false });
     }
     for (const s of config.stacks) {
       this.stackStates.set(s.name, { config: s, nextAt: Number.POSITIVE_INFINITY, cycle: { start: 0, jitter: 1 }, trigger: "start", running: null, again: null });
@@ -170,6 +172,9 @@ export class Agent implements AgentControl {
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await source.git.snapshot(sha, dir);
+    // The commit before stays for a reconciliation that may still read it; older ones go.
+    for (const old of source.written.splice(0, Math.max(0, source.written.length - 1))) await rm(old, { recursive: true, force: true });
+    source.written.push(dir);
     return dir;
   }
 

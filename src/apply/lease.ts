@@ -43,6 +43,12 @@ export interface LeaseOptions {
   subject?: string;
   /** The flags after `edgeplan unlock STACK` in a message (a leading space): those that reach the same API. */
   unlockWhere?: string;
+  /**
+   * The API's clock (src/api/api-clock.ts): with it, lease objects of any stack (the claim lease's too) that were never
+   * renewed and whose TTL passed, by the API's own `created_at` and clock, are removed from the listing (creates whose
+   * answers were lost, by takers that gave up). No two machines' clocks are compared.
+   */
+  apiNow?: () => number;
 }
 
 /** A lease this process holds. */
@@ -142,7 +148,7 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
     let blocker: Lease | null;
     let listing: WeightedBackend[];
     try {
-      listing = await client.listWeightedBackends();
+      listing = await removeAbandoned(client, await client.listWeightedBackends(), options);
       const leases = await removeOwnOrphans(client, options, candidate.id, listing);
       for (const l of leases) watch.observe(l);
       blocker = leaseBlocker(candidate.id, leases, watch.gone);
@@ -190,6 +196,27 @@ async function createCandidate(client: ApiClient, options: LeaseOptions): Promis
       if (mine) return { lease: mine, uncertain: true };
     }
   }
+}
+
+/** What `created_at` (whole seconds) and one renewal's round trip may be late by, beyond a lease's TTL. */
+const ABANDONED_MARGIN_MS = 2000;
+
+/**
+ * Deletes the lease objects of `listing` that were never renewed and whose TTL has passed on the API's clock since
+ * the API created them: a holder renews within a third of its TTL, so such an object holds nothing. Returns the
+ * listing without them.
+ */
+async function removeAbandoned(client: ApiClient, listing: WeightedBackend[], options: LeaseOptions): Promise<WeightedBackend[]> {
+  if (!options.apiNow) return listing;
+  const now = options.apiNow();
+  const abandoned = new Set<string>();
+  for (const wb of listing) {
+    const lease = parseLease(wb);
+    if (lease === null || lease.renewals > 0 || lease.holder.token === options.holder.token) continue;
+    if (Date.parse(wb.created_at) + lease.ttlMs + ABANDONED_MARGIN_MS <= now) abandoned.add(wb.id);
+  }
+  for (const id of abandoned) await deleteIfThere(client, id);
+  return abandoned.size === 0 ? listing : listing.filter((wb) => !abandoned.has(wb.id));
 }
 
 /**

@@ -185,7 +185,14 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     if (saved) checkSavedPlanApi(saved, session.api, options.plan as string, newPlan(options.environment?.name, "new"));
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
     const holder = currentHolder(io.env, options.environment?.name);
-    lease = await acquireLease(session.client, { ...lock, stack: saved?.stack ?? session.stack, holder, onWait: (line) => io.stderr(`${line}\n`), unlockWhere });
+    lease = await acquireLease(session.client, {
+      ...lock,
+      stack: saved?.stack ?? session.stack,
+      holder,
+      onWait: (line) => io.stderr(`${line}\n`),
+      unlockWhere,
+      apiNow: () => session.clock.now(),
+    });
     const chosen = saved
       ? await fromSavedPlan(saved, options, io, session, planCommand(given, io, options.environment?.name, options.plan as string, stackArgs(saved, session, given, io)))
       : await planFromManifests(

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { ApiClient, Sent } from "../../src/api/client.js";
 import { OutcomeUnknownError } from "../../src/api/errors.js";
 import { acquireLease } from "../../src/apply/lease.js";
-import { leasesOf } from "../../src/apply/lease-record.js";
+import { buildLeaseBody, leasesOf } from "../../src/apply/lease-record.js";
 import type { WeightedBackendBody } from "../../src/model/plan.js";
 import type { WeightedBackend } from "../../src/model/wire.js";
 
@@ -83,4 +83,28 @@ describe("a lease create whose answer was lost", () => {
       expect([...objects.keys()]).toEqual([]);
     });
   }
+});
+
+describe("lease objects never renewed whose TTL has passed on the API's clock", () => {
+  it("are removed by the next taker (the claim lease's too); a renewed one, or one still within its TTL, is kept", async () => {
+    const { api, objects } = slowCreateApi("just before the second create");
+    const holder = (token: string) => ({ host: "h", pid: 2, started_at: "2026-03-01T11:00:00Z", token });
+    const put = (id: string, stack: string, renewals: number, created: string) => {
+      objects.set(id, { id, uri: "", created_at: created, ...buildLeaseBody(stack, holder(id), 2000, renewals) });
+    };
+    put("bkdwd_a01", "edgeplan:claims", 0, "2026-03-01T12:00:00Z");
+    put("bkdwd_a02", "other", 1, "2026-03-01T12:00:00Z");
+    put("bkdwd_a03", "other", 0, "2026-03-01T12:00:09Z");
+    // At 12:00:10 by the API: a01 (claims, never renewed, 2 s TTL, created 10 s ago) holds nothing.
+    const lease = await acquireLease(api, {
+      stack: "web",
+      ttlMs: 60_000,
+      timeoutMs: 0,
+      holder: holder("me"),
+      onWait: () => undefined,
+      apiNow: () => Date.parse("2026-03-01T12:00:10Z"),
+    });
+    expect([...objects.keys()].filter((id) => id.startsWith("bkdwd_a")).sort()).toEqual(["bkdwd_a02", "bkdwd_a03"]);
+    await lease.release();
+  });
 });
