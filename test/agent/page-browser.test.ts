@@ -36,14 +36,66 @@ function stack(name: string, over: Partial<StackStatus>, ready: "True" | "False"
 }
 
 const STACKS: StackStatus[] = [
-  stack("prod", { waiting: [{ rule: "traffic-shift", level: "ack", message: "moves 80% of api's traffic", digest: "c".repeat(64), command: "edgeplan agent ack prod traffic-shift --digest cccccccccccc" }] }, "False", "WaitingForPerson", "waits for a person: traffic-shift"),
-  stack("staging", { mode: "warn", drift: [{ address: "weighted_backend.api", action: "update", detail: "differs in backends" }], drift_since: NOW }, "False", "DriftDetected", "1 change not applied (mode warn)"),
-  stack("web", { last_applied_revision: rev("d", '"><img src=x onerror=alert(1)><script>alert(2)</script>') }, "True", "ReconciliationSucceeded", "the live state matches the manifests"),
+  stack(
+    "prod",
+    {
+      waiting: [
+        {
+          rule: "traffic-shift",
+          level: "ack",
+          message: "moves 80% of api's traffic",
+          digest: "c".repeat(64),
+          command: "edgeplan agent ack prod traffic-shift --digest cccccccccccc",
+        },
+      ],
+    },
+    "False",
+    "WaitingForPerson",
+    "waits for a person: traffic-shift",
+  ),
+  stack(
+    "staging",
+    { mode: "warn", drift: [{ address: "weighted_backend.api", action: "update", detail: "differs in backends" }], drift_since: NOW },
+    "False",
+    "DriftDetected",
+    "1 change not applied (mode warn)",
+  ),
+  stack(
+    "web",
+    { last_applied_revision: rev("d", '"><img src=x onerror=alert(1)><script>alert(2)</script>') },
+    "True",
+    "ReconciliationSucceeded",
+    "the live state matches the manifests",
+  ),
 ];
 
 const HISTORY: HistoryEntry[] = [
-  { seq: 7, stack: "prod", started_at: NOW, finished_at: NOW, trigger: "commit", revision: rev("b", "shift"), result: "waiting", message: "waits for a person: traffic-shift", digest: "c".repeat(64), plan_text: "~ weighted_backend.api will be updated in place\n<b>not bold</b>", report: null },
-  { seq: 6, stack: "prod", started_at: NOW, finished_at: NOW, trigger: "interval", revision: rev("a", "first routing"), result: "in_sync", message: "the live state matches the manifests", digest: null, plan_text: null, report: null },
+  {
+    seq: 7,
+    stack: "prod",
+    started_at: NOW,
+    finished_at: NOW,
+    trigger: "commit",
+    revision: rev("b", "shift"),
+    result: "waiting",
+    message: "waits for a person: traffic-shift",
+    digest: "c".repeat(64),
+    plan_text: "~ weighted_backend.api will be updated in place\n<b>not bold</b>",
+    report: null,
+  },
+  {
+    seq: 6,
+    stack: "prod",
+    started_at: NOW,
+    finished_at: NOW,
+    trigger: "interval",
+    revision: rev("a", "first routing"),
+    result: "in_sync",
+    message: "the live state matches the manifests",
+    digest: null,
+    plan_text: null,
+    report: null,
+  },
 ];
 
 let browser: Browser;
