@@ -66,7 +66,8 @@ export class GitSource {
 
   /** Writes the files of commit `sha` into `dest` (an empty folder of the caller's), from the object store only. */
   async snapshot(sha: string, dest: string): Promise<void> {
-    const index = join(dest, "..", `.index-${process.pid}-${sha}`);
+    // An index of this source's own: two sources at the same commit write their snapshots at once.
+    const index = join(this.repo, `snapshot-index-${sha}`);
     try {
       await this.git(["--work-tree", dest, "read-tree", sha], undefined, { GIT_INDEX_FILE: index });
       await this.git(["--work-tree", dest, "checkout-index", "-a", "-f"], undefined, { GIT_INDEX_FILE: index });

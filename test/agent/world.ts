@@ -39,8 +39,11 @@ export function makeRepo(dir: string): { bare: string; commit(files: Record<stri
   };
 }
 
-/** Polls `check` every 100 ms until it returns a value (not undefined), for at most `ms`; then throws naming `what`. */
-export async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+/**
+ * Polls `check` every 100 ms until it returns a value (not undefined), for at most `ms`; then throws naming `what`,
+ * with `context()` (what the process under test printed) when given.
+ */
+export async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>, context?: () => string): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   for (let i = 0; i < ms / 100 + 1 && Date.now() < end; i++) {
@@ -52,5 +55,5 @@ export async function until<T>(what: string, ms: number, check: () => Promise<T 
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${what}: not within ${ms} ms${last ? ` (${String(last)})` : ""}`);
+  throw new Error(`${what}: not within ${ms} ms${last ? ` (${String(last)})` : ""}${context ? `\n${context()}` : ""}`);
 }
