@@ -127,8 +127,10 @@ describe.concurrent("fault matrix", () => {
       const stack = "faults";
       const names = VARIANT_NAMES[0] as readonly string[];
       const cli = (server: SpawnedServer, args: string[]): Promise<CliResult> =>
-        // A lease an apply could not give back under the faults expires after 1 s instead of the default minute.
-        runEdgeplan([...args, ...(args[0] === "apply" ? ["--lock-ttl", "1s"] : []), "manifests", "--stack", stack], {
+        // A lease an apply could not give back under the faults expires after 3 s instead of the default minute. Not
+        // 1 s: its renewals (one per third of it) would then be 180 requests a minute, more than the client's budget
+        // of 120, and the apply's own requests would wait behind them past the test's time.
+        runEdgeplan([...args, ...(args[0] === "apply" ? ["--lock-ttl", "3s"] : []), "manifests", "--stack", stack], {
           cwd: dir.path,
           env: { EDGEPLAN_API_URL: server.url, EDGEPLAN_API_KEY: apiKey },
           timeoutMs: 90_000,
