@@ -17,6 +17,7 @@ import type { HistoryEntry, StackStatus } from "../model/agent.js";
 import { EdgeplanError, EXIT, fileErrorReason } from "../model/errors.js";
 import { parseListenAddress } from "../model/syntax.js";
 import { urlHost } from "../server/listen.js";
+import { waitForSignal } from "./serve.js";
 import { renderAgentIndex, renderAgentStack } from "../render/agent-page.js";
 import { renderAgentStackText, renderAgentStatusTable } from "../render/agent-status.js";
 import { agentRequest } from "./agent-client.js";
@@ -39,7 +40,7 @@ export interface AgentFlags extends Pick<CommonCliOptions, "concurrency" | "rate
 }
 
 /** Runs the agent until `stop` resolves (default: the first SIGTERM or SIGINT). */
-export async function runAgent(flags: AgentFlags, io: CommandIO, stop: Promise<unknown> = firstSignal()): Promise<number> {
+export async function runAgent(flags: AgentFlags, io: CommandIO, stop: Promise<unknown> = waitForSignal()): Promise<number> {
   const listen = parseListenAddress("--listen", flags.listen ?? DEFAULT_AGENT_LISTEN);
   if (flags.data && flags.database) throw new EdgeplanError("--data and --database: choose one (a SQLite file for one agent, PostgreSQL for replicas)");
   const config = await loadAgentConfig(flags.config, io.cwd);
@@ -91,18 +92,6 @@ async function readToken(file: string): Promise<string> {
   }
   if (text.length < 16) throw new EdgeplanError(`--token-file ${file}: the token must be at least 16 characters (e.g. openssl rand -hex 32 > ${file})`);
   return text;
-}
-
-function firstSignal(): Promise<string> {
-  return new Promise((done) => {
-    const on = (signal: string): void => {
-      process.off("SIGTERM", on);
-      process.off("SIGINT", on);
-      done(signal);
-    };
-    process.on("SIGTERM", on);
-    process.on("SIGINT", on);
-  });
 }
 
 /** How the client subcommands reach a running agent. */

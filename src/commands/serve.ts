@@ -174,7 +174,8 @@ function checkDatabaseUrl(url: string, fromFlag: boolean): string {
   return url;
 }
 
-function waitForSignal(): Promise<string> {
+/** Resolves with the first SIGTERM or SIGINT (the handlers removed then). */
+export function waitForSignal(): Promise<string> {
   return new Promise((resolve) => {
     const on = (signal: string): void => {
       process.off("SIGTERM", on);
