@@ -4,6 +4,7 @@
  */
 import { getInput } from "@actions/core";
 import { EdgeplanError } from "../model/errors.js";
+import { ACTIONS_BOT } from "./github.js";
 
 /** Every input of action.yml, by its name there. */
 export const INPUT_NAMES = [
@@ -137,7 +138,7 @@ export function readActionInputs(defaults: InputDefaults = {}): ActionInputs {
     wait: readBooleanInput("wait", false),
     rolloutsOnly: readBooleanInput("rollouts-only", false),
     comment: readBooleanInput("comment", true),
-    commentAuthor: readInput("comment-author") ?? "github-actions[bot]",
+    commentAuthor: readInput("comment-author") ?? ACTIONS_BOT,
     driftIssue: readBooleanInput("drift-issue", false),
   };
   if (command !== undefined) inputs.command = command;

@@ -12,7 +12,8 @@ import { Accounts, readSecret } from "./accounts.js";
 import type { AgentControl } from "./http.js";
 import type { AgentMetrics } from "./metrics.js";
 import type { Notifier } from "./notify.js";
-import { ACK_DIGEST_CHARS, reconcileStack, type ReconcileOutcome } from "./reconcile.js";
+import { pullRequestAcks } from "./pull-requests.js";
+import { ACK_DIGEST_CHARS, reconcileStack, type PlanAcks, type ReconcileOutcome } from "./reconcile.js";
 import { jitterOf, nextDelay } from "./schedule.js";
 import { GitSource } from "./source.js";
 import { eventOf, initialStatus, statusAfter, withCondition, worthKeeping } from "./status.js";
@@ -286,13 +287,36 @@ export class Agent implements AgentControl {
       dir,
       session,
       listings,
-      acks: (digest) => this.deps.store.acks(name, digest),
+      acks: (question) => this.acksOf(name, source, revision, question),
       signal: this.stopping.signal,
       env: this.deps.env,
       ...(this.deps.lockTtl ? { lockTtl: this.deps.lockTtl } : {}),
     });
     await this.accounts.countRequests();
     await this.record(stack, status, outcome, revision, started, source);
+  }
+
+  /**
+   * The acknowledgements of a plan: those given with `agent ack`, then, for the rules still waiting, those written in
+   * the pull request that merged the commit (when the source names its GitHub repository), kept once found.
+   */
+  private async acksOf(stack: string, source: SourceState, revision: Revision | null, q: PlanAcks): Promise<AckRecord[]> {
+    const recorded = await this.deps.store.acks(stack, q.digest);
+    const rules = q.rules.filter((r) => !recorded.some((a) => a.rule === r));
+    const pullRequests = source.config.pullRequests;
+    if (rules.length === 0 || !pullRequests || !revision) return recorded;
+    let found: AckRecord[];
+    try {
+      found = await pullRequestAcks({ ...source.config, pullRequests }, { ...q, stack, sha: revision.sha, rules }, this.deps.env);
+    } catch (err) {
+      this.deps.log(`stack ${stack}: ${messageOf(err)}; only acknowledgements given with edgeplan agent ack count`);
+      return recorded;
+    }
+    for (const ack of found) {
+      await this.deps.store.addAck(ack);
+      this.deps.log(`stack ${stack}: ${ack.rule} acknowledged by ${ack.by} for plan ${q.digest.slice(0, ACK_DIGEST_CHARS)}`);
+    }
+    return [...recorded, ...found];
   }
 
   /** Keeps what a reconciliation came to: status, history, metrics, the notification; then schedules the next one. */

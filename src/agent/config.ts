@@ -5,6 +5,7 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
+import { ACTIONS_BOT } from "../action/github.js";
 import { checkBaseUrl } from "../api/options.js";
 import { checkAgainstSchema } from "../manifest/check-document.js";
 import { decodeManifest, parseOneDocument, Pinner, type ParsedDocument } from "../manifest/yaml-source.js";
@@ -167,6 +168,14 @@ function buildSource(s: AgentConfigFile["sources"][number], at: PropertyKey[], h
   const hook = h.secret(s.webhook?.secret_file, s.webhook?.secret_env);
   if (s.webhook && !hook) h.problem([...at, "webhook"], "webhook: give secret_file or secret_env");
   if (hook) source.webhookSecret = hook;
+  if (s.pull_requests) {
+    const pr = s.pull_requests;
+    const token = h.secret(pr.token_file, pr.token_env);
+    if (!token) h.problem([...at, "pull_requests"], "pull_requests: give token_file or token_env");
+    const apiUrl = pr.api_url ?? "https://api.github.com";
+    if (!sendableUrl(apiUrl)) h.problem([...at, "pull_requests", "api_url"], "api_url: an https:// URL (plain http:// only to a loopback host)");
+    source.pullRequests = { repository: pr.repository, apiUrl, token: token ?? { env: "" }, commentAuthor: pr.comment_author ?? ACTIONS_BOT };
+  }
   return source;
 }
 

@@ -37,13 +37,20 @@ export interface ReconcileInput {
   session: Session;
   /** The account's listings of this cycle, shared by its stacks. */
   listings: Listings;
-  /** The acknowledgements recorded for this stack. */
-  acks: (digest: string) => Promise<AckRecord[]>;
+  /** The acknowledgements of a plan of this stack (recorded with `agent ack`, or in the merged pull request). */
+  acks: (question: PlanAcks) => Promise<AckRecord[]>;
   /** Aborted when the agent stops: the apply finishes the writes in flight, gives back its lease and ends. */
   signal: AbortSignal;
   /** The agent's environment (variables the manifests may read, EDGEPLAN_VAR_*). */
   env: Record<string, string | undefined>;
   lockTtl?: string;
+}
+
+/** The plan whose acknowledgements are asked for: its digest, environment, and the rules that wait. */
+export interface PlanAcks {
+  digest: string;
+  environment: string | undefined;
+  rules: string[];
 }
 
 /** The options a stack's plan and apply run with (the project file of its folder fills the rest). */
@@ -181,7 +188,8 @@ async function waitingFor(plan: Plan, digest: string, input: ReconcileInput): Pr
   const denied = deniedResults(plan).map(
     (d): WaitingEntry => ({ rule: d.rule, level: "deny", message: d.address ? `${d.address}: ${d.message}` : d.message, digest, command: "" }),
   );
-  const acked = (await input.acks(digest)).map((a) => a.rule);
+  const rules = [...new Set(plan.risks.map((r) => r.rule))];
+  const acked = rules.length === 0 ? [] : (await input.acks({ digest, environment: plan.environment?.name, rules })).map((a) => a.rule);
   const risks = unacknowledgedRisks(plan, acked, false).map(
     (r): WaitingEntry => ({ rule: r.rule, level: "ack", message: r.message, digest, command: `edgeplan agent ack ${input.stack.name} ${r.rule} --digest ${short}` }),
   );

@@ -9,6 +9,7 @@ import { AGENT_EVENTS, AGENT_MODES } from "./agent.js";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const name = (what: string) =>
   z
     .string()
@@ -45,6 +46,16 @@ const SourceSchema = z.strictObject({
     .strictObject({ secret_file: file("The secret of /hooks/NAME.").optional(), secret_env: envVar("The secret of /hooks/NAME.").optional() })
     .optional()
     .meta({ description: "The webhook that fetches at once (GitHub's X-Hub-Signature-256, or the same HMAC)." }),
+  pull_requests: z
+    .strictObject({
+      repository: z.string().regex(REPOSITORY, "owner/name").meta({ description: "The GitHub repository of the source." }),
+      api_url: z.string().optional().meta({ description: "GitHub's API. Default: https://api.github.com." }),
+      token_file: file("A token that reads pull requests, their comments and collaborators' permissions.").optional(),
+      token_env: envVar("A token that reads pull requests, their comments and collaborators' permissions.").optional(),
+      comment_author: z.string().min(1).optional().meta({ description: "The login the Action comments as. Default: github-actions[bot]." }),
+    })
+    .optional()
+    .meta({ description: "Acknowledgements written in the pull request that merged a commit (/edgeplan ack) count, as the Action reads them." }),
 });
 
 const StackSchema = z.strictObject({
@@ -73,11 +84,7 @@ const NotificationSchema = z.strictObject({
   secret_env: envVar("webhook: the HMAC-SHA256 secret of X-Edgeplan-Signature-256.").optional(),
   token_file: file("github: the token.").optional(),
   token_env: envVar("github: the token.").optional(),
-  repository: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "owner/name")
-    .optional()
-    .meta({ description: "github: the repository whose commits get a status." }),
+  repository: z.string().regex(REPOSITORY, "owner/name").optional().meta({ description: "github: the repository whose commits get a status." }),
   events: z.array(z.enum(AGENT_EVENTS)).optional().meta({ description: "The events sent. Default: all." }),
   stacks: z.array(z.string()).optional().meta({ description: "The stacks whose events are sent. Default: all." }),
 });

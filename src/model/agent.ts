@@ -35,6 +35,19 @@ export interface AgentSource {
   allowedSignersFile?: string;
   /** The secret of `/hooks/NAME` (GitHub's `X-Hub-Signature-256`, or the same HMAC from any sender). */
   webhookSecret?: SecretRef;
+  /** Where the pull request that merged a commit is read, for the acknowledgements written in it. */
+  pullRequests?: PullRequestSource;
+}
+
+/** A GitHub repository whose merged pull requests may hold `/edgeplan ack` comments (as the Action reads them). */
+export interface PullRequestSource {
+  /** `owner/name`. */
+  repository: string;
+  /** GitHub's API, https:// (http:// only to a loopback host). */
+  apiUrl: string;
+  token: SecretRef;
+  /** The login the Action comments as: its comments hold the record of the plan shown. */
+  commentAuthor: string;
 }
 
 /** A stack the agent keeps converged. */

@@ -31,6 +31,9 @@ describe("the agent's configuration", () => {
     verify: {allowed_signers_file: signers}
     webhook: {secret_env: HOOK}
   - {name: remote, url: "https://git.example.com/r.git", username: bot, password_file: /etc/t, interval: 30s, timeout: 10s}
+  - name: hub
+    url: "https://github.com/acme/routing.git"
+    pull_requests: {repository: acme/routing, token_env: GH}
 stacks:
   - {name: prod, source: routing, path: prod, env: production, api_url: "https://api.example.com", api_key_file: key, mode: warn, prune: true}
   - {name: web, source: remote, interval: 1h, retry_interval: 5s, max_retry_interval: 1m, suspend: true}
@@ -54,6 +57,14 @@ history: 5
           webhookSecret: { env: "HOOK" },
         },
         { name: "remote", url: "https://git.example.com/r.git", ref: "main", intervalMs: 30_000, timeoutMs: 10_000, username: "bot", password: { file: "/etc/t" } },
+        {
+          name: "hub",
+          url: "https://github.com/acme/routing.git",
+          ref: "main",
+          intervalMs: 60_000,
+          timeoutMs: 60_000,
+          pullRequests: { repository: "acme/routing", apiUrl: "https://api.github.com", token: { env: "GH" }, commentAuthor: "github-actions[bot]" },
+        },
       ],
       stacks: [
         {
@@ -102,11 +113,13 @@ history: 5
   it("refuses unknown sources, paths out of the repository, bad durations, twice the same stack, incomplete notifications: all at once", async () => {
     expect(
       await problems(
-        "sources:\n  - {name: routing, url: repo.git, ref: -x}\nstacks:\n  - {name: prod, source: routng, path: ../x, interval: 5q}\n  - {name: prod, source: routing}\nnotifications:\n  - {name: n, type: github}\n  - {name: w, type: webhook, url: http://hooks.example.com, stacks: [prdo]}\n",
+        "sources:\n  - {name: routing, url: repo.git, ref: -x, pull_requests: {repository: acme/r, api_url: http://gh.example.com}}\nstacks:\n  - {name: prod, source: routng, path: ../x, interval: 5q}\n  - {name: prod, source: routing}\nnotifications:\n  - {name: n, type: github}\n  - {name: w, type: webhook, url: http://hooks.example.com, stacks: [prdo]}\n",
       ),
     ).toBe(
       [
         'agent.yaml:2:41: ref: "-x" is not a branch or tag name',
+        "agent.yaml:2:60: pull_requests: give token_file or token_env",
+        "agent.yaml:2:90: api_url: an https:// URL (plain http:// only to a loopback host)",
         "agent.yaml:4:26: source: no source routng; the sources are routing; did you mean routing?",
         "agent.yaml:4:40: path: a folder inside the repository, without .. (e.g. prod)",
         'agent.yaml:4:56: interval: expected a duration of at least 1s (30s, 5m, 1h), got "5q"',
@@ -114,7 +127,7 @@ history: 5
         "agent.yaml:7:5: a github notification needs token_file (or token_env) and repository: owner/name",
         "agent.yaml:8:35: url: an https:// URL (plain http:// only to a loopback host)",
         "agent.yaml:8:70: stacks: no stack prdo",
-        "8 problems in the agent's configuration; the agent did not start",
+        "10 problems in the agent's configuration; the agent did not start",
       ].join("\n"),
     );
   });

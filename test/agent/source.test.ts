@@ -1,16 +1,10 @@
-/**
- * The agent's git sources (src/agent/source.ts), with the real `git` and `ssh-keygen`: a fetch names the commit, a
- * snapshot writes that commit's files whatever the branch became, verification refuses an unsigned commit and one
- * signed by a key not allowed, and a failure never shows a credential.
- */
-import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { GitSource } from "../../src/agent/source.js";
 import type { AgentSource } from "../../src/model/agent.js";
 import { tempDir } from "../reliability/cli.js";
-import { git, makeRepo } from "./world.js";
+import { keyPair, makeRepo } from "./world.js";
 
 const dir = tempDir("agent-source");
 afterAll(() => dir.remove());
@@ -18,12 +12,6 @@ const env = { PATH: process.env.PATH };
 
 function source(over: Partial<AgentSource>): AgentSource {
   return { name: "routing", url: join(dir.path, "routing.git"), ref: "main", intervalMs: 60_000, timeoutMs: 10_000, ...over };
-}
-
-function keyPair(name: string): { key: string; pub: string } {
-  const key = join(dir.path, name);
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", key]);
-  return { key, pub: readFileSync(`${key}.pub`, "utf8").trim() };
 }
 
 describe("a git source", () => {
@@ -64,18 +52,11 @@ describe("a git source", () => {
   });
 
   it("with verification: accepts a commit signed by an allowed key, refuses an unsigned one and one signed by another key", async () => {
-    const allowed = keyPair("allowed");
-    const other = keyPair("other");
+    const allowed = keyPair(dir.path, "allowed");
+    const other = keyPair(dir.path, "other");
     const signers = join(dir.path, "allowed_signers");
     writeFileSync(signers, `ann@example.com ${allowed.pub}\n`);
-    const work = join(dir.path, "work");
-    const signed = (key: string, subject: string): string => {
-      writeFileSync(join(work, "signed.txt"), subject);
-      git(work, "add", "-A");
-      git(work, "-c", "user.name=Ann", "-c", "user.email=ann@example.com", "-c", "gpg.format=ssh", "-c", `user.signingkey=${key}`, "commit", "-qS", "-m", subject);
-      git(work, "push", "-q", "origin", "HEAD:main");
-      return git(work, "rev-parse", "HEAD").trim();
-    };
+    const signed = (key: string, subject: string): string => repo.commit({ "signed.txt": subject }, subject, key);
     const s = new GitSource(source({ allowedSignersFile: signers }), join(dir.path, "cache5"), env);
     const good = signed(allowed.key, "signed");
     expect((await s.fetch()).sha).toBe(good);
