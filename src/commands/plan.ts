@@ -22,7 +22,7 @@ import { loadManifests, openSession, type Session } from "./session.js";
 import { parseAddressPattern, SETTING_PARSERS } from "../model/syntax.js";
 import type { ApiClient } from "../api/client.js";
 import { planRoutes, type RoutePlan } from "../core/routes.js";
-import { inScope, scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
+import { inScope, isUnmatchedTarget, scopeDesired, scopeReachesKind, type Scope } from "../core/scope.js";
 import { declaredModules, recordedReads } from "../core/inventory.js";
 import { isInventoryObject, parseInventory } from "../model/inventory.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
@@ -171,6 +171,14 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     }
     if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place, where), "plan");
     const hasChanges = planHasChanges(plan);
+    const unmatched = plan.warnings.filter(isUnmatchedTarget).length;
+    if (unmatched > 0 && options.detailedExitcode) {
+      // A script reads exit 0 as "nothing to do": a mistyped target must not look like that.
+      io.stderr(
+        `edgeplan: ${unmatched === 1 ? "a --target names" : `${unmatched} --target flags name`} nothing (see the warning above); with --detailed-exitcode that is an error\n`,
+      );
+      return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges };
+    }
     return {
       exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,
       diagnostics: loaded.diagnostics,

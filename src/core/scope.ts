@@ -143,6 +143,13 @@ export function unmatchedTargets(scope: Scope, addresses: readonly string[]): st
     .map((t) => {
       const near = closest(t, addresses);
       const fix = near === undefined ? "check the address (a plan without --target shows them)" : `did you mean ${near}?`;
-      return `--target ${t} names nothing in the manifests or among the stack's objects; ${fix}`;
+      return `--target ${t}${NAMES_NOTHING}${fix}`;
     });
+}
+
+const NAMES_NOTHING = " names nothing in the manifests or among the stack's objects; ";
+
+/** Whether a plan's warning is one of unmatchedTargets'. */
+export function isUnmatchedTarget(warning: string): boolean {
+  return warning.startsWith("--target ") && warning.includes(NAMES_NOTHING);
 }

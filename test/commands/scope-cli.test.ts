@@ -128,6 +128,19 @@ describe("--target and --exclude (built CLI, real server)", () => {
     );
     expect(w.log()).toEqual([]);
   });
+
+  it("a mistyped --target is a warning with the nearest address, and an error (exit 1) under --detailed-exitcode", async () => {
+    const w = await startWorld();
+    w.manifests({ "checkout.yaml": checkout(9000, 1000) });
+    const warning = "  ! --target weighted_backend.chekout names nothing in the manifests or among the stack's objects; did you mean weighted_backend.checkout?";
+    const plain = await w.cli(["plan", "m", "--target", "weighted_backend.chekout"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout + plain.stderr).toContain(warning);
+    const detailed = await w.cli(["plan", "m", "--target", "weighted_backend.chekout", "--detailed-exitcode"]);
+    expect(detailed.code).toBe(1);
+    expect(detailed.stdout + detailed.stderr).toContain(warning);
+    expect(detailed.stderr.trimEnd().split("\n").at(-1)).toBe("edgeplan: a --target names nothing (see the warning above); with --detailed-exitcode that is an error");
+  });
 });
 
 describe("ignore_changes (built CLI, real server)", () => {
