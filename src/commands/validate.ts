@@ -97,14 +97,19 @@ async function validateIn(paths: string[], project: ProjectFileResult, named: st
  * The validations to run: one (in the environment `--env` names or the only one), or with `--all-envs` one per
  * environment of the project file (one, in none, when it defines none or has errors).
  */
-async function validateAll(paths: string[], options: ValidateOptions): Promise<ValidateOutcome[]> {
+async function validateAll(paths: string[], options: ValidateOptions): Promise<{ outcomes: ValidateOutcome[]; note?: string }> {
   const project = await readProject(options);
   const names = Object.keys(project.environments ?? {});
   const failed = project.diagnostics.some((d) => d.severity === "error");
-  if (options.allEnvs !== true || names.length === 0 || failed) return [await validateIn(paths, project, options.envName, options)];
+  if (options.allEnvs !== true || names.length === 0 || failed) {
+    const outcomes = [await validateIn(paths, project, options.envName, options)];
+    if (options.allEnvs !== true) return { outcomes };
+    const why = failed ? "the project file has errors" : "the project file defines no environments";
+    return { outcomes, note: `note: --all-envs: ${why}, so the manifests are validated once, as without it\n` };
+  }
   const outcomes: ValidateOutcome[] = [];
   for (const name of names) outcomes.push(await validateIn(paths, project, name, options));
-  return outcomes;
+  return { outcomes };
 }
 
 const failed = (o: ValidateOutcome): boolean => o.diagnostics.some((d) => d.severity === "error");
@@ -118,16 +123,14 @@ export async function runValidate(paths: string[], options: ValidateOptions = {}
   }
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
-  const outcomes = await validateAll(paths, options);
+  const { outcomes, note } = await validateAll(paths, options);
   const code = outcomes.some(failed) ? EXIT.error : EXIT.ok;
   if (format === "json") {
     stdout.write(renderValidateJson(outcomes, options.allEnvs === true));
     return code;
   }
   const grouped = options.allEnvs === true && outcomes.length > 1;
-  if (options.allEnvs === true && !grouped && outcomes[0]?.environment === null) {
-    stderr.write("note: --all-envs: the project file defines no environments, so the manifests are validated once, as without it\n");
-  }
+  if (note) stderr.write(note);
   for (const o of outcomes) {
     let text = grouped && o.diagnostics.length > 0 ? `environment ${o.environment}:\n` : "";
     if (options.verbose) for (const f of o.read.skipped) text += `note: skipped ${f}: no document in it has a kind, so it is not a manifest\n`;

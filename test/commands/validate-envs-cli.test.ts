@@ -103,4 +103,11 @@ describe("validate --all-envs", () => {
       err: "note: --all-envs: the project file defines no environments, so the manifests are validated once, as without it\n",
     });
   });
+
+  it("with errors in the project file, validates once and says that is why", async () => {
+    const broken = await validate({ ...files, "edgeplan.yaml": `${PROJECT}bogus: 1\n` }, [], { allEnvs: true });
+    expect(broken.code).toBe(1);
+    expect(broken.err.split("\n")[0]).toBe("note: --all-envs: the project file has errors, so the manifests are validated once, as without it");
+    expect(broken.err.split("\n")[1]).toMatch(/^edgeplan\.yaml:7:1: unknown field bogus; remove it \(the fields here are paths, stack, /);
+  });
 });
