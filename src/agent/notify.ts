@@ -115,27 +115,36 @@ export class Notifier {
       throw new Error("the URL must be https:// (http:// only to loopback)");
     const send = this.deps.fetch ?? fetch;
     let why = "";
+    let tries = 0;
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      tries = attempt;
       try {
-        const res = await send(d.url, { method: "POST", headers: d.headers, body: d.body, signal: AbortSignal.timeout(this.deps.timeoutMs ?? 10_000) });
+        // A redirect is not followed: it would take the body, its signature or the token to an address not configured.
+        const signal = AbortSignal.timeout(this.deps.timeoutMs ?? 10_000);
+        const res = await send(d.url, { method: "POST", headers: d.headers, body: d.body, signal, redirect: "manual" });
         await res.text().catch(() => "");
         if (res.ok) return;
-        why = `answered ${res.status}`;
+        why = res.status >= 300 && res.status < 400 ? `answered ${res.status}, a redirect, which is not followed` : `answered ${res.status}`;
         if (res.status < 500 && res.status !== 429) break;
       } catch (err) {
         why = err instanceof Error && err.name === "TimeoutError" ? "no answer within the timeout" : "no answer";
       }
     }
-    throw new Error(`not delivered after ${ATTEMPTS} tries (${why}); the next event is sent as usual`);
+    throw new Error(`not delivered after ${tries === 1 ? "1 try" : `${tries} tries`} (${why}); the next event is sent as usual`);
   }
 }
 
+/**
+ * The Slack text: what a commit or a manifest says (subject, author, message, addresses) is escaped as Slack asks
+ * (`&`, `<`, `>`), so that `<!channel>` or `<https://x|click>` in a commit subject is shown, never a ping or a link.
+ */
 function slackText(e: StackEvent): string {
-  const rev = e.revision ? ` ${e.revision.sha.slice(0, 7)} "${e.revision.subject}" by ${e.revision.author}` : "";
+  const esc = (text: string): string => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const rev = e.revision ? ` ${e.revision.sha.slice(0, 7)} "${esc(e.revision.subject)}" by ${esc(e.revision.author)}` : "";
   const changes = e.changes
     .slice(0, SHOWN_CHANGES)
-    .map((c) => `\n• ${c}`)
+    .map((c) => `\n• ${esc(c)}`)
     .join("");
   const more = e.changes.length > SHOWN_CHANGES ? `\n… and ${e.changes.length - SHOWN_CHANGES} more` : "";
-  return `${ICON[e.event]} ${e.stack} ${e.event.replace("_", " ")}${rev}: ${e.message}${changes}${more}`;
+  return `${ICON[e.event]} ${e.stack} ${e.event.replace("_", " ")}${rev}: ${esc(e.message)}${changes}${more}`;
 }

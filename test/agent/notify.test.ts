@@ -26,6 +26,10 @@ beforeAll(async () => {
     req.on("data", (c: Buffer) => (body += c.toString()));
     req.on("end", () => {
       got.push({ path: req.url ?? "", headers: req.headers, body });
+      if (req.url === "/redirect") {
+        res.writeHead(307, { location: "/landed" }).end();
+        return;
+      }
       res.statusCode = failNext-- > 0 ? 500 : 201;
       res.end("{}");
     });
@@ -103,5 +107,24 @@ describe("notifications", () => {
     await n.notify(event("applied"));
     expect(logs).toEqual(["notification chat: not delivered after 3 tries (answered 500); the next event is sent as usual"]);
     expect(logs.join("\n")).not.toContain("canary");
+  });
+
+  it("slack: a commit's words are shown, never a ping or a link; a redirect is not followed", async () => {
+    got.length = 0;
+    const { n, logs } = await notifier(
+      [
+        { name: "chat", type: "slack", url: "", secret: { env: "SLACK_URL" }, events: ALL },
+        { name: "moved", type: "webhook", url: `${base}/redirect`, secret: { env: "SECRET" }, events: ALL },
+      ],
+      { SLACK_URL: `${base}/slack/x`, SECRET: "canary-secret" },
+    );
+    const hostile = { ...revision, subject: "<!channel> & <https://evil.example|click>", author: "<@U123>" };
+    await n.notify({ ...event("failed", "bad <b>"), revision: hostile });
+    const slack = got.find((g) => g.path === "/slack/x") as Got;
+    expect(JSON.parse(slack.body).text).toBe(
+      ':x: prod failed 3f1c2a9 "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;" by &lt;@U123&gt;: bad &lt;b&gt;\n• weighted_backend.api: update',
+    );
+    expect(got.filter((g) => g.path.startsWith("/landed"))).toEqual([]);
+    expect(logs).toEqual(["notification moved: not delivered after 1 try (answered 307, a redirect, which is not followed); the next event is sent as usual"]);
   });
 });
