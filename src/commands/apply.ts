@@ -49,7 +49,8 @@ import { EdgeplanError, EXIT, type Diagnostic } from "../model/errors.js";
 import type { Change, Plan, SamlOutput } from "../model/plan.js";
 import type { DesiredState, LiveState, LiveWeightedBackend } from "../model/state.js";
 import type { CommandIO } from "./io.js";
-import { showPlan, showPlanOnly, showReport } from "./apply-show.js";
+import { showPlan, showPlanOnly, showReport, type ShowOptions } from "./apply-show.js";
+import type { HtmlPlanPlace } from "../render/html.js";
 import { PLAN_FORMATS, type PlanFormat } from "./output.js";
 import { fetchForPlan, planEnvironment, planOptionsFrom, type PlanFlags } from "./plan.js";
 import { startProgress } from "./progress.js";
@@ -59,6 +60,7 @@ import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
 import { claimModules, type HeldClaim } from "../apply/claim.js";
 import { acquireLease, currentHolder, formatMs, type HeldLease, type LeftLease } from "../apply/lease.js";
+import type { LeaseHolder } from "../model/lease.js";
 import { NoAnswerError } from "../api/errors.js";
 import { describeGone, type GoneCause } from "../api/reachability.js";
 import { parseTimeout, SETTING_PARSERS } from "../model/syntax.js";
@@ -156,103 +158,45 @@ export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130,
  * CLI prints them and exits 1); once changes ran, the result carries the exit code (0, 3, 4, or 130/143).
  */
 export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promise<ApplyCommandResult> {
-  const { options, saved, newPlan } = await withSavedPlan(given, io);
-  const { format, acks } = checkApplyFlags(options, io);
-  const waitMs = checkRolloutFlags(options);
-  const lock = lockOptionsFrom(options);
-  let diagnostics: Diagnostic[] = [];
-  let desired: DesiredState | undefined;
-  if (saved) {
-    // A file that disagrees with itself is refused before anything is sent, the lease included.
-    const disagreements = checkPlan(saved);
-    if (disagreements.length > 0) {
-      const again = planCommand(given, io, options.environment?.name, options.plan as string, typedStackArgs(given, io));
-      throw buildDisagreementError(options.plan as string, "itself", disagreements, "applied", again);
-    }
-    checkSavedPlanEnvironment(saved, options.environment?.name ?? null, options.plan as string, (env) => newPlan(env, env));
-  } else {
-    const loaded = await loadManifests(options.paths, io, options.environment ?? null);
-    desired = loaded.desired;
-    diagnostics = loaded.diagnostics;
-  }
-
-  const session = given.session ?? (await openSession(options, io, desired));
+  const start = await prepareApply(given, io);
+  const { options, saved } = start;
+  const session = given.session ?? (await openSession(options, io, start.desired));
   const unlockWhere = whereText(given, options.environment?.name, io.env);
   let lease: HeldLease | undefined;
   let claim: HeldClaim | null = null;
   try {
     // Before the lease, whose create is a write: a plan made elsewhere sends nothing here.
-    if (saved) checkSavedPlanApi(saved, session.api, options.plan as string, newPlan(options.environment?.name, "new"));
+    if (saved) checkSavedPlanApi(saved, session.api, options.plan as string, start.newPlan(options.environment?.name, "new"));
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
     const holder = currentHolder(io.env, options.environment?.name);
     lease = await acquireLease(session.client, {
-      ...lock,
+      ...start.lock,
       stack: saved?.stack ?? session.stack,
       holder,
       onWait: (line) => io.stderr(`${line}\n`),
       unlockWhere,
       apiNow: () => session.clock.now(),
     });
-    const chosen = saved
-      ? await fromSavedPlan(saved, options, io, session, planCommand(given, io, options.environment?.name, options.plan as string, stackArgs(saved, session, given, io)))
-      : await planFromManifests(
-          desired as DesiredState,
-          {
-            ...planOptionsFrom(options, session.stack),
-            // The lease's answers told the API's clock: a step's interval is measured by it (src/api/api-clock.ts).
-            now: session.clock.now(),
-            retryRollouts: options.retryRollout ?? [],
-            environment: planEnvironment(options.environment, session),
-          },
-          session,
-          lease.listing.map(liveWeightedBackend),
-        );
+    const chosen = await planUnderLease(given, start, io, session, lease);
     const { plan, fromManifests } = chosen;
     // A page of a plan made now says where and when; a saved plan's says its API (src/render/html.ts).
     const place = fromManifests ? { api_url: session.api.url, at: new Date(session.clock.now()).toISOString() } : undefined;
-    if (chosen.diagnostics) diagnostics = chosen.diagnostics;
     // The commands the plan and the report name (`rollout promote NAME`, ...) reach this API and stack as printed.
     const stack = saved !== undefined && saved.stack !== session.stack ? saved.stack : typedStack(given, io.env);
     const shown = { ...options, where: stackWhere(given, options.environment?.name, io.env, stack) };
-
-    if (options.planShown !== true) showPlan(plan, format, shown, io);
-    const hasChanges = planHasChanges(plan);
-    const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics, plan, hasChanges };
-    if (!hasChanges) {
-      await showPlanOnly(plan, format, shown, io, place);
-      io.stderr("Nothing to apply: no change was sent.\n");
-      return result;
-    }
-    const idle = idleRollouts(plan, session.clock.now());
-    if (idle !== null && options.wait !== true) {
-      await showPlanOnly(plan, format, shown, io, place);
-      io.stderr(completeCommands(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`, shown.where));
-      result.exitCode = idle.halted ? EXIT.partial : idle.paused ? EXIT.paused : EXIT.ok;
-      return result;
-    }
+    const result: ApplyCommandResult = { exitCode: EXIT.ok, diagnostics: chosen.diagnostics ?? start.diagnostics, plan, hasChanges: planHasChanges(plan) };
+    if (options.planShown !== true) showPlan(plan, start.format, shown, io);
+    if (await nothingToSend(plan, result, { session, shown, io, place, format: start.format, wait: options.wait === true })) return result;
     try {
-      const denied = deniedResults(plan);
-      if (denied.length > 0) throw buildPolicyDenial(denied, "apply");
-      options.review?.(plan);
-      await approve(plan, acks, options, io);
-      // Last before the first write: modules claimed, taken over or forgotten hold across the stacks of the account.
-      claim = await claimModules(session.client, plan, {
-        holder,
-        timeoutMs: lock.timeoutMs,
-        ttlMs: lock.ttlMs,
-        onWait: (line) => io.stderr(`${line}\n`),
-        saved: saved ? (options.plan as string) : null,
-        unlockWhere,
-      });
+      claim = await beforeFirstWrite(plan, start, io, session, { holder, unlockWhere });
     } catch (err) {
-      await showPlanOnly(plan, format, shown, io, place);
+      await showPlanOnly(plan, start.format, shown, io, place);
       throw err;
     }
-
     const toRun = claim?.plan ?? plan;
     const known = claim && fromManifests ? { ...fromManifests, before: { ...fromManifests.before, weightedBackends: claim.listing } } : fromManifests;
-    const run = await runChanges(toRun, session, shown, io, { fromManifests: known, waitMs, lease, claim });
-    await reportRun(toRun, run, { session, fromManifests: known, format, options: shown }, io, result);
+    const run = await runChanges(toRun, session, shown, io, { fromManifests: known, waitMs: start.waitMs, lease, claim });
+    await reportRun(toRun, run, { session, fromManifests: known, format: start.format, options: shown }, io, result);
     showWhyStopped(run, session, io);
     return result;
   } finally {
@@ -260,6 +204,103 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     if (lease) showLeftLease(await lease.release(), saved?.stack ?? session.stack, io, unlockWhere);
     if (given.session === undefined) await session.close();
   }
+}
+
+/** What an apply knows before it opens its session: its options, the saved plan or the manifests, its flags. */
+interface Prepared {
+  options: ApplyCommandOptions;
+  saved: Plan | undefined;
+  /** The command that makes a new plan (for a refusal to quote), with the environment and a file tag. */
+  newPlan: (env: string | undefined, tag: string) => string;
+  format: PlanFormat;
+  acks: ReturnType<typeof parseAckRules>;
+  waitMs: ReturnType<typeof checkRolloutFlags>;
+  lock: ReturnType<typeof lockOptionsFrom>;
+  desired: DesiredState | undefined;
+  diagnostics: Diagnostic[];
+}
+
+/** The options, flags and saved plan (checked against itself and its environment) or manifests: nothing is sent yet. */
+async function prepareApply(given: ApplyCommandOptions, io: CommandIO): Promise<Prepared> {
+  const { options, saved, newPlan } = await withSavedPlan(given, io);
+  const { format, acks } = checkApplyFlags(options, io);
+  const base = { options, saved, newPlan, format, acks, waitMs: checkRolloutFlags(options), lock: lockOptionsFrom(options) };
+  if (!saved) {
+    const loaded = await loadManifests(options.paths, io, options.environment ?? null);
+    return { ...base, desired: loaded.desired, diagnostics: loaded.diagnostics };
+  }
+  // A file that disagrees with itself is refused before anything is sent, the lease included.
+  const disagreements = checkPlan(saved);
+  if (disagreements.length > 0) {
+    const again = planCommand(given, io, options.environment?.name, options.plan as string, typedStackArgs(given, io));
+    throw buildDisagreementError(options.plan as string, "itself", disagreements, "applied", again);
+  }
+  checkSavedPlanEnvironment(saved, options.environment?.name ?? null, options.plan as string, (env) => newPlan(env, env));
+  return { ...base, desired: undefined, diagnostics: [] };
+}
+
+/** The plan applied, made under the lease: the saved one checked against the live side, or a new one of the manifests. */
+function planUnderLease(given: ApplyCommandOptions, start: Prepared, io: CommandIO, session: Session, lease: HeldLease): Promise<ToApply> {
+  const { options, saved } = start;
+  if (saved)
+    return fromSavedPlan(saved, options, io, session, planCommand(given, io, options.environment?.name, options.plan as string, stackArgs(saved, session, given, io)));
+  const planOptions = {
+    ...planOptionsFrom(options, session.stack),
+    // The lease's answers told the API's clock: a step's interval is measured by it (src/api/api-clock.ts).
+    now: session.clock.now(),
+    retryRollouts: options.retryRollout ?? [],
+    environment: planEnvironment(options.environment, session),
+  };
+  return planFromManifests(start.desired as DesiredState, planOptions, session, lease.listing.map(liveWeightedBackend));
+}
+
+/**
+ * True (after saying so) when the plan sends nothing: no change, or only rollout steps that are not due (without
+ * `--wait`); the result's exit code says whether a rollout waits at a gate or halted.
+ */
+async function nothingToSend(
+  plan: Plan,
+  result: ApplyCommandResult,
+  c: { session: Session; shown: ShowOptions & { where: string }; io: CommandIO; place: HtmlPlanPlace | undefined; format: PlanFormat; wait: boolean },
+): Promise<boolean> {
+  if (!result.hasChanges) {
+    await showPlanOnly(plan, c.format, c.shown, c.io, c.place);
+    c.io.stderr("Nothing to apply: no change was sent.\n");
+    return true;
+  }
+  const idle = idleRollouts(plan, c.session.clock.now());
+  if (idle === null || c.wait) return false;
+  await showPlanOnly(plan, c.format, c.shown, c.io, c.place);
+  c.io.stderr(completeCommands(`${idle.lines.join("\n")}\nNothing is due: no change was sent.\n`, c.shown.where));
+  result.exitCode = idle.halted ? EXIT.partial : idle.paused ? EXIT.paused : EXIT.ok;
+  return true;
+}
+
+/**
+ * The checks before the first write, in order: the policies' denials, the caller's review, the risks'
+ * approval, then the account's claim lease for the modules the plan claims, takes over or forgets.
+ */
+async function beforeFirstWrite(
+  plan: Plan,
+  start: Prepared,
+  io: CommandIO,
+  session: Session,
+  lease: { holder: LeaseHolder; unlockWhere: string | undefined },
+): Promise<HeldClaim | null> {
+  const { options, saved, lock } = start;
+  const denied = deniedResults(plan);
+  if (denied.length > 0) throw buildPolicyDenial(denied, "apply");
+  options.review?.(plan);
+  await approve(plan, start.acks, options, io);
+  // Last before the first write: modules claimed, taken over or forgotten hold across the stacks of the account.
+  return claimModules(session.client, plan, {
+    holder: lease.holder,
+    timeoutMs: lock.timeoutMs,
+    ttlMs: lock.ttlMs,
+    onWait: (line) => io.stderr(`${line}\n`),
+    saved: saved ? (options.plan as string) : null,
+    unlockWhere: lease.unlockWhere,
+  });
 }
 
 /**
