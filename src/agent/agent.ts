@@ -70,6 +70,8 @@ export class Agent implements AgentControl {
   private readonly accounts: Accounts;
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | null = null;
+  /** The stacks (and URLs) already warned that the commit chooses where their key goes. */
+  private readonly warned = new Set<string>();
 
   constructor(
     private readonly config: AgentConfig,
@@ -255,8 +257,20 @@ export class Agent implements AgentControl {
     if (source.snapshot === null) return null;
     const dir = await source.snapshot;
     const apiUrl = stack.config.apiUrl ?? (await apiUrlOf(join(dir, stack.config.path), stack.config.env, this.deps.env));
+    if (stack.config.apiUrl === undefined && !source.config.allowedSignersFile) this.warnOnce(stack.config.name, apiUrl, source.config);
     const apiKey = await readSecret(stack.config.apiKey ?? { env: "EDGEPLAN_API_KEY" }, this.deps.env, `stack ${stack.config.name}: the API key`);
     return { apiUrl, apiKey };
+  }
+
+  /** Says once per stack and URL that the commit, which nobody verifies, chooses where the stack's key is sent. */
+  private warnOnce(stack: string, apiUrl: string, source: AgentSource): void {
+    const key = `${stack}\n${apiUrl}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.deps.log(
+      `warning: stack ${stack}: its API URL ${apiUrl} comes from the commit, so whoever can push to ${source.ref} of source ${source.name} chooses where its key goes; ` +
+        `set api_url on the stack in ${this.config.file}, or verify commits (docs/agent.md, "Where the key goes")`,
+    );
   }
 
   private start1(stack: StackState, run: () => Promise<void>): void {

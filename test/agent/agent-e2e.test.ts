@@ -40,20 +40,22 @@ describe("edgeplan agent", () => {
   });
 
   it("keeps five stacks converged from a git repository, by their modes, with acks, rollouts, webhooks and a clean stop", async () => {
+    writeFileSync(join(dir.path, "fixtures.yaml"), FIXTURES);
+    server = await spawnServer(["--fixtures", join(dir.path, "fixtures.yaml")], {}, { apiKey });
     const { bare, commit } = makeRepo(dir.path);
     commit(
       {
         "prod/edgeplan.yaml": "max_shift: 20\n",
         "prod/backends.yaml": wb("api", 50, 50),
         "warn/backends.yaml": wb("w-api", 50, 50),
+        // This stack's API URL comes from the commit (none in the agent's configuration).
+        "detect/edgeplan.yaml": `api_url: "${server.url}"\n`,
         "detect/backends.yaml": wb("d-api", 50, 50),
         "roll/backends.yaml": wb("r-api", 100, 0),
         "hook/backends.yaml": wb("h-api", 50, 50),
       },
       "first routing",
     );
-    writeFileSync(join(dir.path, "fixtures.yaml"), FIXTURES);
-    server = await spawnServer(["--fixtures", join(dir.path, "fixtures.yaml")], {}, { apiKey });
     const api = apiClient(server.url, apiKey);
     receiver = createServer((req, res) => {
       let body = "";
@@ -68,7 +70,7 @@ describe("edgeplan agent", () => {
     writeFileSync(join(dir.path, "key"), `${apiKey}\n`);
     writeFileSync(join(dir.path, "token"), `${token}\n`);
     const stackLines = (name: string, mode: string, source = "fast") =>
-      `  - {name: ${name}, source: ${source}, path: ${name}, api_url: "${server.url}", api_key_file: key, interval: 2s, retry_interval: 1s, mode: ${mode}}\n`;
+      `  - {name: ${name}, source: ${source}, path: ${name},${name === "detect" ? "" : ` api_url: "${server.url}",`} api_key_file: key, interval: 2s, retry_interval: 1s, mode: ${mode}}\n`;
     writeFileSync(
       join(dir.path, "agent.yaml"),
       `sources:\n  - {name: fast, url: ${bare}, ref: main, interval: 1s}\n  - {name: hooked, url: ${bare}, ref: main, interval: 1h, webhook: {secret_env: HOOK_SECRET}}\n` +
@@ -168,6 +170,11 @@ describe("edgeplan agent", () => {
     expect((await live("h-api"))?.backends[A]).toBe(50);
     expect((await http(url, "POST", "/hooks/hooked", { rawBody: body, headers: { "X-Hub-Signature-256": good, "Content-Type": "application/json" } })).status).toBe(202);
     await step("fetched at once and applied", 5_000, async () => ((await live("h-api"))?.backends[A] === 20 ? true : undefined));
+
+    // The stack whose API URL comes from an unverified commit is warned of, once; the others are not.
+    expect(agent.stderr().match(/warning: stack \S+: its API URL .*/g)).toEqual([
+      `warning: stack detect: its API URL ${server.url} comes from the commit, so whoever can push to main of source fast chooses where its key goes; set api_url on the stack in agent.yaml, or verify commits (docs/agent.md, "Where the key goes")`,
+    ]);
 
     // No secret anywhere: logs, page, metrics, notifications.
     const metrics = (await http(url, "GET", "/metrics")).text;
