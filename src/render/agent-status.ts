@@ -33,12 +33,20 @@ function columns(rows: string[][]): string {
     .join("\n");
 }
 
+/**
+ * Text for a terminal, with every control character but the line feed written as `\xHH`: a commit's subject or
+ * author, or an error message, holding an escape sequence is shown, never obeyed by the terminal.
+ */
+function printable(text: string): string {
+  return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 export function renderAgentStatusTable(stacks: StackStatus[]): string {
   if (stacks.length === 0) return "No stacks.\n";
   const rows = [["NAME", "MODE", "REVISION", "READY", "SUSPENDED", "MESSAGE"]];
   for (const s of stacks)
     rows.push([s.name, s.mode, shortSha(s.last_applied_revision), conditionOf(s, "Ready")?.status ?? "Unknown", s.suspended ? "True" : "False", headlineOf(s)]);
-  return `${columns(rows)}\n`;
+  return `${printable(columns(rows))}\n`;
 }
 
 function revisionLine(r: Revision | null): string {
@@ -62,5 +70,5 @@ export function renderAgentStackText(status: StackStatus, history: HistoryEntry[
     for (const h of history)
       lines.push(`  ${h.finished_at}  ${h.trigger.padEnd(8)}  ${shortSha(h.revision).padEnd(12)}  ${h.result.padEnd(8)}  ${(h.message.split("\n")[0] ?? "").slice(0, 160)}`);
   }
-  return `${lines.join("\n")}\n`;
+  return `${printable(lines.join("\n"))}\n`;
 }
