@@ -38,6 +38,7 @@ function columns(rows: string[][]): string {
  * author, or an error message, holding an escape sequence is shown, never obeyed by the terminal.
  */
 function printable(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is escaped
   return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 

@@ -155,6 +155,7 @@ describe("agent status as text", () => {
     const hostile = { ...rev("e", "\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007\r"), author: "Eve\u001b[2J" };
     const s = stack("web", { last_applied_revision: hostile, last_attempted_revision: hostile }, "False", "ApplyFailed", "bad\u001b[31m red\tword");
     const text = renderAgentStackText(s, []) + renderAgentStatusTable([s]);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must not be left
     expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(text).toContain('Last applied revision:   eeeeeeeeeeee "\\x1b]8;;https://evil.example\\x07click\\x1b]8;;\\x07\\x0d" by Eve\\x1b[2J');
     expect(text).toContain("web   correct  eeeeeeeeeeee  False  False      bad\\x1b[31m red\\x09word");
