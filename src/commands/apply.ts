@@ -16,7 +16,7 @@
 import { resolve } from "node:path";
 import { fetchTouched } from "../api/fetch-live.js";
 import { liveWeightedBackend } from "../api/live-state.js";
-import type { CommonCliOptions } from "../api/options.js";
+import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
 import {
   buildDeclinedRefusal,
   buildNoTerminalRefusal,
@@ -150,6 +150,22 @@ export function lockOptionsFrom(options: Pick<ApplyCommandOptions, "lockTimeout"
   };
 }
 
+/**
+ * A warning when renewing the lease (every third of `--lock-ttl`) alone takes more than half of what `--rate-limit`
+ * allows: the apply's own requests would wait behind the renewals. A renewal is needed, so it is no error.
+ */
+export function lockBudgetWarning(ttlMs: number, rateLimit: string | undefined): string | null {
+  const limit = SETTING_PARSERS.rateLimit(rateLimit ?? CLIENT_DEFAULTS.rateLimit);
+  if (limit === null) return null;
+  const renewals = Math.ceil((3 * limit.windowMs) / ttlMs);
+  if (renewals * 2 <= limit.count) return null;
+  const least = formatMs(Math.ceil((6 * limit.windowMs) / limit.count / 1000) * 1000);
+  return (
+    `warning: --lock-ttl ${formatMs(ttlMs)}: renewing the lease every ${formatMs(Math.round(ttlMs / 3))} takes ${renewals} of the ${limit.count} requests ` +
+    `per ${formatMs(limit.windowMs)} that --rate-limit allows, and the apply's requests wait behind them; use --lock-ttl ${least} or more, or a higher --rate-limit`
+  );
+}
+
 /** Exit code of a run interrupted by a signal: 128 + the signal's number, as shells report it. */
 export const EXIT_INTERRUPTED: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -225,6 +241,8 @@ async function prepareApply(given: ApplyCommandOptions, io: CommandIO): Promise<
   const { options, saved, newPlan } = await withSavedPlan(given, io);
   const { format, acks } = checkApplyFlags(options, io);
   const base = { options, saved, newPlan, format, acks, waitMs: checkRolloutFlags(options), lock: lockOptionsFrom(options) };
+  const budget = lockBudgetWarning(base.lock.ttlMs, options.rateLimit);
+  if (budget) io.stderr(`${budget}\n`);
   if (!saved) {
     const loaded = await loadManifests(options.paths, io, options.environment ?? null);
     return { ...base, desired: loaded.desired, diagnostics: loaded.diagnostics };

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "../../src/apply/lease-record.js";
 import { isLeaseObject, parseLease, type LeaseHolder } from "../../src/model/lease.js";
-import { lockOptionsFrom } from "../../src/commands/apply.js";
+import { lockBudgetWarning, lockOptionsFrom } from "../../src/commands/apply.js";
 
 const HOLDER: LeaseHolder = { host: "ci-7", pid: 4242, started_at: "2026-01-02T03:04:05Z", token: "t1" };
 const obj = (id: string, stack: string, renewals = 0): { id: string; metadata: string } => ({ id, metadata: buildLeaseBody(stack, HOLDER, 60_000, renewals).metadata });
@@ -62,5 +62,18 @@ describe("lease objects", () => {
     expect(lockOptionsFrom({ lockTimeout: "90s", lockTtl: "1.5m" })).toEqual({ timeoutMs: 90_000, ttlMs: 90_000 });
     expect(() => lockOptionsFrom({ lockTimeout: "5 min" })).toThrow('--lock-timeout: expected milliseconds from 0 to 86400000 (or a duration such as 30s), got "5 min"');
     expect(() => lockOptionsFrom({ lockTtl: "500ms" })).toThrow('--lock-ttl: expected milliseconds from 1000 to 86400000 (or a duration such as 30s), got "500ms"');
+  });
+
+  it("warns when renewing the lease alone takes more than half of --rate-limit's requests", () => {
+    expect(lockBudgetWarning(1000, undefined)).toBe(
+      "warning: --lock-ttl 1s: renewing the lease every 333ms takes 180 of the 120 requests per 1m that --rate-limit allows, and the apply's requests wait behind them; use --lock-ttl 3s or more, or a higher --rate-limit",
+    );
+    expect(lockBudgetWarning(3000, undefined)).toBeNull();
+    expect(lockBudgetWarning(60_000, "10/1s")).toBeNull();
+    expect(lockBudgetWarning(1000, "4/1s")).toBe(
+      "warning: --lock-ttl 1s: renewing the lease every 333ms takes 3 of the 4 requests per 1s that --rate-limit allows, and the apply's requests wait behind them; use --lock-ttl 2s or more, or a higher --rate-limit",
+    );
+    expect(lockBudgetWarning(2000, "4/1s")).toBeNull();
+    expect(lockBudgetWarning(1000, "off")).toBeNull();
   });
 });

@@ -73,6 +73,7 @@ describe("apply killed with SIGKILL at random points", () => {
 
           const finish = await runEdgeplan(args("apply"), { cwd, env, timeoutMs: 60_000 });
           expect(finish.code, `trial ${trial}, variant ${variant}:\n${finish.stdout}\n${finish.stderr}`).toBe(0);
+          expect(finish.stderr.split("\n").filter((l) => l.startsWith("warning: --lock-ttl 1s: renewing the lease every 333ms takes 180 of the 120"))).toHaveLength(1);
           expect(finish.stdout).toMatch(/^(Converged: the live state matches the manifests|No changes\. Live state matches the manifests)\.$/m);
           const after = markersInStore(data, apiKey).byMarker;
           const ours = [...after.entries()].filter(([m]) => m.startsWith(`${stack}/`));
