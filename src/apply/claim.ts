@@ -15,7 +15,7 @@ import type { LeaseHolder } from "../model/lease.js";
 import type { Change, Plan } from "../model/plan.js";
 import type { LiveWeightedBackend } from "../model/state.js";
 import { readInventories, rebaseInventoryChanges, type ClaimConflict } from "../core/inventory.js";
-import { acquireLease, type HeldLease } from "./lease.js";
+import { acquireLease, type ExpiryWatch, type HeldLease } from "./lease.js";
 import { CLAIM_LEASE_KEY } from "./lease-record.js";
 
 /**
@@ -54,6 +54,8 @@ export interface ClaimOptions {
   saved: string | null;
   /** The flags after the `unlock` command a message prints (`LeaseOptions.unlockWhere`). */
   unlockWhere?: string;
+  /** What the apply saw of the leases while it took its stack's (`LeaseOptions.watch`). */
+  watch?: ExpiryWatch;
 }
 
 /**
@@ -81,7 +83,7 @@ export async function claimModules(client: ApiClient, plan: Plan, options: Claim
  * Takes the account's claim lease (waiting for another holder up to `timeoutMs`): for any write of an inventory, so
  * that no two run at once. Its listing is the account as the claim starts.
  */
-export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "ttlMs" | "onWait" | "unlockWhere">): Promise<HeldLease> {
+export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions, "holder" | "timeoutMs" | "ttlMs" | "onWait" | "unlockWhere" | "watch">): Promise<HeldLease> {
   return acquireLease(client, {
     stack: CLAIM_LEASE_KEY,
     subject: "module ownership (the account's claim lease)",
@@ -91,6 +93,7 @@ export function acquireClaimLease(client: ApiClient, options: Pick<ClaimOptions,
     holder: options.holder,
     onWait: options.onWait,
     ...(options.unlockWhere === undefined ? {} : { unlockWhere: options.unlockWhere }),
+    ...(options.watch === undefined ? {} : { watch: options.watch }),
   });
 }
 

@@ -49,6 +49,11 @@ export interface LeaseOptions {
    * answers were lost, by takers that gave up). No two machines' clocks are compared.
    */
   apiNow?: () => number;
+  /**
+   * What this run has seen of every lease object so far: given to both of an apply's leases, the
+   * time a dead holder's claim lease went unrenewed while the apply waited for its stack lease counts too.
+   */
+  watch?: ExpiryWatch;
 }
 
 /** A lease this process holds. */
@@ -134,7 +139,7 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
     throw new EdgeplanError(`stack "${CLAIM_LEASE_KEY}": this name is reserved for the account's claim lease (docs/ownership.md); choose another stack name`);
   }
   const deadline = now() + options.timeoutMs;
-  const watch = new ExpiryWatch(now);
+  const watch = options.watch ?? new ExpiryWatch(now);
   const announced = new Set<string>();
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const { lease: candidate, uncertain } = await createCandidate(client, options);
@@ -150,6 +155,9 @@ export async function acquireLease(client: ApiClient, options: LeaseOptions): Pr
     try {
       listing = await removeAbandoned(client, await client.listWeightedBackends(), options);
       const leases = await removeOwnOrphans(client, options, candidate.id, listing);
+      // Every lease of the account is remembered, so that a later wait for another of them (the claim lease's) can
+      // count this look too.
+      for (const other of listing.map(parseLease)) if (other !== null && other.stack !== options.stack) watch.observe(other);
       for (const l of leases) watch.observe(l);
       blocker = leaseBlocker(candidate.id, leases, watch.gone);
     } catch (err) {
@@ -321,7 +329,7 @@ async function lostError(client: ApiClient, lease: Lease, options: LeaseOptions)
  * Remembers when each lease's renewal count was last seen to change, on this process's clock: a lease whose count
  * stays the same for its TTL has expired (its holder died, or cannot reach the API).
  */
-class ExpiryWatch {
+export class ExpiryWatch {
   private readonly seen = new Map<string, { renewals: number; since: number }>();
   /** Leases found expired and deleted. */
   readonly gone = new Set<string>();

@@ -59,7 +59,7 @@ import { commandLine, freshPlanFile, stackWhere, typedStack, whereArgs, whereTex
 import { loadManifests, openSession, type Session } from "./session.js";
 import { wireStop } from "./stop.js";
 import { claimModules, type HeldClaim } from "../apply/claim.js";
-import { acquireLease, currentHolder, formatMs, type HeldLease, type LeftLease } from "../apply/lease.js";
+import { acquireLease, currentHolder, ExpiryWatch, formatMs, type HeldLease, type LeftLease } from "../apply/lease.js";
 import type { LeaseHolder } from "../model/lease.js";
 import { NoAnswerError } from "../api/errors.js";
 import { describeGone, type GoneCause } from "../api/reachability.js";
@@ -185,10 +185,12 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     if (saved) checkSavedPlanApi(saved, session.api, options.plan as string, start.newPlan(options.environment?.name, "new"));
     // The lease of the stack comes before anything is read for the plan (docs/reliability.md, section 6).
     const holder = currentHolder(io.env, options.environment?.name);
+    const watch = new ExpiryWatch(Date.now);
     lease = await acquireLease(session.client, {
       ...start.lock,
       stack: saved?.stack ?? session.stack,
       holder,
+      watch,
       onWait: (line) => io.stderr(`${line}\n`),
       unlockWhere,
       apiNow: () => session.clock.now(),
@@ -204,7 +206,7 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
     if (options.planShown !== true) showPlan(plan, start.format, shown, io);
     if (await nothingToSend(plan, result, { session, shown, io, place, format: start.format, wait: options.wait === true })) return result;
     try {
-      claim = await beforeFirstWrite(plan, start, io, session, { holder, unlockWhere });
+      claim = await beforeFirstWrite(plan, start, io, session, { holder, unlockWhere, watch });
     } catch (err) {
       await showPlanOnly(plan, start.format, shown, io, place);
       throw err;
@@ -303,7 +305,7 @@ async function beforeFirstWrite(
   start: Prepared,
   io: CommandIO,
   session: Session,
-  lease: { holder: LeaseHolder; unlockWhere: string | undefined },
+  lease: { holder: LeaseHolder; unlockWhere: string | undefined; watch: ExpiryWatch },
 ): Promise<HeldClaim | null> {
   const { options, saved, lock } = start;
   const denied = deniedResults(plan);
@@ -318,6 +320,7 @@ async function beforeFirstWrite(
     onWait: (line) => io.stderr(`${line}\n`),
     saved: saved ? (options.plan as string) : null,
     unlockWhere: lease.unlockWhere,
+    watch: lease.watch,
   });
 }
 

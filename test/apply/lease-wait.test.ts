@@ -8,8 +8,8 @@ import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
 import type { ApiClient, Sent } from "../../src/api/client.js";
-import { acquireLease, type LeaseOptions } from "../../src/apply/lease.js";
-import { buildLeaseBody } from "../../src/apply/lease-record.js";
+import { acquireLease, ExpiryWatch, type LeaseOptions } from "../../src/apply/lease.js";
+import { buildLeaseBody, CLAIM_LEASE_KEY } from "../../src/apply/lease-record.js";
 import type { LeaseHolder } from "../../src/model/lease.js";
 import type { WeightedBackendBody } from "../../src/model/plan.js";
 import type { WeightedBackend } from "../../src/model/wire.js";
@@ -107,5 +107,47 @@ describe("waiting for the stack's lease", () => {
         `(process ${pid} on this host is no longer running; the lease expires 1m after its last renewal, or run: edgeplan unlock web --lease-id ${HOLDER_ID}); ` +
         "--lock-timeout 0: not waiting. No change was sent. Run again once its lease has expired (or with a longer --lock-timeout)",
     );
+  });
+
+  it("a dead holder's claim lease, seen while the apply waited for the stack's, has expired by the time the claim is taken", async () => {
+    const holder = { host: "ci-7", pid: 4242, started_at: "2026-03-01T11:58:00Z", token: "t" };
+    const me: LeaseHolder = { host: "me", pid: 1, started_at: "2026-03-01T12:00:00Z", token: "me" };
+    /** Takes the stack's lease, then the claim lease: how long (on the clock) the claim took, and its lines. */
+    const run = async (shared: boolean): Promise<{ claimMs: number; lines: string[] }> => {
+      let t = T0;
+      const lines: string[] = [];
+      const api = stubApi(holder, 60_000);
+      await api.send({ method: "POST", path: "/backends/weighted", body: buildLeaseBody(CLAIM_LEASE_KEY, holder, 15_000, 3) });
+      const sleep = async (ms: number): Promise<void> => {
+        t += ms;
+      };
+      const clock = { now: () => t, sleep, onWait: (line: string) => lines.push(line) };
+      const watch = shared ? new ExpiryWatch(clock.now) : undefined;
+      const stack = await acquireLease(api, { stack: "web", ttlMs: 60_000, timeoutMs: 300_000, holder: me, ...clock, ...(watch ? { watch } : {}) });
+      const before = t;
+      lines.length = 0;
+      const claim = await acquireLease(api, {
+        stack: CLAIM_LEASE_KEY,
+        subject: "module ownership (the account's claim lease)",
+        ttlMs: 15_000,
+        timeoutMs: 300_000,
+        holder: me,
+        firstPollMs: 25,
+        pollMs: 1000,
+        ...clock,
+        ...(watch ? { watch } : {}),
+      });
+      const claimMs = t - before;
+      await claim.release();
+      await stack.release();
+      return { claimMs, lines };
+    };
+    const expired = "the lease of host ci-7, process 4242, started 2026-03-01T11:58:00Z (lease bkdwd_001) expired (no renewal for 15s); removed it";
+    const together = await run(true);
+    expect(together.claimMs).toBe(25);
+    expect(together.lines.at(-1)).toBe(expired);
+    const apart = await run(false);
+    expect(apart.claimMs).toBeGreaterThanOrEqual(15_000);
+    expect(apart.lines.at(-1)).toBe(expired);
   });
 });
