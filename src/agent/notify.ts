@@ -2,7 +2,8 @@
  * The agent's notifications (docs/agent.md): a generic webhook (JSON, HMAC-SHA256 signed when it has a secret), a
  * Slack-compatible incoming webhook, and a GitHub commit status. The same event is never sent twice in a row for a
  * stack and notifier: the store's compare-and-set decides, so of two replicas only one sends. A failure is logged by
- * the notifier's name (never its URL or secret), retried twice, and never stops a reconciliation.
+ * the notifier's name (never its URL or secret), retried twice, and never stops a reconciliation; an event not
+ * delivered is given back, and sent when a later reconciliation reports it again.
  */
 import { createHmac } from "node:crypto";
 import type { AgentEvent, AgentNotification, Revision } from "../model/agent.js";
@@ -68,8 +69,13 @@ export class Notifier {
       if (config.type === "github" && e.revision === null) return;
       const last = await this.deps.store.lastEvent(e.stack, config.name);
       if (last === e.event || !(await this.deps.store.swapEvent(e.stack, config.name, last, e.event))) return;
-      const delivery = await this.deliveryOf(config, e);
-      await this.post(delivery);
+      try {
+        await this.post(await this.deliveryOf(config, e));
+      } catch (err) {
+        // Not sent: the event is given back, so that the next reconciliation that reports it sends it.
+        await this.deps.store.swapEvent(e.stack, config.name, e.event, last);
+        throw err;
+      }
     } catch (err) {
       this.deps.log(`notification ${config.name}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -130,7 +136,7 @@ export class Notifier {
         why = err instanceof Error && err.name === "TimeoutError" ? "no answer within the timeout" : "no answer";
       }
     }
-    throw new Error(`not delivered after ${tries === 1 ? "1 try" : `${tries} tries`} (${why}); the next event is sent as usual`);
+    throw new Error(`not delivered after ${tries === 1 ? "1 try" : `${tries} tries`} (${why}); it is sent again when a reconciliation reports it again`);
   }
 }
 

@@ -33,8 +33,11 @@ export interface AgentStore {
   acks(stack: string, digest: string): Promise<AckRecord[]>;
   /** The last event sent by a notifier for a stack (dedupe: the same event is not sent twice in a row). */
   lastEvent(stack: string, notifier: string): Promise<AgentEvent | null>;
-  /** Sets it only if it is still `expected` (compare-and-set, so two replicas never both send); returns whether it was set. */
-  swapEvent(stack: string, notifier: string, expected: AgentEvent | null, next: AgentEvent): Promise<boolean>;
+  /**
+   * Sets it only if it is still `expected` (compare-and-set, so two replicas never both send); returns whether it was
+   * set. `next` null forgets it (a delivery that failed gives its event back).
+   */
+  swapEvent(stack: string, notifier: string, expected: AgentEvent | null, next: AgentEvent | null): Promise<boolean>;
   /** A runtime override of a stack's `suspend` (set by the API's suspend/resume), null when none. */
   suspended(stack: string): Promise<boolean | null>;
   setSuspended(stack: string, suspended: boolean): Promise<void>;
@@ -146,6 +149,7 @@ function prepareSqlite(db: Database.Database) {
     eventGet: db.prepare<[string, string], { event: AgentEvent }>("SELECT event FROM agent_events WHERE stack = ? AND notifier = ?"),
     eventInsert: db.prepare<[string, string, string]>("INSERT INTO agent_events (stack, notifier, event) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
     eventSwap: db.prepare<[string, string, string, string]>("UPDATE agent_events SET event = ? WHERE stack = ? AND notifier = ? AND event = ?"),
+    eventDelete: db.prepare<[string, string, string]>("DELETE FROM agent_events WHERE stack = ? AND notifier = ? AND event = ?"),
     suspendedGet: db.prepare<[string], { suspended: number }>("SELECT suspended FROM agent_suspended WHERE stack = ?"),
     suspendedSet: db.prepare<[string, number]>(
       "INSERT INTO agent_suspended (stack, suspended) VALUES (?, ?) ON CONFLICT (stack) DO UPDATE SET suspended = excluded.suspended",
@@ -224,9 +228,10 @@ class SqliteAgentStore implements AgentStore {
     return this.run(`read the last event of ${stack}`, () => this.s.eventGet.get(stack, notifier)?.event ?? null);
   }
 
-  swapEvent(stack: string, notifier: string, expected: AgentEvent | null, next: AgentEvent): Promise<boolean> {
+  swapEvent(stack: string, notifier: string, expected: AgentEvent | null, next: AgentEvent | null): Promise<boolean> {
     return this.run(`record an event of ${stack}`, () => {
-      const result = expected === null ? this.s.eventInsert.run(stack, notifier, next) : this.s.eventSwap.run(next, stack, notifier, expected);
+      if (expected === null) return next !== null && this.s.eventInsert.run(stack, notifier, next).changes === 1;
+      const result = next === null ? this.s.eventDelete.run(stack, notifier, expected) : this.s.eventSwap.run(next, stack, notifier, expected);
       return result.changes === 1;
     });
   }
@@ -285,6 +290,7 @@ const SQL = {
   // waits for the first's row lock, then finds the event no longer `expected` and changes nothing.
   eventInsert: "INSERT INTO agent_events (stack, notifier, event) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
   eventSwap: "UPDATE agent_events SET event = $4 WHERE stack = $1 AND notifier = $2 AND event = $3",
+  eventDelete: "DELETE FROM agent_events WHERE stack = $1 AND notifier = $2 AND event = $3",
   suspendedGet: "SELECT suspended FROM agent_suspended WHERE stack = $1",
   suspendedSet: "INSERT INTO agent_suspended (stack, suspended) VALUES ($1, $2) ON CONFLICT (stack) DO UPDATE SET suspended = excluded.suspended",
 } as const;
@@ -375,9 +381,10 @@ class PgAgentStore implements AgentStore {
     return row?.event ?? null;
   }
 
-  async swapEvent(stack: string, notifier: string, expected: AgentEvent | null, next: AgentEvent): Promise<boolean> {
+  async swapEvent(stack: string, notifier: string, expected: AgentEvent | null, next: AgentEvent | null): Promise<boolean> {
     const what = `record an event of ${stack}`;
-    const result = expected === null ? await this.q(what, "eventInsert", [stack, notifier, next]) : await this.q(what, "eventSwap", [stack, notifier, expected, next]);
+    if (expected === null) return next !== null && (await this.q(what, "eventInsert", [stack, notifier, next])).rowCount === 1;
+    const result = next === null ? await this.q(what, "eventDelete", [stack, notifier, expected]) : await this.q(what, "eventSwap", [stack, notifier, expected, next]);
     return result.rowCount === 1;
   }
 

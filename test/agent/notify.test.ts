@@ -105,8 +105,15 @@ describe("notifications", () => {
     expect(got.length).toBe(2);
     failNext = 3;
     await n.notify(event("applied"));
-    expect(logs).toEqual(["notification chat: not delivered after 3 tries (answered 500); the next event is sent as usual"]);
+    expect(logs).toEqual(["notification chat: not delivered after 3 tries (answered 500); it is sent again when a reconciliation reports it again"]);
     expect(logs.join("\n")).not.toContain("canary");
+    // Not delivered, so not "sent": the same event reported again goes out, once.
+    got.length = 0;
+    await n.notify(event("applied"));
+    await n.notify(event("applied"));
+    expect(got.map((g) => JSON.parse(g.body).text)).toEqual([
+      ':white_check_mark: prod applied 3f1c2a9 "shift prod" by Ann: Apply complete: 1 done.\n• weighted_backend.api: update',
+    ]);
   });
 
   it("slack: a commit's words are shown, never a ping or a link; a redirect is not followed", async () => {
@@ -125,6 +132,8 @@ describe("notifications", () => {
       ':x: prod failed 3f1c2a9 "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;" by &lt;@U123&gt;: bad &lt;b&gt;\n• weighted_backend.api: update',
     );
     expect(got.filter((g) => g.path.startsWith("/landed"))).toEqual([]);
-    expect(logs).toEqual(["notification moved: not delivered after 1 try (answered 307, a redirect, which is not followed); the next event is sent as usual"]);
+    expect(logs).toEqual([
+      "notification moved: not delivered after 1 try (answered 307, a redirect, which is not followed); it is sent again when a reconciliation reports it again",
+    ]);
   });
 });

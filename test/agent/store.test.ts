@@ -135,6 +135,11 @@ describe(`the agent's store (${TEST_STORE})`, () => {
     expect(await store.swapEvent("production", "slack", "failed", "recovered")).toBe(false);
     expect(await store.swapEvent("production", "slack", "applied", "failed")).toBe(true);
     expect(await store.lastEvent("production", "slack")).toBe("failed");
+    // An event not delivered is given back: to the one before, or to none.
+    expect(await store.swapEvent("production", "slack", "applied", null)).toBe(false);
+    expect(await store.swapEvent("production", "slack", "failed", null)).toBe(true);
+    expect(await store.lastEvent("production", "slack")).toBeNull();
+    expect(await store.swapEvent("production", "slack", null, "failed")).toBe(true);
     expect(await store.lastEvent("production", "webhook")).toBeNull();
     expect(await store.suspended("production")).toBeNull();
     await store.setSuspended("production", true);
