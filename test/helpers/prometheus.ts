@@ -30,7 +30,7 @@ async function listen(server: Server): Promise<number> {
 }
 
 /** A port free a moment ago (Prometheus binds it itself). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = createServer();
   const port = await listen(probe);
   await new Promise((r) => probe.close(r));
