@@ -91,8 +91,8 @@ const NotificationSchema = z.strictObject({
 
 export const AgentConfigSchema = z
   .strictObject({
-    sources: z.array(SourceSchema).min(1).meta({ description: "The git repositories the agent fetches." }),
-    stacks: z.array(StackSchema).min(1).meta({ description: "The stacks it keeps converged." }),
+    sources: z.array(SourceSchema).min(1, "name at least one source (a git repository to fetch)").meta({ description: "The git repositories the agent fetches." }),
+    stacks: z.array(StackSchema).min(1, "name at least one stack (a folder of a source to reconcile)").meta({ description: "The stacks it keeps converged." }),
     notifications: z.array(NotificationSchema).optional().meta({ description: "Where it says what happened." }),
     history: z.number().int().min(1).max(1000).optional().meta({ description: "Reconciliations kept per stack. Default: 20." }),
   })

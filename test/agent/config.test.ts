@@ -99,6 +99,16 @@ history: 5
     });
   });
 
+  it("refuses a file with no source or no stack, saying what to add", async () => {
+    expect(await problems("sources: []\nstacks: []\n")).toBe(
+      [
+        "agent.yaml:1:10: sources: name at least one source (a git repository to fetch)",
+        "agent.yaml:2:9: stacks: name at least one stack (a folder of a source to reconcile)",
+        "2 problems in the agent's configuration; the agent did not start",
+      ].join("\n"),
+    );
+  });
+
   it("refuses a secret written in the file, at its key, and a wrong value at its line", async () => {
     expect(await problems("sources:\n  - name: routing\n    url: repo.git\n    password: hunter2\nstacks:\n  - {name: prod, source: routing, mode: fix, api_key: k}\n")).toBe(
       [
