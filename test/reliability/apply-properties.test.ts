@@ -142,7 +142,7 @@ describe("apply against the real server over random worlds", () => {
         const plan = await runPlan({ ...flags, detailedExitcode: true, format: "json" }, io);
         expect(plan.exitCode, io.out).toBe(0);
 
-        const before = snapshot(server);
+        const before = await snapshot(server);
         const logged = server.logLines.length;
         const second = await runApply({ ...flags, autoApprove: true, force: true }, captureIO(env, dir.path));
         expect(second.exitCode).toBe(0);
@@ -153,7 +153,7 @@ describe("apply against the real server over random worlds", () => {
           "POST /backends/weighted 201",
           "DELETE /backends/weighted/<lease> 204",
         ]);
-        expect(snapshot(server)).toEqual(before);
+        expect(await snapshot(server)).toEqual(before);
       }),
       { numRuns: RUNS },
     );
