@@ -4,7 +4,9 @@
  * and searched for the owner marker `{stack, name}` the body carries:
  * - found: the create happened; its id is taken (and when its body differs from what was meant, one PATCH of it
  *   with the planned body sets it right);
- * - not found: the create did not happen, so sending it once more cannot make a duplicate.
+ * - not found: the create did not happen by the time of the listing, so it is sent once more.
+ * A POST whose answer was lost may still be held by a slow server and commit after that listing: when more than one
+ * POST went out, the caller is told the id kept (`resent`), and the engine deletes a late twin at the end of the run.
  */
 import { jsonEqual as equal } from "../model/json-equal.js";
 import { answeredWeightedBackend, type ApiClient, type WeightedBackendBody } from "../api/client.js";
@@ -30,6 +32,8 @@ export interface CreateTarget {
    * (an inventory object has no name: it is found by the entries its body records).
    */
   find?: (backends: readonly WeightedBackend[]) => WeightedBackend | null;
+  /** Told the id kept when more than one POST went out: an earlier one, unanswered, may still commit as a twin. */
+  resent?: (id: string) => void;
 }
 
 /**
@@ -37,13 +41,17 @@ export interface CreateTarget {
  * by hand), the oldest, as the plan matches it.
  */
 export function findByMarker(backends: readonly WeightedBackend[], stack: string, name: string): WeightedBackend | null {
-  let found: WeightedBackend | null = null;
-  for (const wb of backends) {
-    const marker = parseLiveMetadata(wb.metadata).marker;
-    if (marker?.stack !== stack || marker.name !== name) continue;
-    if (found === null || wb.id < found.id) found = wb;
-  }
-  return found;
+  return objectsByMarker(backends, stack, name)[0] ?? null;
+}
+
+/** Every live object that carries the owner marker `{stack, name}`, oldest (smallest id) first. */
+export function objectsByMarker(backends: readonly WeightedBackend[], stack: string, name: string): WeightedBackend[] {
+  return backends
+    .filter((wb) => {
+      const marker = parseLiveMetadata(wb.metadata).marker;
+      return marker?.stack === stack && marker.name === name;
+    })
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** True when the live object holds what `body` asks for (metadata compared as parsed JSON). */
@@ -65,9 +73,14 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
   if (request.method !== "POST" || body === null) throw new InternalError(`${target.address}: a create is a POST with a body`);
   const attempts = Math.max(1, target.attempts);
   let lost: OutcomeUnknownError | undefined;
+  // More than one POST sent: an unanswered one may still commit later.
+  const kept = (wb: WeightedBackend, attempt: number): WeightedBackend => {
+    if (attempt > 1) target.resent?.(wb.id);
+    return wb;
+  };
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
-      return answeredWeightedBackend(await client.send(request), request);
+      return kept(answeredWeightedBackend(await client.send(request), request), attempt);
     } catch (err) {
       if (!(err instanceof OutcomeUnknownError)) throw err;
       lost = err;
@@ -87,11 +100,11 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
     if (found) {
       if (holdsBody(found, body)) {
         target.progress(`${target.address}: found ${found.id} by its owner marker: the create had happened`);
-        return found;
+        return kept(found, attempt);
       }
       target.progress(`${target.address}: found ${found.id} by its owner marker, with another body: updating it with the full body`);
       const update = { method: "PATCH" as const, path: weightedBackendPath(found.id), body };
-      return answeredWeightedBackend(await client.send(update), update);
+      return kept(answeredWeightedBackend(await client.send(update), update), attempt);
     }
     if (attempt < attempts) target.progress(`${target.address}: no object carries its owner marker, so the create did not happen: sending it again`);
   }
@@ -108,10 +121,13 @@ export async function applyCreate(client: ApiClient, request: WeightedBackendCha
 
 /** The inventory object of `stack` that records exactly `entries` (the one a lost create made), or null. */
 export function findInventory(backends: readonly WeightedBackend[], stack: string, entries: unknown): WeightedBackend | null {
-  return (
-    backends.find((wb) => {
-      const inventory = parseInventory(wb);
-      return inventory !== null && inventory.stack === stack && equal(inventory.entries, entries);
-    }) ?? null
-  );
+  return inventoriesRecording(backends, stack, entries)[0] ?? null;
+}
+
+/** Every inventory object of `stack` that records exactly `entries`. */
+export function inventoriesRecording(backends: readonly WeightedBackend[], stack: string, entries: unknown): WeightedBackend[] {
+  return backends.filter((wb) => {
+    const inventory = parseInventory(wb);
+    return inventory !== null && inventory.stack === stack && equal(inventory.entries, entries);
+  });
 }

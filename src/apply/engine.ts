@@ -11,7 +11,9 @@ import { resolveWeightedBackendRequest } from "../kinds/weighted-backend.js";
 import { NoAnswerError } from "../api/errors.js";
 import { ApiError, InternalError } from "../model/errors.js";
 import type { Change, WeightedBackendChange } from "../model/plan.js";
-import { applyCreate, findInventory } from "./create.js";
+import { applyCreate, findInventory, holdsBody, inventoriesRecording, objectsByMarker } from "./create.js";
+import { weightedBackendPath } from "../model/paths.js";
+import type { WeightedBackend } from "../model/wire.js";
 import type { ApplyOutcome, ChangeResult } from "../model/apply-report.js";
 import { ApplySchedule } from "./schedule.js";
 
@@ -96,11 +98,12 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
   };
   const inFlight = new Set<Promise<void>>();
   const aborted = (): boolean => options.signal?.aborted === true;
+  const resent: Resent[] = [];
 
   const run = async (change: Change): Promise<void> => {
     const started = performance.now();
     try {
-      const id = await applyChange(change, client, createdIds, options, progress);
+      const id = await applyChange(change, client, createdIds, options, { progress, resent });
       const ms = Math.round(performance.now() - started);
       if (change.kind !== "saml" && change.kind !== "circuit_breaker" && change.action === "create") createdIds.set(change.address, id as string);
       schedule.succeed(change.address);
@@ -138,6 +141,8 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
     await Promise.race(inFlight);
   }
 
+  // A DELETE is a write: none once the run is stopping (its lease may be gone).
+  if (!aborted()) await removeLateTwins(client, resent, progress);
   const cancelled = schedule.cancel();
   for (const address of cancelled) {
     const c = schedule.change(address);
@@ -165,8 +170,9 @@ async function applyChange(
   client: ApiClient,
   createdIds: ReadonlyMap<string, string>,
   options: ApplyOptions,
-  progress: (line: string) => void,
+  run: { progress: (line: string) => void; resent: Resent[] },
 ): Promise<string | null> {
+  const { progress } = run;
   if (change.kind === "inventory") {
     if (change.action !== "create") {
       await client.send(change.request);
@@ -180,6 +186,7 @@ async function applyChange(
       attempts: options.createAttempts ?? DEFAULT_CREATE_ATTEMPTS,
       progress,
       find: (backends) => findInventory(backends, change.stack, change.after),
+      resent: (keepId) => run.resent.push({ address: change.address, keepId, twins: (backends) => inventoriesRecording(backends, change.stack, change.after) }),
     });
     return created.id;
   }
@@ -198,12 +205,53 @@ async function applyChange(
       address: change.address,
       attempts: options.createAttempts ?? DEFAULT_CREATE_ATTEMPTS,
       progress,
+      resent: (keepId) =>
+        run.resent.push({
+          address: change.address,
+          keepId,
+          twins: (backends) => objectsByMarker(backends, options.stack, change.name).filter((wb) => request.body !== null && holdsBody(wb, request.body)),
+        }),
     });
     return created.id;
   }
   const sent = await client.send(request);
   if (change.action === "delete") return liveId(change);
   return answeredWeightedBackend(sent, request).id;
+}
+
+/** A create sent more than once: the object kept, and how to find its copies (the same create, committed late). */
+interface Resent {
+  address: string;
+  keepId: string;
+  twins: (backends: readonly WeightedBackend[]) => WeightedBackend[];
+}
+
+/**
+ * Deletes the copies of creates sent more than once: a POST whose answer was lost, held by a slow server, committed
+ * after the listing that decided to send it again. One listing for all of them, at the end of the run; a copy that
+ * commits later still is an orphan of the stack in the next plan.
+ */
+async function removeLateTwins(client: ApiClient, resent: readonly Resent[], progress: (line: string) => void): Promise<void> {
+  if (resent.length === 0) return;
+  const why = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+  let backends: WeightedBackend[];
+  try {
+    backends = await client.listWeightedBackends();
+  } catch (err) {
+    progress(`could not look for creates sent twice that committed late (${why(err)}); the next plan shows any as an orphan of the stack`);
+    return;
+  }
+  for (const r of resent) {
+    for (const twin of r.twins(backends).filter((wb) => wb.id !== r.keepId)) {
+      const copy = `${twin.id} is a second copy (a create sent again after its answer was lost committed late)`;
+      try {
+        await client.send({ method: "DELETE", path: weightedBackendPath(twin.id), body: null });
+        progress(`${r.address}: ${copy}: deleted it`);
+      } catch (err) {
+        progress(`${r.address}: ${copy}: could not delete it (${why(err)}); the next plan shows it as an orphan of the stack`);
+      }
+    }
+  }
 }
 
 function liveId(change: WeightedBackendChange): string {

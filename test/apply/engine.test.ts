@@ -176,10 +176,10 @@ function standIn(script: { creates: Array<"lost" | "ok">; listed: WeightedBacken
     baseUrl: "http://127.0.0.1:1",
     async send(request: WriteRequest): Promise<Sent> {
       const body = request.body as WeightedBackendBody;
-      if (request.method === "PATCH") {
+      if (request.method === "PATCH" || request.method === "DELETE") {
         const id = request.path.split("/").at(-1) as string;
-        calls.push(`PATCH ${id}`);
-        return { kind: "weighted_backend", object: object(id, body) };
+        calls.push(`${request.method} ${id}`);
+        return { kind: "weighted_backend", object: request.method === "PATCH" ? object(id, body) : null };
       }
       calls.push(request.method);
       const what = script.creates.shift();
@@ -193,6 +193,27 @@ function standIn(script: { creates: Array<"lost" | "ok">; listed: WeightedBacken
   };
   return fake as unknown as ApiClient & { calls: string[] };
 }
+
+describe("a create sent twice", () => {
+  it("whose first POST commits after the listing that decided to send it again: the late copy is deleted at the end of the run", async () => {
+    const plan = await planFor(client(await server()), [wb("x", { [CHILD]: 100 })]);
+    const body = (plan.changes[0] as { request: { body: WeightedBackendBody } }).request.body;
+    const kept = fakeId("bkdwd", 901);
+    const late = fakeId("bkdwd", 950);
+    const copy = (id: string): WeightedBackend => ({ id, uri: "", created_at: "2025-01-01T00:00:00Z", ...body });
+    const other = { ...copy(fakeId("bkdwd", 960)), description: "another body" };
+    const c = standIn({ creates: ["lost", "ok"], listed: [[], [copy(kept), copy(late), other]] });
+    const progress: string[] = [];
+    const outcome = await applyPlan(plan.changes, c, { stack: "default", concurrency: 1, onProgress: (l) => progress.push(l) });
+    expect(outcome.createdIds).toEqual({ "weighted_backend.x": kept });
+    expect(c.calls).toEqual(["POST", "LIST", "POST", "LIST", `DELETE ${late}`]);
+    expect(progress).toContain(`weighted_backend.x: ${late} is a second copy (a create sent again after its answer was lost committed late): deleted it`);
+    // One POST answered: nothing more is read or deleted.
+    const once = standIn({ creates: ["ok"], listed: [] });
+    await applyPlan(plan.changes, once, { stack: "default", concurrency: 1 });
+    expect(once.calls).toEqual(["POST"]);
+  });
+});
 
 describe("applyCreate after a lost answer", () => {
   const body: WeightedBackendBody = { description: "d", metadata: JSON.stringify({ edgeplan: { name: "n", stack: "s" } }), backends: { [CHILD]: 1 } };
