@@ -164,6 +164,13 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
       if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place, where), "plan");
       return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges: planHasChanges(plan) };
     }
+    const unmatched = plan.warnings.filter(isUnmatchedTarget).length;
+    if (unmatched > 0 && options.detailedExitcode) {
+      // A script reads exit 0 as "nothing to do": a mistyped target must not look like that, nor leave a plan to apply.
+      const what = unmatched === 1 ? "a --target names" : `${unmatched} --target flags name`;
+      io.stderr(`edgeplan: ${what} nothing (see the warning above); with --detailed-exitcode that is an error, and no plan was saved\n`);
+      return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges: planHasChanges(plan) };
+    }
     if (options.out) {
       // Only the saved plan says where it was made: stdout's JSON stays the same bytes at any API.
       await writeFileAtomic(resolve(io.cwd, options.out), renderJson({ ...plan, api: session.api }, { keepSensitive: true }));
@@ -171,14 +178,6 @@ export async function runPlan(given: PlanCommandOptions, io: CommandIO): Promise
     }
     if (options.html) await writeHtmlFile(io, options.html, renderHtml(plan, place, where), "plan");
     const hasChanges = planHasChanges(plan);
-    const unmatched = plan.warnings.filter(isUnmatchedTarget).length;
-    if (unmatched > 0 && options.detailedExitcode) {
-      // A script reads exit 0 as "nothing to do": a mistyped target must not look like that.
-      io.stderr(
-        `edgeplan: ${unmatched === 1 ? "a --target names" : `${unmatched} --target flags name`} nothing (see the warning above); with --detailed-exitcode that is an error\n`,
-      );
-      return { exitCode: EXIT.error, diagnostics: loaded.diagnostics, plan, hasChanges };
-    }
     return {
       exitCode: hasChanges && options.detailedExitcode ? EXIT.changes : EXIT.ok,
       diagnostics: loaded.diagnostics,

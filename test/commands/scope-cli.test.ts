@@ -3,7 +3,7 @@
  * only what they name and read less; `ignore_changes` leaves a hand-made change in place; `edgeplan.yaml` gives the
  * paths and stack of a bare `edgeplan apply`, and a flag wins over it.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PlanSchema } from "../../src/model/plan-schema.js";
@@ -136,10 +136,13 @@ describe("--target and --exclude (built CLI, real server)", () => {
     const plain = await w.cli(["plan", "m", "--target", "weighted_backend.chekout"]);
     expect(plain.code).toBe(0);
     expect(plain.stdout + plain.stderr).toContain(warning);
-    const detailed = await w.cli(["plan", "m", "--target", "weighted_backend.chekout", "--detailed-exitcode"]);
+    const detailed = await w.cli(["plan", "m", "--target", "weighted_backend.chekout", "--detailed-exitcode", "--out", "typo.json"]);
     expect(detailed.code).toBe(1);
     expect(detailed.stdout + detailed.stderr).toContain(warning);
-    expect(detailed.stderr.trimEnd().split("\n").at(-1)).toBe("edgeplan: a --target names nothing (see the warning above); with --detailed-exitcode that is an error");
+    expect(detailed.stderr.trimEnd().split("\n").at(-1)).toBe(
+      "edgeplan: a --target names nothing (see the warning above); with --detailed-exitcode that is an error, and no plan was saved",
+    );
+    expect(existsSync(join(w.dir, "typo.json"))).toBe(false);
   });
 });
 
