@@ -16,7 +16,7 @@
 import { resolve } from "node:path";
 import { fetchTouched } from "../api/fetch-live.js";
 import { liveWeightedBackend } from "../api/live-state.js";
-import { CLIENT_DEFAULTS, type CommonCliOptions } from "../api/options.js";
+import type { CommonCliOptions } from "../api/options.js";
 import {
   buildDeclinedRefusal,
   buildNoTerminalRefusal,
@@ -63,7 +63,7 @@ import { acquireLease, currentHolder, ExpiryWatch, formatMs, type HeldLease, typ
 import type { LeaseHolder } from "../model/lease.js";
 import { NoAnswerError } from "../api/errors.js";
 import { describeGone, type GoneCause } from "../api/reachability.js";
-import { parseTimeout, SETTING_PARSERS } from "../model/syntax.js";
+import { parseTimeout, SETTING_PARSERS, type RateLimit } from "../model/syntax.js";
 
 export interface ApplyCommandOptions extends CommonCliOptions, PlanFlags {
   /** Manifest files or folders (default `.`): what is planned, or re-planned with `--refresh`. */
@@ -154,8 +154,7 @@ export function lockOptionsFrom(options: Pick<ApplyCommandOptions, "lockTimeout"
  * A warning when renewing the lease (every third of `--lock-ttl`) alone takes more than half of what `--rate-limit`
  * allows: the apply's own requests would wait behind the renewals. A renewal is needed, so it is no error.
  */
-export function lockBudgetWarning(ttlMs: number, rateLimit: string | undefined): string | null {
-  const limit = SETTING_PARSERS.rateLimit(rateLimit ?? CLIENT_DEFAULTS.rateLimit);
+export function lockBudgetWarning(ttlMs: number, limit: RateLimit | null): string | null {
   if (limit === null) return null;
   const renewals = Math.ceil((3 * limit.windowMs) / ttlMs);
   if (renewals * 2 <= limit.count) return null;
@@ -177,6 +176,9 @@ export async function runApply(given: ApplyCommandOptions, io: CommandIO): Promi
   const start = await prepareApply(given, io);
   const { options, saved } = start;
   const session = given.session ?? (await openSession(options, io, start.desired));
+  // The session's budget is the limit its client keeps (a flag, the project file, none for --local).
+  const crowded = lockBudgetWarning(start.lock.ttlMs, session.budget.rateLimit);
+  if (crowded) io.stderr(`${crowded}\n`);
   const unlockWhere = whereText(given, options.environment?.name, io.env);
   let lease: HeldLease | undefined;
   let claim: HeldClaim | null = null;
@@ -243,8 +245,6 @@ async function prepareApply(given: ApplyCommandOptions, io: CommandIO): Promise<
   const { options, saved, newPlan } = await withSavedPlan(given, io);
   const { format, acks } = checkApplyFlags(options, io);
   const base = { options, saved, newPlan, format, acks, waitMs: checkRolloutFlags(options), lock: lockOptionsFrom(options) };
-  const budget = lockBudgetWarning(base.lock.ttlMs, options.rateLimit);
-  if (budget) io.stderr(`${budget}\n`);
   if (!saved) {
     const loaded = await loadManifests(options.paths, io, options.environment ?? null);
     return { ...base, desired: loaded.desired, diagnostics: loaded.diagnostics };

@@ -5,6 +5,10 @@ import { describe, expect, it } from "vitest";
 import { buildLeaseBody, ciRunUrl, describeHolder, leaseBlocker, leasesOf } from "../../src/apply/lease-record.js";
 import { isLeaseObject, parseLease, type LeaseHolder } from "../../src/model/lease.js";
 import { lockBudgetWarning, lockOptionsFrom } from "../../src/commands/apply.js";
+import { DEFAULT_BUDGET } from "../../src/core/estimate.js";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runEdgeplan, tempDir } from "../reliability/cli.js";
 
 const HOLDER: LeaseHolder = { host: "ci-7", pid: 4242, started_at: "2026-01-02T03:04:05Z", token: "t1" };
 const obj = (id: string, stack: string, renewals = 0): { id: string; metadata: string } => ({ id, metadata: buildLeaseBody(stack, HOLDER, 60_000, renewals).metadata });
@@ -65,15 +69,32 @@ describe("lease objects", () => {
   });
 
   it("warns when renewing the lease alone takes more than half of --rate-limit's requests", () => {
-    expect(lockBudgetWarning(1000, undefined)).toBe(
+    expect(lockBudgetWarning(1000, DEFAULT_BUDGET.rateLimit)).toBe(
       "warning: --lock-ttl 1s: renewing the lease every 333ms takes 180 of the 120 requests per 1m that --rate-limit allows, and the apply's requests wait behind them; use --lock-ttl 3s or more, or a higher --rate-limit",
     );
-    expect(lockBudgetWarning(3000, undefined)).toBeNull();
-    expect(lockBudgetWarning(60_000, "10/1s")).toBeNull();
-    expect(lockBudgetWarning(1000, "4/1s")).toBe(
+    expect(lockBudgetWarning(3000, DEFAULT_BUDGET.rateLimit)).toBeNull();
+    expect(lockBudgetWarning(60_000, { count: 10, windowMs: 1000 })).toBeNull();
+    expect(lockBudgetWarning(1000, { count: 4, windowMs: 1000 })).toBe(
       "warning: --lock-ttl 1s: renewing the lease every 333ms takes 3 of the 4 requests per 1s that --rate-limit allows, and the apply's requests wait behind them; use --lock-ttl 2s or more, or a higher --rate-limit",
     );
-    expect(lockBudgetWarning(2000, "4/1s")).toBeNull();
-    expect(lockBudgetWarning(1000, "off")).toBeNull();
+    expect(lockBudgetWarning(2000, { count: 4, windowMs: 1000 })).toBeNull();
+    expect(lockBudgetWarning(1000, null)).toBeNull();
+  });
+
+  it("judges --lock-ttl by the limit the apply's client keeps: --local has none, so 1s is no warning there", async () => {
+    const dir = tempDir("lock-budget");
+    try {
+      mkdirSync(join(dir.path, "m"));
+      writeFileSync(join(dir.path, "m", "a.yaml"), `kind: WeightedBackend\nname: a\nbackends:\n  bkdhr_${"0".repeat(26)}1: 1\n`);
+      const local = await runEdgeplan(["apply", "m", "--local", "--auto-approve", "--lock-ttl", "1s"], { cwd: dir.path });
+      expect(local.code, local.stderr).toBe(0);
+      expect(local.stderr).not.toContain("warning: --lock-ttl");
+      const limited = await runEdgeplan(["apply", "m", "--local", "--auto-approve", "--lock-ttl", "1s", "--rate-limit", "120/60s"], { cwd: dir.path });
+      expect(limited.stderr.split("\n")).toContain(
+        "warning: --lock-ttl 1s: renewing the lease every 333ms takes 180 of the 120 requests per 1m that --rate-limit allows, and the apply's requests wait behind them; use --lock-ttl 3s or more, or a higher --rate-limit",
+      );
+    } finally {
+      dir.remove();
+    }
   });
 });
