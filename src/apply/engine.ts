@@ -141,7 +141,8 @@ export async function applyPlan(changes: readonly Change[], client: ApiClient, o
     await Promise.race(inFlight);
   }
 
-  // A DELETE is a write: none once the run is stopping (its lease may be gone).
+  // Its DELETEs are writes: checked under the lease as a change's are, and none once the run is stopping.
+  if (resent.length > 0 && !aborted()) await options.beforeStart?.();
   if (!aborted()) await removeLateTwins(client, resent, progress);
   const cancelled = schedule.cancel();
   for (const address of cancelled) {

@@ -204,10 +204,21 @@ describe("a create sent twice", () => {
     const other = { ...copy(fakeId("bkdwd", 960)), description: "another body" };
     const c = standIn({ creates: ["lost", "ok"], listed: [[], [copy(kept), copy(late), other]] });
     const progress: string[] = [];
-    const outcome = await applyPlan(plan.changes, c, { stack: "default", concurrency: 1, onProgress: (l) => progress.push(l) });
+    const beforeStart = async (): Promise<void> => void c.calls.push("CHECK");
+    const outcome = await applyPlan(plan.changes, c, { stack: "default", concurrency: 1, onProgress: (l) => progress.push(l), beforeStart });
     expect(outcome.createdIds).toEqual({ "weighted_backend.x": kept });
-    expect(c.calls).toEqual(["POST", "LIST", "POST", "LIST", `DELETE ${late}`]);
+    // The lease is checked before the change and again before the copy's DELETE.
+    expect(c.calls).toEqual(["CHECK", "POST", "LIST", "POST", "CHECK", "LIST", `DELETE ${late}`]);
     expect(progress).toContain(`weighted_backend.x: ${late} is a second copy (a create sent again after its answer was lost committed late): deleted it`);
+    // The lease found gone at that check: no DELETE.
+    const lost = new AbortController();
+    const gone = standIn({ creates: ["lost", "ok"], listed: [[], [copy(kept), copy(late)]] });
+    let checks = 0;
+    const loseOnSecond = async (): Promise<void> => {
+      if (++checks === 2) lost.abort();
+    };
+    await applyPlan(plan.changes, gone, { stack: "default", concurrency: 1, beforeStart: loseOnSecond, signal: lost.signal });
+    expect(gone.calls).toEqual(["POST", "LIST", "POST"]);
     // One POST answered: nothing more is read or deleted.
     const once = standIn({ creates: ["ok"], listed: [] });
     await applyPlan(plan.changes, once, { stack: "default", concurrency: 1 });
